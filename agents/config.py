@@ -1,0 +1,121 @@
+"""Context settings (SPEC C4) and model profiles (SPEC C18)."""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A setting a person gave is out of range; the message says which and why."""
+
+
+@dataclass
+class ContextConfig:
+    """AgentScope's ContextConfig fields and defaults, plus TaskOS's zone knobs."""
+
+    trigger_ratio: float = 0.8
+    reserve_ratio: float = 0.1
+    context_buffer_ratio: float = 0.2
+    tool_result_limit: int = 50_000
+    compression_fallback_to_truncation: bool = True
+    compression_tool_enabled: bool = False
+    max_image_num: int = 5
+    max_rounds: int = 5  # rolling-window trigger: more rounds than this kept → compact
+    timezone: str = "UTC"
+    time_interval_hours: float = 0.5
+    tool_retries_limit: int = 3
+    max_turns: int = 400
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if not 0 < self.trigger_ratio <= 0.9:
+            raise ConfigError(
+                f"trigger_ratio must be greater than 0 and at most 0.9 (got {self.trigger_ratio}): "
+                "at 1.0 compaction would start only once the window is already full, "
+                "leaving no room for the summary request or the answer.")
+        if not 0 <= self.reserve_ratio < 0.5:
+            raise ConfigError(f"reserve_ratio must be in [0, 0.5) (got {self.reserve_ratio}).")
+        if not 0 <= self.context_buffer_ratio < 1:
+            raise ConfigError(
+                f"context_buffer_ratio must be in [0, 1) (got {self.context_buffer_ratio}).")
+        if self.tool_result_limit < 100:
+            raise ConfigError(
+                f"tool_result_limit must be at least 100 characters (got {self.tool_result_limit}).")
+        if self.max_rounds < 1:
+            raise ConfigError(f"max_rounds must be at least 1 (got {self.max_rounds}).")
+        if self.max_image_num < 0:
+            raise ConfigError(f"max_image_num must be 0 or more (got {self.max_image_num}).")
+        if self.tool_retries_limit < 1:
+            raise ConfigError(
+                f"tool_retries_limit must be at least 1 (got {self.tool_retries_limit}).")
+        if self.max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1 (got {self.max_turns}).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "ContextConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+
+
+# Known windows; an unknown model without an explicit context_size gets a warning (C18).
+KNOWN_CONTEXT_SIZES = {
+    "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "gpt-4.1": 1_047_576, "gpt-4.1-mini": 1_047_576,
+    "deepseek-chat": 65_536, "qwen-plus": 131_072, "qwen-max": 32_768,
+}
+
+
+@dataclass
+class ModelProfile:
+    """Where a model lives, how big its window is and what it costs."""
+
+    name: str = "sim"
+    model: str = "taskos-sim"
+    base_url: str = ""  # empty for the simulated model
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never stored
+    context_size: int = 128_000
+    encoding: str = ""  # tiktoken encoding; empty: the model's own, else cl100k
+    price_input: float = 0.0  # per 1M tokens
+    price_cached_input: float = 0.0
+    price_output: float = 0.0
+    summary_model: str = ""  # cheaper model for summaries; empty: the same model
+    num_ctx: int | None = None  # local servers (Ollama) that need their window set
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def simulated(self) -> bool:
+        return not self.base_url
+
+    @classmethod
+    def resolve(cls, model: str, context_size: int | None = None, **kw: Any) -> "ModelProfile":
+        """Build a profile, warning when the window of an unknown model is a guess."""
+        warnings: list[str] = []
+        if context_size is None:
+            context_size = KNOWN_CONTEXT_SIZES.get(model)
+            if context_size is None:
+                context_size = 128_000
+                msg = (f"Model {model!r} is unknown and no context_size was given; assuming "
+                       f"128000 tokens. Set context_size on the profile to the real window.")
+                log.warning(msg)
+                warnings.append(msg)
+        return cls(model=model, context_size=context_size, warnings=warnings, **kw)
+
+    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+        fresh = max(0, input_tokens - cached_tokens)
+        return (fresh * self.price_input + cached_tokens * self.price_cached_input
+                + output_tokens * self.price_output) / 1_000_000
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelProfile":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

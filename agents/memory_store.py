@@ -1,0 +1,139 @@
+"""An in-memory Store for engine tests, headless runs and the benchmark."""
+from __future__ import annotations
+
+import base64
+import copy
+import re
+from collections import defaultdict
+from typing import Any
+
+from agents.store import AnchorRecord, ArchiveHit, TaskRecord
+
+_WORD = re.compile(r"[\w\u4e00-\u9fff]+", re.UNICODE)
+
+
+def keywords(text: str) -> set[str]:
+    """Lower-cased words; each CJK character counts as a word so Chinese is searchable."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        if re.search(r"[\u4e00-\u9fff]", word):
+            out.update(ch for ch in word if "\u4e00" <= ch <= "\u9fff")
+            out.update(re.findall(r"[a-z0-9_]+", word))
+        else:
+            out.add(word)
+    return out
+
+
+def excerpt_around(text: str, terms: set[str], width: int = 240) -> str:
+    """A window of `text` around the first matching term."""
+    lower = text.lower()
+    pos = min((p for p in (lower.find(t) for t in terms) if p >= 0), default=0)
+    start = max(0, pos - width // 3)
+    snippet = text[start:start + width]
+    return ("…" if start else "") + snippet + ("…" if start + width < len(text) else "")
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._archive: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._index: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+        self._anchors: dict[str, list[AnchorRecord]] = defaultdict(list)
+        self._tasks: dict[str, list[TaskRecord]] = defaultdict(list)
+        self._notes: dict[str, dict[str, Any]] = {}
+        self._state: dict[str, dict[str, Any]] = {}
+        self.user_messages: dict[str, list[str]] = defaultdict(list)
+        self.compaction_requests: dict[str, str] = {}
+        self.cancelled: set[str] = set()
+        self._next_anchor_id = 1
+
+    # archive
+    def archive(self, session_id, turn, role, content, *, tool_name="", tool_args=None,
+                tokens=0, raw_bytes=None) -> str:
+        rows = self._archive[session_id]
+        if raw_bytes is not None and not content:
+            content = base64.b64encode(raw_bytes).decode("ascii")
+        rows.append({"turn": turn, "role": role, "content": content, "tool_name": tool_name,
+                     "tool_args": tool_args or {}, "tokens": tokens})
+        index = len(rows)
+        for word in keywords(content[:200_000]):
+            self._index[session_id][word].add(index)
+        return f"arc:{session_id}:{index}"
+
+    def read_ref(self, session_id, ref) -> str | None:
+        try:
+            prefix, sid, number = ref.split(":")
+            if prefix != "arc" or sid != str(session_id):
+                return None
+            return self._archive[session_id][int(number) - 1]["content"]
+        except (ValueError, IndexError):
+            return None
+
+    def search_archive(self, session_id, query, limit=5) -> list[ArchiveHit]:
+        terms = keywords(query)
+        if not terms:
+            return []
+        scores: dict[int, int] = defaultdict(int)
+        index = self._index[session_id]
+        for term in terms:
+            for row in index.get(term, ()):
+                scores[row] += 1
+        best = sorted(scores, key=lambda r: (-scores[r], -r))[:limit]
+        rows = self._archive[session_id]
+        return [ArchiveHit(ref=f"arc:{session_id}:{r}", turn=rows[r - 1]["turn"],
+                           role=rows[r - 1]["role"], tool_name=rows[r - 1]["tool_name"],
+                           excerpt=excerpt_around(rows[r - 1]["content"], terms))
+                for r in best]
+
+    def archived_rows(self, session_id) -> list[dict[str, Any]]:
+        return self._archive[session_id]
+
+    # anchors
+    def load_anchors(self, session_id) -> list[AnchorRecord]:
+        return [copy.copy(a) for a in self._anchors[session_id]]
+
+    def save_anchor(self, session_id, anchor) -> AnchorRecord:
+        anchor = copy.copy(anchor)
+        rows = self._anchors[session_id]
+        if anchor.id is None:
+            anchor.id = self._next_anchor_id
+            self._next_anchor_id += 1
+            rows.append(anchor)
+        else:
+            for i, row in enumerate(rows):
+                if row.id == anchor.id:
+                    rows[i] = anchor
+                    break
+            else:
+                rows.append(anchor)
+        return copy.copy(anchor)
+
+    # tasks and notes
+    def load_tasks(self, session_id) -> list[TaskRecord]:
+        return copy.deepcopy(self._tasks[session_id])
+
+    def save_tasks(self, session_id, tasks) -> None:
+        self._tasks[session_id] = copy.deepcopy(list(tasks))
+
+    def load_notes(self, session_id) -> dict[str, Any]:
+        return copy.deepcopy(self._notes.get(session_id, {}))
+
+    def save_notes(self, session_id, notes) -> None:
+        self._notes[session_id] = copy.deepcopy(notes)
+
+    # state
+    def load_state(self, session_id):
+        state = self._state.get(session_id)
+        return copy.deepcopy(state) if state is not None else None
+
+    def save_state(self, session_id, state) -> None:
+        self._state[session_id] = copy.deepcopy(state)
+
+    # requests from people
+    def take_user_messages(self, session_id) -> list[str]:
+        return self.user_messages.pop(session_id, [])
+
+    def take_compaction_request(self, session_id):
+        return self.compaction_requests.pop(session_id, None)
+
+    def cancel_requested(self, session_id) -> bool:
+        return session_id in self.cancelled

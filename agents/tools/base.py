@@ -1,0 +1,73 @@
+"""The contract between the agent loop and every tool.
+
+A tool is a plain function plus a JSON schema and a boundary declaration (SPEC C10).
+The loop only ever calls `ToolRegistry.run`, which never raises: whatever the tool does
+(raise, hang, return 10 MB, bytes, invalid UTF-8, deep JSON) comes back as a bounded
+`ToolOutcome`, with the raw output archived through the Store first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from agents.events import EventSink
+from agents.store import Store
+
+
+@dataclass(frozen=True)
+class ToolBoundary:
+    """How much of a tool's result may enter the context (SPEC C10)."""
+
+    max_result_rows: int = 200
+    max_result_length: int = 8000  # characters kept in context
+    summary_mode: str = "head_tail"  # none | head_tail | stats | llm
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch. Parameters named `_state` etc. receive parts of this."""
+
+    session_id: str
+    store: Store
+    workspace: Path
+    events: EventSink | None = None
+    turn: int = 0
+    # Mutable agent state shared with the loop (tasks, notes, ...); tools read and write it
+    # through their hidden `_state` parameter.
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments; `_`-prefixed ones are hidden
+    func: Callable[..., Any]
+    boundary: ToolBoundary = field(default_factory=ToolBoundary)
+    timeout_s: float = 20.0
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function schema the model sees: hidden parameters removed."""
+        props = {k: v for k, v in self.parameters.get("properties", {}).items()
+                 if not k.startswith("_")}
+        required = [k for k in self.parameters.get("required", []) if not k.startswith("_")]
+        params = {"type": "object", "properties": props}
+        if required:
+            params["required"] = required
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description,
+                             "parameters": params}}
+
+
+@dataclass
+class ToolOutcome:
+    """What one tool call produced, as the loop puts it into the context."""
+
+    content: str  # bounded text that goes into the tool message
+    error: str | None = None  # clear error message when the call failed
+    truncated: bool = False
+    ref: str | None = None  # archive ref of the full raw result
+    original_chars: int = 0
+    kept_chars: int = 0
+    conclusions: list[str] = field(default_factory=list)  # key findings → tier-2 anchors
