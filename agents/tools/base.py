@@ -46,6 +46,10 @@ class Tool:
     func: Callable[..., Any]
     boundary: ToolBoundary = field(default_factory=ToolBoundary)
     timeout_s: float = 20.0
+    # Run in the caller's thread instead of a worker thread. For tools that use ctx.store:
+    # database connections and transactions belong to one thread, so a tool writing tasks
+    # from a worker thread would bypass (or deadlock against) the loop's turn transaction.
+    inline: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema the model sees: hidden parameters removed."""
@@ -71,3 +75,25 @@ class ToolOutcome:
     original_chars: int = 0
     kept_chars: int = 0
     conclusions: list[str] = field(default_factory=list)  # key findings → tier-2 anchors
+
+
+class ToolError(Exception):
+    """Raised by a tool for a mistake the model can fix; the message is shown as is."""
+
+
+@dataclass
+class Table:
+    """A tabular tool result: bounded as head rows + tail rows + statistics (SPEC C10)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    title: str = ""  # one line above the table, kept in context
+    note: str = ""  # one line below the table, kept in context
+
+
+@dataclass
+class ToolReply:
+    """A tool result plus key conclusions the anchor extractor may keep as tier-2 anchors."""
+
+    value: Any
+    conclusions: list[str] = field(default_factory=list)

@@ -1,0 +1,117 @@
+"""Anchors and tasks as the loop sees them, kept in step with the Store (SPEC C8, W4).
+
+At every turn the book reloads anchors and tasks from the Store; whatever differs from
+what the engine itself last wrote was edited by a person in the admin, and is reported
+as such. Changes to tier-1/2 anchors raise the anchor trigger (C3 b).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from agents.anchors import AnchorChange, extract_anchors, extract_conclusions, merge_anchors, roll_off
+from agents.events import Event, EventType
+from agents.store import AnchorRecord, Store, TaskRecord
+
+MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
+
+
+def _anchor_sig(a: AnchorRecord) -> tuple:
+    return (a.tier, a.text, a.active)
+
+
+def _tasks_sig(tasks: list[TaskRecord]) -> str:
+    return repr(sorted((t.id, t.subject, t.state, t.owner, tuple(t.blocked_by)) for t in tasks))
+
+
+class AnchorBook:
+    def __init__(self, session_id: str, store: Store, emit: Callable[[Event], None]) -> None:
+        self.session_id = session_id
+        self.store = store
+        self.emit = emit
+        self.anchors: list[AnchorRecord] = store.load_anchors(session_id)
+        self.tasks: list[TaskRecord] = store.load_tasks(session_id)
+        self._known = {a.id: _anchor_sig(a) for a in self.anchors}
+        self._tasks_known = _tasks_sig(self.tasks)
+        self.trigger_pending = False  # a tier-1/2 change since the last snapshot rebuild
+
+    # --- what people changed
+    def sync(self, turn: int) -> None:
+        """Reload from the Store and report admin edits."""
+        self.anchors = self.store.load_anchors(self.session_id)
+        for anchor in self.anchors:
+            before = self._known.get(anchor.id)
+            if before == _anchor_sig(anchor):
+                continue
+            action = "added" if before is None else (
+                "removed" if before[2] and not anchor.active else "changed")
+            self._report(turn, anchor, before[1] if before else None, action, "admin")
+        self._known = {a.id: _anchor_sig(a) for a in self.anchors}
+        self.tasks = self.store.load_tasks(self.session_id)
+        if _tasks_sig(self.tasks) != self._tasks_known:
+            self._tasks_known = _tasks_sig(self.tasks)
+            self.emit(Event(EventType.TASKS_CHANGED, {
+                "tasks": [t.to_dict() for t in self.tasks], "source": "admin"}, turn=turn))
+
+    def tasks_written_by_agent(self) -> None:
+        """The agent's own task tools changed the list: not an admin edit."""
+        self.tasks = self.store.load_tasks(self.session_id)
+        self._tasks_known = _tasks_sig(self.tasks)
+
+    # --- what the engine extracts
+    def from_user(self, text: str, turn: int, source: str = "user") -> None:
+        self._apply(merge_anchors(self.anchors, extract_anchors(text, source=source, turn=turn)),
+                    turn, source)
+
+    def from_tool(self, conclusions: list[str], text: str, turn: int) -> None:
+        candidates = [c for c in extract_conclusions(text, source="tool", turn=turn)][:2]
+        known = {c.text for c in candidates}
+        for line in conclusions[:2]:
+            if line not in known:
+                candidates.append(AnchorRecord(tier=2, text=line[:200], key=line[:40].lower(),
+                                               source="tool", turn=turn))
+        self._apply(merge_anchors(self.anchors, candidates), turn, "tool")
+        tool_anchors = [a for a in self.anchors if a.active and a.tier == 2 and a.source == "tool"]
+        for old in tool_anchors[:-MAX_TOOL_CONCLUSIONS]:
+            old.active = False
+            self._save(old)
+            self._report(turn, old, old.text, "removed", "tool", trigger=False)
+
+    def roll(self, turn: int) -> None:
+        self._apply(roll_off(self.anchors, turn), turn, "tool", trigger=False)
+
+    def hard_constraints(self) -> list[str]:
+        return [a.text for a in self.anchors if a.active and a.tier == 1]
+
+    # --- internals
+    def _apply(self, changes: list[AnchorChange], turn: int, source: str,
+               trigger: bool = True) -> None:
+        for change in changes:
+            if change.old is not None and change.action in ("changed", "removed"):
+                change.old.active = False
+                self._save(change.old)
+            if change.new is not None and change.action in ("added", "changed"):
+                change.new.source = change.new.source or source
+                self._save(change.new)
+            shown = change.new or change.old
+            old_text = change.old.text if change.old else None
+            # Tool conclusions that merely add data refresh the snapshot quietly; changes
+            # of what was concluded, and anything a person said, rebuild it at once.
+            fires = trigger and shown.tier <= 2 and (source != "tool" or change.action == "changed")
+            self._report(turn, shown, old_text, change.action, shown.source or source,
+                         trigger=fires)
+
+    def _save(self, anchor: AnchorRecord) -> None:
+        saved = self.store.save_anchor(self.session_id, anchor)
+        anchor.id = saved.id
+        if all(a is not anchor for a in self.anchors):
+            self.anchors.append(anchor)
+        self._known[anchor.id] = _anchor_sig(anchor)
+
+    def _report(self, turn: int, anchor: AnchorRecord, old: str | None, action: str,
+                source: str, trigger: bool = True) -> None:
+        if trigger and anchor.tier <= 2:
+            self.trigger_pending = True
+        payload: dict[str, Any] = {"id": anchor.id, "tier": anchor.tier, "old": old,
+                                   "new": anchor.text if action != "removed" else None,
+                                   "source": source, "action": action}
+        self.emit(Event(EventType.ANCHOR_CHANGED, payload, turn=turn))

@@ -1,0 +1,77 @@
+"""Model calls with their accounting: every call becomes a MODEL_CALL event (SPEC W9)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agents.config import ModelProfile
+from agents.context import Request
+from agents.events import Event, EventType
+from agents.model import ModelClient, ModelReply
+
+
+@dataclass
+class CallLedger:
+    """Counts calls and the engine's own time (model and tools excluded)."""
+
+    calls: int = 0
+    engine_ms: list[float] = field(default_factory=list)
+    _mark: float = field(default_factory=time.perf_counter)
+    _outside: float = 0.0  # time spent in the model or tools since the mark
+
+    def start(self) -> None:
+        self._mark, self._outside = time.perf_counter(), 0.0
+
+    def outside(self, seconds: float) -> None:
+        self._outside += seconds
+
+    def lap(self) -> None:
+        """Close one agent call's engine time and start the next."""
+        now = time.perf_counter()
+        self.engine_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
+        self._mark, self._outside = now, 0.0
+
+
+class CallRunner:
+    def __init__(self, model: ModelClient, profile: ModelProfile, ledger: CallLedger,
+                 emit: Callable[[Event], None]) -> None:
+        self.model = model
+        self.profile = profile
+        self.ledger = ledger
+        self.emit = emit
+
+    def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
+        reply = self._timed(request.messages, request.tools, max_tokens, None)
+        self._record("agent", reply, request.total, limit, request.zones, request.described(),
+                     turn)
+        return reply
+
+    def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
+                     max_tokens: int, turn: int) -> ModelReply:
+        model = self.profile.summary_model or None
+        reply = self._timed(messages, None, max_tokens, model)
+        described = [{**m, "zone": "summary_request"} for m in messages]
+        self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described, turn)
+        return reply
+
+    def _timed(self, messages, tools, max_tokens, model) -> ModelReply:
+        started = time.perf_counter()
+        try:
+            return self.model.complete(messages, tools, max_tokens, model=model)
+        finally:
+            self.ledger.outside(time.perf_counter() - started)
+
+    def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
+                zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:
+        self.ledger.calls += 1
+        input_tokens = reply.input_tokens or engine_tokens
+        self.emit(Event(EventType.MODEL_CALL, {
+            "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
+            "engine_tokens": engine_tokens, "zones": zones,
+            "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
+            "finish_reason": reply.finish_reason, "latency_ms": round(reply.latency_ms, 2),
+            "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
+            "over_window": input_tokens > limit, "limit": limit,
+            "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
+            "messages": messages}, turn=turn))

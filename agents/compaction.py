@@ -1,0 +1,187 @@
+"""History compaction (SPEC C3, C5–C7, C13, C16): fold old units into the summary.
+
+Every summary request is sized before it is sent: the old units are cut into chunks that
+fit the window minus the summary's own output room, so the compaction request can never
+overflow ("compress half-way and overflow again" cannot happen). A summary that fails,
+is invalid or is cut short falls back to truncation with the SPEC marker.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agents.context import WorkingContext
+from agents.history import Msg, Unit, flatten
+from agents.model import ModelError, ModelReply
+from agents.sim.transport import SUMMARY_MARKER
+from agents.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
+                            SummaryError, merge, parse_model_summary, render, shrink_to)
+from agents.tokens import REPLY_PRIMING
+
+# summarize(messages, max_tokens, request_tokens) -> reply; raises ModelError
+Summarize = Callable[[list[dict[str, Any]], int, int], ModelReply]
+PER_MESSAGE_SLACK = 2  # the turn/ref prefix can merge a token or two with the text after it
+
+
+@dataclass
+class CompactionOutcome:
+    trigger: str
+    compacted: list[Msg] = field(default_factory=list)
+    summary_before: str = ""
+    summary_after: str = ""
+    fallback: bool = False
+    fallback_reason: str = ""
+    summary_calls: int = 0
+
+    @property
+    def archived_turns(self) -> list[int]:
+        turns = [m.turn for m in self.compacted]
+        return [min(turns), max(turns)] if turns else []
+
+    @property
+    def refs(self) -> list[str]:
+        return [m.ref for m in self.compacted if m.ref]
+
+
+def split_for_compaction(units: list[Unit], *, keep_tokens: int, keep_rounds: int,
+                         emergency: bool) -> int:
+    """Index of the first unit to keep: the newest round and what follows always stay."""
+    if not units:
+        return 0
+    rounds = [i for i, u in enumerate(units) if u.is_round]
+    keep_from = rounds[-1] if rounds else len(units) - 1
+    if emergency:
+        return keep_from
+    tokens = sum(u.tokens for u in units[keep_from:])
+    kept_rounds = sum(1 for u in units[keep_from:] if u.is_round)
+    while keep_from > 0:
+        unit = units[keep_from - 1]
+        if tokens + unit.tokens > keep_tokens or kept_rounds + unit.is_round > keep_rounds:
+            break
+        keep_from -= 1
+        tokens += unit.tokens
+        kept_rounds += unit.is_round
+    return keep_from
+
+
+def is_marker(msg: Msg) -> bool:
+    return msg.role == "system" and msg.text == TRUNCATION_MARKER
+
+
+class Compactor:
+    def __init__(self, ctx: WorkingContext, summarize: Summarize) -> None:
+        self.ctx = ctx
+        self.summarize = summarize
+
+    def compact(self, trigger: str, *, constraints: list[str], instructions: str = "",
+                emergency: bool = False) -> CompactionOutcome | None:
+        """Fold old units into the summary; None when there is nothing old to fold."""
+        ctx = self.ctx
+        budget = ctx.budget()
+        units = ctx.units()
+        keep_from = split_for_compaction(
+            units, keep_tokens=min(budget.keep_tokens, budget.history // 2),
+            keep_rounds=budget.keep_rounds, emergency=emergency)
+        if keep_from == 0:
+            return None
+        old, kept = units[:keep_from], units[keep_from:]
+        outcome = CompactionOutcome(trigger=trigger, summary_before=ctx.summary_text,
+                                    compacted=[m for m in flatten(old) if not is_marker(m)])
+        try:
+            summary = self._summarize_units(old, constraints, instructions, outcome)
+        except (ModelError, SummaryError) as exc:
+            outcome.fallback_reason = str(exc)
+            summary = None
+        if summary is None:
+            if not ctx.config.compression_fallback_to_truncation:
+                raise CompactionFailed(
+                    f"The summary call failed ({outcome.fallback_reason}) and "
+                    "compression_fallback_to_truncation is off, so history cannot shrink.")
+            outcome.fallback = True
+            marker = Msg.build(ctx.counter, {"role": "system", "content": TRUNCATION_MARKER},
+                               turn=old[-1].messages[-1].turn)
+            ctx.history = [marker] + flatten(kept)
+        else:
+            ctx.set_summary(summary.to_dict(), render(summary))
+            ctx.history = flatten(kept)
+        outcome.summary_after = ctx.summary_text
+        return outcome
+
+    # --- summary requests
+    def _summarize_units(self, old: list[Unit], constraints: list[str], instructions: str,
+                         outcome: CompactionOutcome) -> StructuredSummary | None:
+        ctx = self.ctx
+        budget = ctx.budget()
+        current = (StructuredSummary.from_dict(ctx.summary) if ctx.summary else None)
+        pending = [u for u in old if not all(is_marker(m) for m in u.messages)]
+        while pending:
+            head = self._head_messages(current, constraints, instructions)
+            tail = {"role": "user", "content": "Write the summary JSON now."}
+            base = REPLY_PRIMING + sum(ctx.counter.message(m) for m in head + [tail])
+            room = budget.summary_input_limit - base
+            chunk: list[dict[str, Any]] = []
+            used = 0
+            while pending:
+                msgs = [self._prefixed(m) for m in pending[0].messages]
+                cost = sum(ctx.counter.message(m) + PER_MESSAGE_SLACK for m in msgs)
+                if cost > room - used:
+                    if chunk:
+                        break
+                    msgs = self._squeezed(msgs, room)  # one unit alone is too big: cut it
+                    cost = sum(ctx.counter.message(m) + PER_MESSAGE_SLACK for m in msgs)
+                chunk.extend(msgs)
+                used += cost
+                pending.pop(0)
+            request = head + chunk + [tail]
+            tokens = ctx.counter.request(request)
+            reply = self.summarize(request, budget.summary_output, tokens)
+            outcome.summary_calls += 1
+            if reply.finish_reason == "length":
+                raise SummaryError("the summary was cut off by its output limit")
+            merged = merge(current, parse_model_summary(reply.content))
+            current = shrink_to(merged, budget.summary_cap, ctx.count)
+            if ctx.count(render(current)) > budget.summary_max:
+                raise SummaryError("the summary is longer than its zone allows")
+        return current
+
+    def _head_messages(self, current: StructuredSummary | None, constraints: list[str],
+                       instructions: str) -> list[dict[str, Any]]:
+        system = SUMMARY_INSTRUCTIONS
+        if not system.startswith(SUMMARY_MARKER):
+            system = f"{SUMMARY_MARKER}\n{system}"
+        if instructions:
+            system += f"\nFocus for this summary (from the person running the task): {instructions}"
+        head = [{"role": "system", "content": system}]
+        if constraints:
+            head.append({"role": "system", "content": "Hard constraints (keep verbatim in "
+                         "task_overview):\n" + "\n".join(f"- {c}" for c in constraints)})
+        if current is not None:
+            head.append({"role": "system", "content": render(current)})
+        return head
+
+    @staticmethod
+    def _prefixed(msg: Msg) -> dict[str, Any]:
+        data = dict(msg.data)
+        label = f"[archive turn {msg.turn}, ref {msg.ref}]" if msg.ref else f"[archive turn {msg.turn}]"
+        if msg.role in ("user", "tool") or data.get("content"):
+            data["content"] = f"{label}\n{data.get('content') or ''}"
+        return data
+
+    def _squeezed(self, msgs: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
+        share = max(32, room // max(1, len(msgs)) - PER_MESSAGE_SLACK)
+        out = []
+        for data in msgs:
+            msg = Msg.build(self.ctx.counter, data)
+            if msg.tokens > share and isinstance(data.get("content"), str):
+                msg = self.ctx.shortened(msg, share)
+            out.append(msg.data)
+        return out
+
+
+class CompactionFailed(RuntimeError):
+    """History could not be shrunk and the configuration forbids truncation."""
+
+
+def summary_json(summary: dict[str, Any] | None) -> str:
+    return json.dumps(summary or {}, ensure_ascii=False)

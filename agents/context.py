@@ -1,0 +1,170 @@
+"""The working context (SPEC C1, C5, C17): what goes into the next request, zone by zone.
+
+Layout by attention: system prompt → task snapshot → summary → recent turns → hints last.
+Every message carries its token count from the moment it arrives, so building and
+measuring a request is a sum over a short list, not a re-encode of the history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.budget import Budget, plan_budget
+from agents.config import ContextConfig
+from agents.history import Msg, Unit, group_units
+from agents.tokens import REPLY_PRIMING, TokenCounter
+
+CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
+
+
+@dataclass
+class Request:
+    """One request as it will be sent, with each message's zone and token count."""
+
+    messages: list[dict[str, Any]]
+    zones_of: list[str]
+    tokens_of: list[int]
+    tools: list[dict[str, Any]]
+    zones: dict[str, int]
+    total: int
+
+    def described(self) -> list[dict[str, Any]]:
+        """Messages with their zone and tokens: what the drawer's inspector shows."""
+        return [{**m, "zone": z, "tokens": t}
+                for m, z, t in zip(self.messages, self.zones_of, self.tokens_of)]
+
+
+class TextCache:
+    """Token counts of recently seen strings (snapshot lines, hints) to avoid re-encoding."""
+
+    def __init__(self, counter: TokenCounter, size: int = 4096) -> None:
+        self.counter = counter
+        self.size = size
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        hit = self._cache.get(text)
+        if hit is None:
+            if len(self._cache) >= self.size:
+                self._cache.clear()
+            hit = self._cache[text] = self.counter.text(text)
+        return hit
+
+
+@dataclass
+class WorkingContext:
+    """The three in-context layers: system + snapshot, summary, recent history."""
+
+    counter: TokenCounter
+    config: ContextConfig
+    window: int
+    system_prompt: str
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Msg] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    summary_text: str = ""
+    snapshot_text: str = ""
+    final_phase: bool = False
+    extra_reserve: int = 0
+    correction: float = 1.0  # provider's count / ours, raised after an overflow error
+
+    def __post_init__(self) -> None:
+        self.count = TextCache(self.counter)
+        self._system_msg = Msg.build(self.counter, {"role": "system", "content": self.system_prompt})
+        self._tools_tokens = self.counter.tools(self.tools)
+        self._snapshot_msg: Msg | None = None
+        self._summary_msg: Msg | None = None
+        self.set_summary(self.summary, self.summary_text)
+
+    # --- budget
+    def budget(self) -> Budget:
+        effective = int(self.window / self.correction)
+        return plan_budget(effective, self.config, final_phase=self.final_phase,
+                           extra_reserve=self.extra_reserve)
+
+    # --- the layers
+    def set_snapshot(self, text: str) -> None:
+        if text != self.snapshot_text or self._snapshot_msg is None:
+            self.snapshot_text = text
+            self._snapshot_msg = Msg.build(self.counter, {"role": "system", "content": text})
+
+    def set_summary(self, summary: dict[str, Any] | None, text: str) -> None:
+        self.summary, self.summary_text = summary, text
+        self._summary_msg = (Msg.build(self.counter, {"role": "system", "content": text})
+                             if text else None)
+
+    def add(self, data: dict[str, Any], turn: int, ref: str = "", cap: int | None = None) -> Msg:
+        """Append a message, cutting its text to `cap` tokens (the raw text stays at `ref`)."""
+        msg = Msg.build(self.counter, data, turn, ref)
+        if cap is not None and msg.tokens > cap and isinstance(data.get("content"), str):
+            msg = self.shortened(msg, cap)
+        self.history.append(msg)
+        return msg
+
+    def shortened(self, msg: Msg, cap: int) -> Msg:
+        """A copy of `msg` whose content keeps head and tail so the message costs ≤ cap."""
+        text = msg.text
+        overhead = msg.tokens - self.counter.text(text)
+        room = max(16, cap - overhead)
+        total = self.counter.text(text)
+        keep_chars = int(len(text) * room / max(1, total))
+        while True:
+            note = CUT_NOTE.format(cut=max(0, total - room), ref=msg.ref or "the archive")
+            budget_chars = max(0, keep_chars - len(note))
+            head, tail = text[: budget_chars * 2 // 3], text[len(text) - budget_chars // 3:]
+            new_text = f"{head}\n{note}\n{tail}" if budget_chars else note
+            candidate = Msg.build(self.counter, {**msg.data, "content": new_text}, msg.turn, msg.ref)
+            if candidate.tokens <= cap or keep_chars <= 0:
+                return candidate
+            keep_chars = int(keep_chars * 0.8) - 1
+
+    def units(self) -> list[Unit]:
+        return group_units(self.history)
+
+    # --- measuring and building
+    def fixed_tokens(self) -> int:
+        """System prompt, tool schemas and reply priming: what no compaction can shrink."""
+        return REPLY_PRIMING + self._system_msg.tokens + self._tools_tokens
+
+    def zones(self, hints: list[Msg] | None = None) -> dict[str, int]:
+        budget = self.budget()
+        return {
+            "system": self.fixed_tokens(),
+            "snapshot": self._snapshot_msg.tokens if self._snapshot_msg else 0,
+            "summary": self._summary_msg.tokens if self._summary_msg else 0,
+            "history": sum(m.tokens for m in self.history),
+            "hints": sum(m.tokens for m in hints or ()),
+            "reserve": budget.reserve,
+        }
+
+    def input_tokens(self, hints: list[Msg] | None = None) -> int:
+        zones = self.zones(hints)
+        return sum(v for k, v in zones.items() if k != "reserve")
+
+    def build(self, hints: list[Msg] | None = None) -> Request:
+        parts: list[tuple[str, Msg]] = [("system", self._system_msg)]
+        if self._snapshot_msg is not None:
+            parts.append(("snapshot", self._snapshot_msg))
+        if self._summary_msg is not None:
+            parts.append(("summary", self._summary_msg))
+        parts.extend(("history", m) for m in self.history)
+        parts.extend(("hints", m) for m in hints or ())
+        zones = self.zones(hints)
+        return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
+                       tokens_of=[m.tokens for _, m in parts], tools=self.tools, zones=zones,
+                       total=sum(v for k, v in zones.items() if k != "reserve"))
+
+    # --- persistence (resume, SPEC T8)
+    def to_state(self) -> dict[str, Any]:
+        return {"history": [m.to_state() for m in self.history], "summary": self.summary,
+                "summary_text": self.summary_text, "final_phase": self.final_phase,
+                "extra_reserve": self.extra_reserve, "correction": self.correction,
+                "window": self.window}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.history = [Msg.from_state(m) for m in state.get("history", [])]
+        self.set_summary(state.get("summary"), state.get("summary_text", ""))
+        self.final_phase = state.get("final_phase", False)
+        self.extra_reserve = state.get("extra_reserve", 0)
+        self.correction = state.get("correction", 1.0)
+        self.window = state.get("window", self.window)

@@ -1,0 +1,197 @@
+"""Before every request: snapshot, triggers, compaction, hints and the final fit (SPEC C3).
+
+The three triggers — rolling window, anchor change, budget — are checked here, at the
+start of an iteration and never while the model is generating. Whatever they did, `fit`
+then guarantees the request is within the window minus the output reserve.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agents.compaction import CompactionOutcome, Compactor
+from agents.context import Request
+from agents.events import Event, EventType
+from agents.history import Msg
+from agents.snapshot import render_snapshot
+from agents.summary import audit_compaction
+from agents.tools.notes import render_notes
+
+if TYPE_CHECKING:
+    from agents.loop import AgentLoop
+    from agents.model import ContextOverflow
+
+
+class ContextKeeper:
+    def __init__(self, loop: "AgentLoop") -> None:
+        self.loop = loop
+        self.ctx = loop.ctx
+        self.compactor = Compactor(self.ctx, self._summarize)
+        self.handoff: dict[str, Any] = {}
+
+    # --- the per-iteration pipeline
+    def prepare(self, hints: bool = True) -> tuple[Request, int]:
+        loop, ctx = self.loop, self.ctx
+        tasks = loop.book.tasks
+        ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
+        before = ctx.zones()
+        self.refresh_snapshot()
+        if loop.book.trigger_pending:
+            loop.book.trigger_pending = False
+            self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
+                                           summary_after=ctx.summary_text), before)
+        manual = loop.store.take_compaction_request(loop.session_id)
+        trigger = "manual" if manual is not None else self.trigger()
+        if trigger:
+            self.compact(trigger, instructions=manual or "")
+        hint_msgs = self.hint_messages() if hints else []
+        self.fit(hint_msgs)
+        request = ctx.build(hint_msgs)
+        budget = ctx.budget()
+        loop.emit(Event(EventType.BUDGET, {
+            "window": budget.window, "zones": request.zones, "budgets": budget.budgets(),
+            "input_tokens": request.total, "trigger_line": budget.trigger_line,
+            "warning_line": budget.warning_line, "limit": budget.input_limit,
+            "free": budget.window - request.total - budget.reserve}))
+        return request, budget.input_limit
+
+    def refresh_snapshot(self) -> None:
+        loop = self.loop
+        text = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors,
+                               tasks=loop.book.tasks,
+                               notes_text=render_notes(loop.store.load_notes(loop.session_id)),
+                               budget_tokens=max(200, self.ctx.budget().snapshot),
+                               count=self.ctx.count)
+        self.ctx.set_snapshot(text)
+
+    def trigger(self) -> str | None:
+        """Which trigger fires now, if any: budget (c) before rolling window (a)."""
+        ctx, budget = self.ctx, self.ctx.budget()
+        projected = ctx.input_tokens()
+        if projected >= budget.trigger_line or projected >= budget.budget_line:
+            return "budget"
+        units = ctx.units()
+        rounds = sum(1 for u in units if u.is_round)
+        history = sum(u.tokens for u in units)
+        if rounds > budget.max_rounds or (history > budget.history and rounds > 1):
+            return "rolling"
+        return None
+
+    def compact(self, trigger: str, instructions: str = "", emergency: bool = False) -> None:
+        loop = self.loop
+        before = self.ctx.zones()
+        loop.emit(Event(EventType.COMPACTION_STARTED, {"trigger": trigger}))
+        outcome = self.compactor.compact(trigger, constraints=loop.book.hard_constraints(),
+                                         instructions=instructions, emergency=emergency)
+        if outcome is None:
+            if trigger == "manual":  # a person asked: say that nothing was old enough
+                self._report(CompactionOutcome(trigger=trigger, summary_before=self.ctx.summary_text,
+                                               summary_after=self.ctx.summary_text), before,
+                             instructions, noop=True)
+            return
+        if outcome.fallback:
+            loop.emit(Event(EventType.ERROR, {**_summary_failed(outcome.fallback_reason)}))
+        self.refresh_snapshot()
+        self._write_handoff(outcome)
+        self._report(outcome, before, instructions)
+
+    def fit(self, hint_msgs: list[Msg]) -> None:
+        """Make the request fit, in order: compact all, shrink summary, cut the newest turn."""
+        ctx = self.ctx
+        limit = ctx.budget().input_limit
+        if ctx.input_tokens(hint_msgs) > limit:
+            self.compact("budget", emergency=True)
+        over = ctx.input_tokens(hint_msgs) - limit
+        if over > 0 and ctx.summary_text:
+            from agents.summary import StructuredSummary, render, shrink_to
+            target = max(0, ctx.zones()["summary"] - over)
+            shrunk = shrink_to(StructuredSummary.from_dict(ctx.summary), target, ctx.count)
+            ctx.set_summary(shrunk.to_dict(), render(shrunk))
+        over = ctx.input_tokens(hint_msgs) - limit
+        if over > 0:
+            for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
+                msg = ctx.history[i]
+                if over <= 0:
+                    break
+                if msg.tokens > 64 and msg.text:
+                    cut = ctx.shortened(msg, max(32, msg.tokens - over))
+                    over -= msg.tokens - cut.tokens
+                    ctx.history[i] = cut
+        if ctx.input_tokens(hint_msgs) > limit:
+            hint_msgs.clear()
+
+    def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
+        """The provider says we were over (C16): believe its count, compact, rebuild."""
+        ctx = self.ctx
+        if exc.limit < ctx.window:
+            ctx.window = exc.limit
+        if our_tokens:
+            ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
+        self.compact("overflow", emergency=True)
+        self.fit([])
+        request = ctx.build([])
+        return request, ctx.budget().input_limit
+
+    # --- pieces
+    def hint_messages(self) -> list[Msg]:
+        loop, ctx = self.loop, self.ctx
+        budget = ctx.budget()
+        found = loop.hints.hints_for_turn(now=loop.clock(), tasks=loop.book.tasks,
+                                          input_tokens=ctx.input_tokens(),
+                                          compaction_at=budget.trigger_line,
+                                          warning_line=budget.warning_line)
+        if not found:
+            return []
+        for hint in found:
+            loop.emit(Event(EventType.HINT_BLOCK, {"kind": hint.kind, "text": hint.text}))
+        body = "\n".join(f"[{h.kind}] {h.text}" for h in found)
+        return [Msg.build(ctx.counter, {"role": "user",
+                                        "content": f"<system-hint>\n{body}\n</system-hint>"},
+                          loop.turn)]
+
+    def _summarize(self, messages, max_tokens, tokens):
+        budget = self.ctx.budget()
+        return self.loop.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
+                                            max_tokens=max_tokens, turn=self.loop.turn)
+
+    def _write_handoff(self, outcome: CompactionOutcome) -> None:
+        loop = self.loop
+        summary = self.ctx.summary or {}
+        notes = loop.store.load_notes(loop.session_id)
+        self.handoff = {
+            "goal": loop.spec.goal,
+            "done": [t.subject for t in loop.book.tasks if t.state == "completed"]
+            + list(summary.get("current_state", [])),
+            "ruled_out": list(summary.get("ruled_out", [])) + list(notes.get("ruled_out", [])),
+            "open_questions": list(summary.get("open_questions", []))
+            + list(notes.get("open_questions", [])),
+            "external_refs": outcome.refs, "last_archive_turn": loop.turn,
+            "hard_constraints": loop.book.hard_constraints()}
+        loop.store.archive(loop.session_id, loop.turn, "handoff",
+                           json.dumps(self.handoff, ensure_ascii=False))
+
+    def _report(self, outcome: CompactionOutcome, before: dict[str, int],
+                instructions: str = "", noop: bool = False) -> None:
+        loop, ctx = self.loop, self.ctx
+        after_request = ctx.build([])
+        context_text = "\n".join(m.get("content") or "" for m in after_request.messages)
+        audit = audit_compaction(
+            new_context_text=context_text, tier1_anchors=loop.book.hard_constraints(),
+            snapshot_text=ctx.snapshot_text,
+            open_tasks=[t.subject for t in loop.book.tasks if t.state != "completed"],
+            new_summary_text=ctx.summary_text,
+            compacted_text="\n".join(m.text or json.dumps(m.data.get("tool_calls") or "")
+                                     for m in outcome.compacted),
+            previous_summary_text=outcome.summary_before)
+        loop.emit(Event(EventType.COMPACTION, {
+            "trigger": outcome.trigger, "before": before, "after": ctx.zones(),
+            "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
+            "archived_turns": outcome.archived_turns, "refs": outcome.refs,
+            "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
+            "summary_calls": outcome.summary_calls, "audit": audit,
+            "instructions": instructions, "noop": noop}))
+
+
+def _summary_failed(reason: str) -> dict:
+    from agents.errors import error_payload
+    return error_payload("summary_failed", reason, fatal=False)

@@ -1,0 +1,70 @@
+"""The error quick reference (SPEC W8): every known error gets a cause and an action."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorAdvice:
+    cause: str
+    action: str
+
+
+REFERENCE: dict[str, ErrorAdvice] = {
+    "context_length_exceeded": ErrorAdvice(
+        "The request was longer than the model's window (the provider counted more tokens "
+        "than the budget allowed, or the window is set larger than the model's real one).",
+        "TaskOS compacted the history and retried. If it repeats, set the profile's "
+        "context_size to the model's real window or lower trigger_ratio."),
+    "finish_reason_length": ErrorAdvice(
+        "The answer hit the output limit (max_tokens) and was cut off.",
+        "TaskOS raised the output reserve and asked the model to continue; raise the "
+        "output reserve for long reports."),
+    "kv_cache_allocation": ErrorAdvice(
+        "The local model server could not allocate its KV cache for this context length.",
+        "Lower the context size (num_ctx for Ollama, --ctx-size for llama.cpp) or the "
+        "window in the profile, or free GPU memory."),
+    "deadline_exceeded": ErrorAdvice(
+        "The model call took longer than the client's timeout (context deadline exceeded).",
+        "Long prompts take long to prefill: lower the window or raise the timeout; check "
+        "that the server is not overloaded."),
+    "insecure_context": ErrorAdvice(
+        "The browser refused a feature because the page is not a secure context "
+        "(served over plain HTTP from a non-localhost address).",
+        "Open TaskOS through https or via localhost / 127.0.0.1."),
+    "auth": ErrorAdvice("The endpoint refused the API key.",
+                        "Set the environment variable named by the profile's api_key_env."),
+    "rate_limited": ErrorAdvice("The provider is rate-limiting this key.",
+                                "TaskOS retried with backoff; wait or raise your quota."),
+    "provider_error": ErrorAdvice("The model server failed (5xx).",
+                                  "TaskOS retried; check the server's logs if it persists."),
+    "connection": ErrorAdvice("The model endpoint could not be reached.",
+                              "Check the profile's base_url and the network."),
+    "bad_request": ErrorAdvice("The endpoint rejected the request.",
+                               "Read the message: often an unknown model name or parameter."),
+    "bad_response": ErrorAdvice("The model's answer could not be used (empty or malformed).",
+                                "TaskOS asked again; a weaker model may need a simpler prompt."),
+    "summary_failed": ErrorAdvice(
+        "The summary call failed or returned an invalid or too long summary.",
+        "TaskOS fell back to truncating the oldest messages (all raw messages stay in the "
+        "archive). Consider a stronger summary model."),
+    "compaction_failed": ErrorAdvice(
+        "History could not be shrunk: the summary failed and truncation is disabled.",
+        "Enable compression_fallback_to_truncation or fix the summary model."),
+    "turn_limit": ErrorAdvice("The task used all its turns without a final answer.",
+                              "Raise max_turns or split the task."),
+    "worker_lost": ErrorAdvice("The worker running this task stopped.",
+                               "Start the task again: it resumes from the last saved turn."),
+    "internal": ErrorAdvice("An unexpected error inside TaskOS.",
+                            "Check the worker log; everything saved so far is kept."),
+}
+
+
+def advise(code: str) -> ErrorAdvice:
+    return REFERENCE.get(code, REFERENCE["internal"])
+
+
+def error_payload(code: str, message: str, *, fatal: bool) -> dict:
+    advice = advise(code)
+    return {"code": code, "message": message, "cause": advice.cause, "action": advice.action,
+            "fatal": fatal}

@@ -1,0 +1,247 @@
+"""The agent loop (SPEC T1): model call → tool calls → results, one committed turn at a time.
+
+Each iteration reads people's edits, rebuilds the snapshot, applies the triggers (all
+compaction happens here, before the request, never while the model generates), adds
+hints, sends the request and runs the tools. The state is saved at the end of every turn,
+so a worker that dies loses at most the turn in flight.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from agents.anchor_book import AnchorBook
+from agents.calls import CallLedger, CallRunner
+from agents.compaction import CompactionFailed
+from agents.config import ContextConfig, ModelProfile
+from agents.context import WorkingContext
+from agents.context_keeper import ContextKeeper
+from agents.errors import error_payload
+from agents.events import Event, EventSink, EventType
+from agents.hints import HintInjector
+from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.scenarios import Scenario
+from agents.sim.transport import CONTINUE_MARKER
+from agents.store import Store
+from agents.tokens import TokenCounter
+from agents.tools.base import ToolContext
+from agents.tools.registry import ToolRegistry
+
+DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
+                  "constraints in the task snapshot. When you are done, answer without tool calls.")
+MAX_CONTINUATIONS = 5
+MAX_OVERFLOW_RETRIES = 3
+TRANSIENT = {"rate_limited", "provider_error", "connection", "deadline_exceeded"}
+
+
+@dataclass
+class SessionSpec:
+    goal: str
+    profile: ModelProfile
+    config: ContextConfig
+    system_prompt: str = DEFAULT_SYSTEM
+    scenario: Scenario | None = None
+
+
+@dataclass
+class RunResult:
+    status: str  # finished | failed | cancelled
+    final_answer: str
+    turns: int
+    error: str = ""
+
+
+class AgentLoop:
+    def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
+                 model: ModelClient, tools: ToolRegistry, workspace: Path,
+                 clock: Callable[[], dt.datetime] | None = None) -> None:
+        self.session_id, self.spec, self.store, self.events = session_id, spec, store, events
+        self.tools, self.workspace = tools, workspace
+        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.counter = TokenCounter(spec.profile.model, spec.profile.encoding)
+        self.ledger = CallLedger()
+        self.calls = CallRunner(model, spec.profile, self.ledger, self.emit)
+        self.ctx = WorkingContext(counter=self.counter, config=spec.config,
+                                  window=spec.profile.context_size,
+                                  system_prompt=spec.system_prompt, tools=tools.schemas())
+        self.book = AnchorBook(session_id, store, self.emit)
+        self.hints = HintInjector(spec.config)
+        self.keeper = ContextKeeper(self)
+        self.turn = 0
+        self.delivered_through = -1  # scenario user messages delivered up to this turn index
+        self.tool_state: dict = {}
+
+    def emit(self, event: Event) -> None:
+        event.turn = event.turn or self.turn
+        event.session_id = self.session_id
+        self.events.emit(event)
+
+    # --- the run
+    def run(self, progress: Callable[[int, int], None] | None = None) -> RunResult:
+        resumed = self._resume()
+        self.emit(Event(EventType.SESSION_STARTED, {
+            "goal": self.spec.goal, "profile": self.spec.profile.name,
+            "model": self.spec.profile.model, "window": self.ctx.window,
+            "simulated": self.spec.profile.simulated, "resumed": resumed,
+            "warnings": self.spec.profile.warnings}))
+        total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.spec.config.max_turns
+        try:
+            result = self._iterate(progress, total)
+        except CompactionFailed as exc:
+            result = self._fail("compaction_failed", str(exc))
+        except ModelError as exc:
+            result = self._fail(exc.code, str(exc))
+        self.emit(Event(EventType.SESSION_FINISHED, {
+            "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
+            "error": result.error}))
+        return result
+
+    def _iterate(self, progress, total) -> RunResult:
+        while self.turn < self.spec.config.max_turns:
+            if self.store.cancel_requested(self.session_id):
+                return RunResult("cancelled", "", self.turn, "cancelled by a person")
+            self.ledger.start()
+            self.emit(Event(EventType.TURN_STARTED, {"turn": self.turn}))
+            self._take_user_messages()
+            self.book.sync(self.turn)
+            self.book.roll(self.turn)
+            request, limit = self.keeper.prepare()
+            reply = self._call_agent(request, limit)
+            answer = self._handle_reply(reply)
+            self.ledger.lap()
+            self.turn += 1
+            self._save_state()
+            if progress:
+                progress(min(self.turn, total), total)
+            if answer is not None:
+                return RunResult("finished", answer, self.turn)
+        return self._fail("turn_limit", f"no final answer after {self.spec.config.max_turns} turns")
+
+    def _fail(self, code: str, message: str) -> RunResult:
+        self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
+        return RunResult("failed", "", self.turn, message)
+
+    # --- inputs
+    def _take_user_messages(self) -> None:
+        texts: list[tuple[str, str]] = []
+        if self.spec.scenario and self.turn > self.delivered_through:
+            texts += [(t, "scenario") for t in self.spec.scenario.user_messages_before(self.turn)]
+            self.delivered_through = self.turn
+        texts += [(t, "user") for t in self.store.take_user_messages(self.session_id)]
+        for text, source in texts:
+            self.add_user_message(text, source)
+
+    def add_user_message(self, text: str, source: str = "user") -> None:
+        ref = self.store.archive(self.session_id, self.turn, "user", text,
+                                 tokens=self.counter.text(text))
+        self.ctx.add({"role": "user", "content": text}, self.turn, ref,
+                     cap=self.ctx.budget().message_cap)
+        self.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
+        self.book.from_user(text, self.turn)
+
+    # --- the model
+    def _call_agent(self, request, limit) -> ModelReply:
+        for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+            budget = self.ctx.budget()
+            try:
+                return self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
+                                             turn=self.turn)
+            except ContextOverflow as exc:
+                self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
+                if attempt == MAX_OVERFLOW_RETRIES:
+                    raise
+                request, limit = self.keeper.recover_overflow(exc, request.total)
+            except ModelError as exc:
+                if exc.code not in TRANSIENT or attempt == MAX_OVERFLOW_RETRIES:
+                    raise
+                self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
+        raise AssertionError("unreachable")
+
+    def _handle_reply(self, reply: ModelReply) -> str | None:
+        """Record the answer, run its tools; return the final answer when there is one."""
+        if not reply.tool_calls:
+            return self._final_answer(reply)
+        data = {"role": "assistant", "content": reply.content or None, "tool_calls": [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in reply.tool_calls]}
+        ref = self.store.archive(self.session_id, self.turn, "assistant",
+                                 json.dumps(data, ensure_ascii=False))
+        self.ctx.add(data, self.turn, ref)
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
+                                                      "tool_calls": reply.tool_calls}))
+        for call in reply.tool_calls:
+            self._run_tool(call)
+        return None
+
+    def _run_tool(self, call: dict) -> None:
+        self.emit(Event(EventType.TOOL_CALL, {"call_id": call["id"], "name": call["name"],
+                                              "args": call["arguments"]}))
+        tool_ctx = ToolContext(session_id=self.session_id, store=self.store,
+                               workspace=self.workspace, events=self, turn=self.turn,
+                               state=self.tool_state)
+        started = dt.datetime.now().timestamp()
+        outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
+        self.ledger.outside(dt.datetime.now().timestamp() - started)
+        self.hints.record_tool_call(call["name"], call["arguments"], outcome.error is not None)
+        content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
+        msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
+                           self.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
+        self.emit(Event(EventType.TOOL_RESULT, {
+            "call_id": call["id"], "name": call["name"], "original_chars": outcome.original_chars,
+            "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
+            "truncated": outcome.truncated or msg.text != content, "ref": outcome.ref,
+            "error": outcome.error, "preview": msg.text[:400]}))
+        if call["name"].startswith("Task"):
+            self.book.tasks_written_by_agent()
+        if outcome.error is None:
+            self.book.from_tool(outcome.conclusions, content, self.turn)
+
+    def _final_answer(self, reply: ModelReply) -> str:
+        parts = [reply.content]
+        continuations = 0
+        while reply.finish_reason == "length" and continuations < MAX_CONTINUATIONS:
+            continuations += 1
+            self.emit(Event(EventType.ERROR, error_payload(
+                "finish_reason_length", f"answer cut at {reply.output_tokens} tokens; continuing",
+                fatal=False)))
+            self.ctx.extra_reserve += self.ctx.budget().reserve
+            self.ctx.add({"role": "assistant", "content": reply.content}, self.turn)
+            self.ctx.add({"role": "user", "content": f"{CONTINUE_MARKER} Continue exactly where "
+                          "you stopped; do not repeat what you already wrote."}, self.turn)
+            request, limit = self.keeper.prepare(hints=False)
+            reply = self._call_agent(request, limit)
+            parts.append(reply.content)
+        answer = "".join(parts)
+        ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
+        self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
+        return answer
+
+    # --- persistence
+    def _save_state(self) -> None:
+        self.store.save_state(self.session_id, {
+            "turn": self.turn, "delivered_through": self.delivered_through,
+            "context": self.ctx.to_state(), "hints": self.hints.to_state(),
+            "handoff": self.keeper.handoff, "calls": self.ledger.calls,
+            "tool_state": self.tool_state})
+
+    def _resume(self) -> bool:
+        state = self.store.load_state(self.session_id)
+        if not state:
+            return False
+        self.turn = state.get("turn", 0)
+        self.delivered_through = state.get("delivered_through", -1)
+        self.ctx.restore(state.get("context", {}))
+        self.hints.from_state(state.get("hints", {}))
+        self.keeper.handoff = state.get("handoff") or {}
+        self.ledger.calls = state.get("calls", 0)
+        self.tool_state = state.get("tool_state", {})
+        self.add_user_message(
+            f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
+            "task snapshot, summary and recent turns. Re-check external facts (files, data, "
+            "dates) before relying on them.", source="user")
+        return True

@@ -1,0 +1,123 @@
+"""Scenario files: scripts the simulated model plays (format in docs/SCENARIOS.md)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCENARIO_DIR = Path(__file__).resolve().parent
+DATA_DIR = SCENARIO_DIR / "data"
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be found or does not follow the format."""
+
+
+@dataclass
+class ModelStep:
+    """What the simulated model answers at one agent turn."""
+
+    index: int
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"tool", "args"}
+    final: str | None = None
+    say: str = ""
+
+
+@dataclass
+class Scenario:
+    name: str
+    goal: str
+    steps: list[dict[str, Any]]
+    system: str = ""
+    window: int | None = None
+    expect_tier1: list[str] = field(default_factory=list)
+    model_steps: list[ModelStep] = field(default_factory=list)
+    # user messages that arrive before the agent turn with this index
+    user_before: dict[int, list[str]] = field(default_factory=dict)
+
+    def user_messages_before(self, turn_index: int) -> list[str]:
+        return list(self.user_before.get(turn_index, []))
+
+
+def list_scenarios() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.json"))
+
+
+def _parse_step(raw: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: a step must be an object, got {type(raw).__name__}")
+    if "user" in raw:
+        if not isinstance(raw["user"], str):
+            raise ScenarioError(f"{where}: 'user' must be a string")
+        return "user", raw["user"]
+    if "final" in raw:
+        if not isinstance(raw["final"], str):
+            raise ScenarioError(f"{where}: 'final' must be a string")
+        return "final", raw["final"]
+    if "tool" in raw:
+        calls = [raw]
+    elif "tools" in raw and isinstance(raw["tools"], list) and raw["tools"]:
+        calls = raw["tools"]
+    else:
+        raise ScenarioError(f"{where}: a step needs one of 'user', 'tool', 'tools', 'final'")
+    parsed = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
+            raise ScenarioError(f"{where}: each tool call needs a 'tool' name")
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise ScenarioError(f"{where}: 'args' of {call['tool']} must be an object")
+        parsed.append({"tool": call["tool"], "args": args})
+    return "tools", (parsed, raw.get("say", ""))
+
+
+def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{origin}: the scenario must be a JSON object")
+    for key in ("name", "goal", "steps"):
+        if key not in data:
+            raise ScenarioError(f"{origin}: missing required key {key!r}")
+    if not isinstance(data["steps"], list) or not data["steps"]:
+        raise ScenarioError(f"{origin}: 'steps' must be a non-empty list")
+    window = data.get("window")
+    if window is not None and (not isinstance(window, int) or window < 1000):
+        raise ScenarioError(f"{origin}: 'window' must be an integer of at least 1000")
+    scenario = Scenario(name=str(data["name"]), goal=str(data["goal"]), steps=data["steps"],
+                        system=str(data.get("system", "")), window=window,
+                        expect_tier1=list((data.get("expect") or {}).get("tier1", [])))
+    pending_users: list[str] = []
+    for i, raw in enumerate(data["steps"]):
+        kind, value = _parse_step(raw, f"{origin} step {i + 1}")
+        if kind == "user":
+            pending_users.append(value)
+            continue
+        index = len(scenario.model_steps)
+        if pending_users:
+            scenario.user_before[index] = pending_users
+            pending_users = []
+        if kind == "final":
+            scenario.model_steps.append(ModelStep(index=index, final=value))
+        else:
+            calls, say = value
+            scenario.model_steps.append(ModelStep(index=index, tool_calls=calls, say=say))
+    if pending_users:
+        scenario.user_before[len(scenario.model_steps)] = pending_users
+    if scenario.model_steps[-1].final is None:
+        raise ScenarioError(f"{origin}: the last model step must be a 'final' answer")
+    return scenario
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load a bundled scenario by name, or a scenario file by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SCENARIO_DIR / f"{name_or_path}.json"
+    if not path.is_file():
+        raise ScenarioError(f"Unknown scenario {name_or_path!r}. Bundled scenarios: "
+                            f"{', '.join(list_scenarios())}; or give a path to a JSON file.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read the scenario ({exc})") from exc
+    return parse_scenario(data, origin=str(path))

