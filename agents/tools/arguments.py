@@ -46,6 +46,8 @@ def _coerce(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
                 pass
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif expected == "string":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)  # task ids: the model often sends 1 for "1"
         ok = isinstance(value, str)
     elif expected == "boolean":
         ok = isinstance(value, bool)
@@ -61,8 +63,10 @@ def _coerce(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
     return value
 
 
-def parse_arguments(tool: Tool, arguments_json: str | None) -> dict[str, Any]:
+def parse_arguments(tool: Tool, arguments_json: str | dict[str, Any] | None) -> dict[str, Any]:
     """The checked keyword arguments for `tool`, or a ToolError saying what is wrong."""
+    if isinstance(arguments_json, dict):  # already decoded (e.g. a scenario step)
+        arguments_json = json.dumps(arguments_json)
     text = (arguments_json or "").strip()
     if len(text) > MAX_ARGUMENTS_CHARS:
         raise ToolError(f"The arguments for {tool.name} are {len(text)} characters long; "

@@ -4,7 +4,7 @@ Tables keep head rows + tail rows + statistics over all rows; text keeps its hea
 tail. The cut part is replaced by one marker line that names the archive ref and the
 exact character offset where the cut part starts in the archived text, e.g.
 
-    [... 48210 chars offloaded to arc:s1:7 — read them with read_ref(ref="arc:s1:7", offset=5310) ...]
+  [... 48210 chars offloaded to arc:s1:7 — read them with read_ref(ref="arc:s1:7", offset=5310) ...]
 
 Whatever the input, the content returned is never longer than max_result_length.
 """
@@ -61,7 +61,7 @@ def bound_text(text: str, boundary: ToolBoundary, ref: str) -> Bounded:
     mode = boundary.summary_mode
     total = len(text)
     if mode == "stats":
-        lines = text.count("\n") + 1
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         summary = f"Statistics: {total} chars, {lines} lines, {len(text.split())} words."
         return Bounded(_hard_fit(offload_marker(f"{total} chars", ref, 0) + "\n" + summary,
                                  limit), True)
@@ -151,7 +151,8 @@ def bound_binary(rendered: Rendered, boundary: ToolBoundary, ref: str) -> Bounde
     if len(intro) > boundary.max_result_length:
         intro = f"[binary output: {len(raw)} bytes archived as base64 at {ref}]"
     decoded = rendered.text
-    unreadable = sum(1 for ch in decoded[:2000] if ch == "\ufffd" or (ch < " " and ch not in "\n\t\r"))
+    unreadable = sum(1 for ch in decoded[:2000]
+                     if ch == "\ufffd" or (ch < " " and ch not in "\n\t\r"))
     if unreadable > 0.1 * min(len(decoded), 2000):
         preview = "First bytes (hex): " + raw[:48].hex(" ")
     else:

@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 from agents.config import ContextConfig
+from agents.tools import data, documents, notes, recall, sql, tasks, workspace
 from agents.tools.arguments import hidden_parameters, parse_arguments
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome
 from agents.tools.bounding import bound_rendered
@@ -156,11 +157,15 @@ class ToolRegistry:
                            conclusions=rendered.conclusions)
 
 
+def all_tools() -> list[Tool]:
+    """Fresh Tool objects from every tool module, in the order the model sees them."""
+    modules = (tasks, notes, recall, workspace, data, sql, documents)
+    return [tool for module in modules for tool in module.tools()]
+
+
 def default_registry(config: ContextConfig | None = None) -> ToolRegistry:
     """A registry with every TaskOS tool; config.tool_result_limit caps each tool's results."""
-    from agents.tools import catalog  # the tool modules import this one's helpers
-
     registry = ToolRegistry(result_limit=config.tool_result_limit if config else None)
-    for tool in catalog.all_tools():
+    for tool in all_tools():
         registry.register(tool)
     return registry

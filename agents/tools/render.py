@@ -27,15 +27,15 @@ class Rendered:
     conclusions: list[str] = field(default_factory=list)
 
 
-def _text_bytes(text: str) -> bytes | None:
-    """The UTF-8 bytes of `text` when it is clean text a database can hold, else None."""
+def is_clean_text(text: str) -> bool:
+    """True when `text` is valid UTF-8 without NUL, i.e. text any database column can hold."""
     if "\x00" in text:
-        return None
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates, e.g. from errors="surrogateescape"
-        return None
-    return b""
+        return False
+    return True
 
 
 def _binary(raw: bytes) -> Rendered:
@@ -56,7 +56,7 @@ def render_result(value: Any) -> Rendered:
         conclusions = [str(c) for c in value.conclusions]
         value = value.value
     rendered = _render_value(value)
-    if rendered.kind != "binary" and _text_bytes(rendered.text) is None:
+    if rendered.kind != "binary" and not is_clean_text(rendered.text):
         rendered = _binary(_str_to_bytes(rendered.text))  # e.g. a table cell holding NUL
     rendered.conclusions = conclusions
     return rendered
@@ -71,9 +71,9 @@ def _render_value(value: Any) -> Rendered:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return _binary(raw)
-        return Rendered(kind="text", text=text) if _text_bytes(text) is not None else _binary(raw)
+        return Rendered(kind="text", text=text) if is_clean_text(text) else _binary(raw)
     if isinstance(value, str):
-        if _text_bytes(value) is None:
+        if not is_clean_text(value):
             return _binary(_str_to_bytes(value))
         return Rendered(kind="text", text=value)
     if isinstance(value, Table):

@@ -88,7 +88,8 @@ class ColumnStats:
                     f"mean {fmt_num(sum(self.numbers) / len(self.numbers))}")
         else:
             common = ", ".join(f"{v[:40]} ({n})" for v, n in self.values.most_common(3))
-            body = f"text, {len(self.values)} distinct" + (f", most common {common}" if common else "")
+            body = f"text, {len(self.values)} distinct"
+            body += f", most common {common}" if common else ""
         return f"- {self.name}: {body}; {missing_text(self.missing, self.count)}"
 
 

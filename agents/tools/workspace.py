@@ -51,6 +51,7 @@ def list_files(path: str = ".", *, _ctx: ToolContext) -> Table | str:
             if not full.resolve().is_relative_to(root):
                 continue  # a symlink pointing out of the workspace is not the session's file
             rows.append([full.relative_to(root).as_posix(), full.stat().st_size])
+    rows.sort()
     if not rows:
         return f"No files under {path!r} in the workspace."
     noun = "file" if len(rows) == 1 else "files"
@@ -77,13 +78,15 @@ def write_file(path: str, content: str, append: bool = False, *, _ctx: ToolConte
     with target.open("a" if append else "w", encoding="utf-8", newline="") as handle:
         handle.write(content)
     verb = "Appended" if append else "Wrote"
-    return f"{verb} {len(content)} characters to {target.relative_to(_ctx.workspace.resolve()).as_posix()}."
+    shown = target.relative_to(_ctx.workspace.resolve()).as_posix()
+    return f"{verb} {len(content)} characters to {shown}."
 
 
 def tools() -> list[Tool]:
     path_arg = {"type": "string", "description": "Path relative to the workspace."}
     return [
-        Tool(name="list_files", description="List the files in the session workspace with their sizes.",
+        Tool(name="list_files",
+             description="List the files in the session workspace with their sizes.",
              parameters={"type": "object", "properties": {
                  "path": {**path_arg, "description": "Folder to list; default the top level."}}},
              func=list_files, boundary=ToolBoundary(max_result_rows=200, max_result_length=8000)),

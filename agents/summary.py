@@ -1,0 +1,293 @@
+"""The structured, incremental summary (SPEC C6), its fallback marker (C7) and the audit (E3).
+
+The summary is a hand-off document with AgentScope's sections plus ruled-out approaches and
+open questions. Each compaction merges into the previous one instead of rewriting it, and
+it is rendered as a `<system-info>` block that `parse_rendered` can read back (the
+simulated model reads it from the messages it is given).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any, Callable
+
+TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
+SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
+
+# (field, heading) in rendering order: the goal first, what to do next near the end.
+SECTIONS = (
+    ("task_overview", "Task overview (goal and constraints)"),
+    ("current_state", "Current state (done, in progress)"),
+    ("important_discoveries", "Important discoveries (key data, tool-output highlights)"),
+    ("ruled_out", "Ruled out"),
+    ("open_questions", "Open questions"),
+    ("next_steps", "Next steps"),
+    ("context_to_preserve", "Context to preserve"),
+)
+FIELDS = tuple(name for name, _ in SECTIONS)
+_HEADINGS = {heading: name for name, heading in SECTIONS}
+_INTRO = ("Summary of the earlier work on this task. The full messages are archived; "
+          "\"archive turn N\" and \"arc:…\" refs can be read back with the recall tool.")
+# Shrinking drops the oldest items of these first; the task overview is never dropped.
+_DROP_ORDER = ("ruled_out", "open_questions", "current_state", "next_steps")
+
+SUMMARY_INSTRUCTIONS = f"""{SUMMARY_REQUEST_MARKER}
+You are compacting the history of a long-running agent task. The messages after this one
+are the earlier part of the conversation that is about to leave the context window; a
+previous summary (a <system-info> block) may come first. Write the updated summary.
+
+Answer with one JSON object and nothing else, with exactly these keys:
+- "task_overview": list of strings: the user's goal, success criteria and every constraint
+  (keep hard constraints verbatim);
+- "current_state": list of strings: what is done and what is in progress, with outputs' paths;
+- "important_discoveries": list of strings: key data, tool-output highlights, decisions and
+  their reasons, each with the archive turn it came from ("(archive turn 12)");
+- "next_steps": list of strings: concrete next actions, blockers, priorities;
+- "context_to_preserve": list of strings: user preferences, commitments, non-obvious details;
+- "ruled_out": list of objects {{"approach", "reason", "evidence"}}: what failed or was
+  rejected, why, and the archive turn or ref that shows it;
+- "open_questions": list of strings.
+
+Rules:
+- Merge incrementally: keep everything still valid from the previous summary and add what
+  the new messages show; do not drop earlier discoveries or ruled-out approaches.
+- Make every reference self-contained: absolute dates instead of "yesterday", full file
+  paths, names instead of "that file", archive turn numbers such as "archive turn 12" or
+  refs such as "arc:SESSION:ID" (the summary may itself be compacted again later).
+- Copy numbers exactly as they appear in the messages. Never invent, round or estimate a
+  number; if a figure is not in the messages, leave it out.
+"""
+
+
+class SummaryError(ValueError):
+    """A summary answer that cannot be used; the message says what is wrong with it."""
+
+
+@dataclass
+class StructuredSummary:
+    task_overview: list[str] = field(default_factory=list)
+    current_state: list[str] = field(default_factory=list)
+    important_discoveries: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    context_to_preserve: list[str] = field(default_factory=list)
+    ruled_out: list[dict[str, str]] = field(default_factory=list)  # {approach, reason, evidence}
+    open_questions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "StructuredSummary":
+        data = data or {}
+        ruled = [{k: str(r.get(k) or "") for k in ("approach", "reason", "evidence")}
+                 for r in data.get("ruled_out") or [] if isinstance(r, dict)]
+        return cls(ruled_out=ruled, **{name: [str(x) for x in data.get(name) or []]
+                                       for name in FIELDS if name != "ruled_out"})
+
+    def is_empty(self) -> bool:
+        return not any(getattr(self, name) for name in FIELDS)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _item_line(name: str, item: Any) -> str:
+    if name == "ruled_out":
+        return (f"- {_one_line(item.get('approach', ''))} | reason: "
+                f"{_one_line(item.get('reason', ''))} | evidence: {_one_line(item.get('evidence', ''))}")
+    return f"- {_one_line(item)}"
+
+
+def render(summary: StructuredSummary | None) -> str:
+    """The summary as a `<system-info>` block with one headed section per non-empty field."""
+    if summary is None or summary.is_empty():
+        return ""
+    lines = ["<system-info>", _INTRO]
+    for name, heading in SECTIONS:
+        items = getattr(summary, name)
+        if items:
+            lines.append(f"## {heading}")
+            lines.extend(_item_line(name, item) for item in items)
+    lines.append("</system-info>")
+    return "\n".join(lines)
+
+
+_BLOCK = re.compile(r"<system-info>(.*?)</system-info>", re.S)
+_RULED = re.compile(r"^(?P<approach>.*?) \| reason: (?P<reason>.*?) \| evidence: (?P<evidence>.*)$")
+
+
+def parse_rendered(text: str) -> StructuredSummary | None:
+    """Read a rendered summary back (the first `<system-info>` block in `text`), else None."""
+    match = _BLOCK.search(text or "")
+    if not match:
+        return None
+    summary, current = StructuredSummary(), None
+    for line in match.group(1).splitlines():
+        if line.startswith("## "):
+            current = _HEADINGS.get(line[3:].strip())
+        elif current and line.startswith("- "):
+            item = line[2:].strip()
+            if current != "ruled_out":
+                getattr(summary, current).append(item)
+                continue
+            found = _RULED.match(item)
+            summary.ruled_out.append(found.groupdict() if found else
+                                     {"approach": item, "reason": "", "evidence": ""})
+    return summary
+
+
+def _dedupe(items: list[Any]) -> list[Any]:
+    seen, out = set(), []
+    for item in items:
+        key = json.dumps(item, sort_keys=True, ensure_ascii=False) if isinstance(item, dict) \
+            else _one_line(item).casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def merge(previous: StructuredSummary | None, new: StructuredSummary) -> StructuredSummary:
+    """Fold `new` into `previous`: facts accumulate, the state of play is the newest one."""
+    if previous is None:
+        return StructuredSummary.from_dict(new.to_dict())
+    merged = StructuredSummary()
+    for name in FIELDS:
+        old, fresh = getattr(previous, name), getattr(new, name)
+        if name in ("current_state", "next_steps", "open_questions"):
+            # The newer summary was written knowing the older one: its view of where the
+            # work stands supersedes, unless it says nothing about it.
+            setattr(merged, name, _dedupe(list(fresh or old)))
+        else:
+            setattr(merged, name, _dedupe(list(old) + list(fresh)))
+    return merged
+
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
+
+
+def _string_list(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list):
+        raise SummaryError(f'"{name}" must be a list of strings, got {type(value).__name__}.')
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise SummaryError(f'"{name}"[{i}] must be a string, got {type(item).__name__}.')
+        if str(item).strip():
+            out.append(str(item))
+    return out
+
+
+def _ruled_out(value: Any) -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SummaryError(f'"ruled_out" must be a list of objects, got {type(value).__name__}.')
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            item = {"approach": item}
+        if not isinstance(item, dict) or not isinstance(item.get("approach"), str):
+            raise SummaryError(f'"ruled_out"[{i}] must be an object with a string "approach".')
+        if any(not isinstance(item.get(k, ""), str) for k in ("reason", "evidence")):
+            raise SummaryError(f'"ruled_out"[{i}]: "reason" and "evidence" must be strings.')
+        out.append({k: item.get(k, "") for k in ("approach", "reason", "evidence")})
+    return out
+
+
+def parse_model_summary(text: str) -> StructuredSummary:
+    """Validate a model's JSON summary (bare or in a ```json fence); raise SummaryError."""
+    if not isinstance(text, str) or not text.strip():
+        raise SummaryError("The summary answer is empty; expected a JSON object.")
+    fenced = _FENCE.match(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise SummaryError(f"The summary answer is not valid JSON ({exc}); it starts with "
+                           f"{body[:80]!r}.") from None
+    if not isinstance(data, dict):
+        raise SummaryError(f"The summary answer must be a JSON object with the keys "
+                           f"{', '.join(FIELDS)}; got a JSON {type(data).__name__}.")
+    if not any(name in data for name in FIELDS):
+        raise SummaryError(f"The summary JSON has none of the keys {', '.join(FIELDS)} "
+                           f"(it has: {', '.join(sorted(data)[:8]) or 'no keys'}).")
+    summary = StructuredSummary(ruled_out=_ruled_out(data.get("ruled_out")), **{
+        name: _string_list(name, data.get(name)) for name in FIELDS if name != "ruled_out"})
+    if summary.is_empty():
+        raise SummaryError("The summary JSON has the expected keys but every section is empty.")
+    return summary
+
+
+def shrink_to(summary: StructuredSummary, max_tokens: int,
+              count: Callable[[str], int]) -> StructuredSummary:
+    """Drop the oldest items until the rendering fits `max_tokens`; never the task overview.
+
+    Discoveries and context go first (from whichever list is longer), then ruled-out
+    approaches, open questions, current state and next steps. If only the overview is
+    left and it is still too long, it is returned as it is: the caller decides.
+    """
+    out = StructuredSummary.from_dict(summary.to_dict())
+    total = count(render(out))
+    while total > max_tokens:
+        pool = [n for n in ("important_discoveries", "context_to_preserve") if getattr(out, n)]
+        pool.sort(key=lambda n: -len(getattr(out, n)))  # stable: discoveries on a tie
+        pool += [n for n in _DROP_ORDER if getattr(out, n)]
+        if not pool:
+            break
+        item = getattr(out, pool[0]).pop(0)
+        # Counting the whole rendering per item would be quadratic: estimate, then verify.
+        total -= count(_item_line(pool[0], item)) + 1
+        if total <= max_tokens:
+            total = count(render(out))
+    return out
+
+
+# --- compaction audit (SPEC E3)
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+                     r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
+_SCALE = {"k": 1000, "m": 1_000_000, "万": 10_000, "亿": 100_000_000, "千": 1000}
+# Archive references come from the engine, not from the model's memory of the data.
+_REFS = re.compile(r"arc:[^\s,;)\]]+|\b(?:archive\s+)?turns?\s+\d+(?:\s*(?:[-–—]|to|and|,)\s*\d+)*"
+                   r"|第\s*\d+\s*轮", re.I)
+
+
+def numbers_in(text: str) -> list[tuple[str, str, str]]:
+    """(as written, value, scaled value) of each number, archive refs excluded: "1,234.0"
+    is 1234; "50k" is 50 and 50000; "12%" is 12."""
+    out = []
+    for m in _NUMBER.finditer(_REFS.sub(" ", text or "")):
+        raw = Decimal(m.group(1).replace(",", ""))
+        scaled = raw * _SCALE.get((m.group(2) or "").strip().lower(), 1)
+        out.append((m.group(0).strip(), *(format(v.normalize(), "f") for v in (raw, scaled))))
+    return out
+
+
+def audit_compaction(*, new_context_text: str, tier1_anchors: list[str], snapshot_text: str,
+                     open_tasks: list[str], new_summary_text: str, compacted_text: str,
+                     previous_summary_text: str) -> dict[str, Any]:
+    """Check a compaction: anchors, snapshot and open tasks still in context, no invented numbers.
+
+    A number in the new summary is supported when it appears in the compacted messages, the
+    previous summary or a hard constraint the engine gave the summarizer.
+    """
+    context = _one_line(new_context_text)
+    missing_anchors = [a for a in tier1_anchors if _one_line(a) not in context]
+    snapshot_present = _one_line(snapshot_text) in context
+    missing_tasks = [t for t in open_tasks if _one_line(t) not in context]
+    known = {v for source in (compacted_text, previous_summary_text, *tier1_anchors)
+             for _, raw, scaled in numbers_in(source) for v in (raw, scaled)}
+    unsupported: list[str] = []
+    for written, _, scaled in numbers_in(new_summary_text):
+        if scaled not in known and written not in unsupported:
+            unsupported.append(written)
+    return {"ok": not (missing_anchors or missing_tasks or unsupported) and snapshot_present,
+            "missing_anchors": missing_anchors, "snapshot_present": snapshot_present,
+            "missing_tasks": missing_tasks, "unsupported_numbers": unsupported}

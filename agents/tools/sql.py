@@ -1,0 +1,138 @@
+"""SQL over the session database (SPEC T5): csv_load writes it, sql_query only reads it.
+
+The database is `<workspace>/session.sqlite3`. sql_query accepts only SELECT / WITH, opens
+the file with `mode=ro`, sets `query_only`, and an authorizer denies every action that is
+not a read — three independent locks, so a clever WITH ... DELETE still cannot write.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from urllib.parse import quote
+
+from agents.tools.base import Table, Tool, ToolBoundary, ToolContext, ToolError
+from agents.tools.data import load_csv
+from agents.tools.tabular import is_missing, to_number
+
+DATABASE_NAME = "session.sqlite3"
+MAX_FETCH_ROWS = 1000
+QUERY_SECONDS = 15.0  # below the tool's timeout, so the query stops instead of being abandoned
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_COMMENTS = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/|\s)*", re.S)
+_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                 getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+
+
+def _quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _table_name(path: str, table: str | None) -> str:
+    if table:
+        if not _IDENTIFIER.match(table):
+            raise ToolError(f"Table name {table!r} must start with a letter or _ and hold only "
+                            "letters, digits and _.")
+        return table
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", Path(path).stem).strip("_").lower() or "data"
+    return stem if not stem[0].isdigit() else f"t_{stem}"
+
+
+def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
+    columns, rows = load_csv(_ctx.workspace, path)
+    name = _table_name(path, table)
+    types = []
+    for column in columns:
+        values = [row.get(column) for row in rows if not is_missing(row.get(column))]
+        numbers = [to_number(v) for v in values]
+        if values and all(n is not None for n in numbers):
+            types.append("INTEGER" if all(n == int(n) for n in numbers) else "REAL")
+        else:
+            types.append("TEXT")
+    target = _ctx.workspace.resolve() / DATABASE_NAME
+
+    def cell(value: str | None, kind: str):
+        if is_missing(value):
+            return None
+        return value if kind == "TEXT" else to_number(value)
+
+    with closing(sqlite3.connect(target)) as db, db:
+        db.execute(f"DROP TABLE IF EXISTS {_quote_identifier(name)}")
+        db.execute(f"CREATE TABLE {_quote_identifier(name)} ("
+                   + ", ".join(f"{_quote_identifier(c)} {t}" for c, t in zip(columns, types)) + ")")
+        db.executemany(f"INSERT INTO {_quote_identifier(name)} VALUES "
+                       f"({', '.join('?' for _ in columns)})",
+                       [[cell(row.get(c), t) for c, t in zip(columns, types)] for row in rows])
+    described = ", ".join(f"{c} {t}" for c, t in zip(columns, types))
+    return (f"Loaded {len(rows)} rows from {path} into table {name} of {DATABASE_NAME} "
+            f"(missing values stored as NULL). Columns: {described}.")
+
+
+def _first_keyword(sql: str) -> str:
+    rest = _COMMENTS.sub("", sql, count=1)
+    match = re.match(r"[A-Za-z]+", rest)
+    return match.group(0).upper() if match else ""
+
+
+def _explain(exc: Exception) -> str:
+    detail = str(exc).rstrip(".")
+    if "one statement at a time" in detail:
+        return "sql_query runs one statement at a time; send a single SELECT."
+    if "interrupted" in detail:
+        return (f"The query ran longer than {QUERY_SECONDS:g} s and was stopped; add a LIMIT "
+                "or aggregate.")
+    if "not authorized" in detail or "readonly" in detail:
+        return "sql_query is read-only: the query tried to change the database, which is refused."
+    return f"SQL error: {detail}."
+
+
+def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
+    keyword = _first_keyword(sql)
+    if keyword not in ("SELECT", "WITH"):
+        shown = keyword or sql.strip()[:20]
+        raise ToolError(f"sql_query is read-only: only SELECT or WITH queries are allowed "
+                        f"(got {shown!r}). To add data, load a CSV with csv_load.")
+    target = _ctx.workspace.resolve() / DATABASE_NAME
+    if not target.is_file():
+        raise ToolError(f"There is no session database yet ({DATABASE_NAME}). Load a CSV first, "
+                        "e.g. csv_load(path='sales.csv').")
+    deadline = time.monotonic() + QUERY_SECONDS
+    uri = f"file:{quote(str(target))}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as db:
+        db.execute("PRAGMA query_only = ON")
+        db.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in _READ_ACTIONS
+                          else sqlite3.SQLITE_DENY)
+        db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            cursor = db.execute(sql)
+            rows = cursor.fetchmany(MAX_FETCH_ROWS + 1)
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise ToolError(_explain(exc)) from None
+        columns = [d[0] for d in cursor.description or ()]
+    more = len(rows) > MAX_FETCH_ROWS
+    rows = rows[:MAX_FETCH_ROWS]
+    title = f"{len(rows)} rows" + (f" (stopped after {MAX_FETCH_ROWS}; the query returns more — "
+                                   "add a LIMIT or aggregate)" if more else "") + "."
+    return Table(columns=columns, rows=[list(r) for r in rows], title=title)
+
+
+def tools() -> list[Tool]:
+    return [
+        Tool(name="csv_load", description=(
+                 f"Load a CSV file of the workspace into a table of the session database "
+                 f"({DATABASE_NAME}) so sql_query can read it."),
+             parameters={"type": "object", "properties": {
+                 "path": {"type": "string", "description": "CSV file, e.g. 'sales.csv'."},
+                 "table": {"type": "string",
+                           "description": "Table name; default from the file name."}},
+                 "required": ["path"]},
+             func=csv_load, boundary=ToolBoundary(max_result_length=3000)),
+        Tool(name="sql_query", description=(
+                 f"Run one read-only SQL query (SELECT or WITH) on the session database "
+                 f"({DATABASE_NAME}); at most {MAX_FETCH_ROWS} rows are fetched."),
+             parameters={"type": "object", "properties": {"sql": {"type": "string"}},
+                         "required": ["sql"]},
+             func=sql_query, boundary=ToolBoundary(max_result_rows=50, max_result_length=8000)),
+    ]

@@ -1,0 +1,4 @@
+"""TaskOS, the Django project. The Celery app is loaded with Django so @shared_task binds to it."""
+from taskos.celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DrawerConfig(AppConfig):
+    name = "taskos.drawer"
+    label = "drawer"

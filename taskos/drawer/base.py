@@ -1,0 +1,55 @@
+"""The drawer's panel contract, in the manner of django-debug-toolbar's panels.
+
+A panel is a small class: which event types it reads, how it turns them (and, for
+anchors and tasks, the database rows) into a template context, and which template
+draws it. The page, the resync view and the websocket consumer all render panels
+through `render_panel`, so the three can never disagree about what a panel shows.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from django.template.loader import render_to_string
+
+from taskos.drawer.events import Ev
+from taskos.runs.models import Session
+
+
+class Panel(ABC):
+    """One concern of the drawer; subclasses set the class attributes and `get_context`."""
+
+    name: ClassVar[str]  # short id: the panel's DOM ids derive from it
+    title: ClassVar[str]
+    template: ClassVar[str]
+    event_types: ClassVar[tuple[str, ...]] = ()
+    open_by_default: ClassVar[bool] = True
+
+    def handles(self, event_type: str) -> bool:
+        """True when an event of this type changes what the panel shows."""
+        return event_type in self.event_types
+
+    @abstractmethod
+    def get_context(self, session: Session, events: list[Ev]) -> dict[str, Any]:
+        """Template context from the session and its events of `event_types`, by seq."""
+
+    def badge(self, context: dict[str, Any]) -> str:
+        """A few characters shown next to the title (a count, a percentage)."""
+        return ""
+
+    @property
+    def dom_id(self) -> str:
+        return f"panel-{self.name}"
+
+
+def render_panel(panel: Panel, session: Session, events: list[Ev], *, oob: bool = False) -> str:
+    """The panel's HTML: the whole <details> on the page, its badge and body when `oob`.
+
+    Live updates replace only the badge and the body so that a panel a person folded
+    stays folded while the task runs.
+    """
+    context = panel.get_context(session, events)
+    return render_to_string("drawer/panel.html", {
+        "panel": panel, "session": session, "oob": oob, "badge": panel.badge(context),
+        "body": render_to_string(panel.template, {**context, "session": session}),
+    })

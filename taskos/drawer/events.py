@@ -1,0 +1,66 @@
+"""Read stored SessionEvents for rendering, without dragging whole prompts along.
+
+A MODEL_CALL payload carries every message the model saw. Panels that chart or sum
+calls need a dozen scalar keys of each, so those keys are selected in the database
+and the message list is read only for the one call the inspector shows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from django.db.models import F
+
+from taskos.runs.models import Session, SessionEvent
+
+MODEL_CALL = "MODEL_CALL"
+# Every key of a MODEL_CALL payload except "messages" (see agents/events.py).
+CALL_KEYS = ("call", "kind", "input_tokens", "zones", "output_tokens", "cached_tokens",
+             "finish_reason", "latency_ms", "cost", "over_window", "limit", "model")
+
+
+@dataclass(frozen=True)
+class Ev:
+    """One stored event as panels and the transcript see it."""
+
+    seq: int
+    type: str
+    turn: int
+    at: Any
+    payload: dict[str, Any]
+
+
+def load_events(session: Session, types: Iterable[str] | None = None,
+                after: int = 0) -> list[Ev]:
+    """Events of `session` with seq > `after`, optionally only of `types`, by seq."""
+    rows = SessionEvent.objects.filter(session=session, seq__gt=after)
+    wanted = None if types is None else set(types)
+    if wanted is not None:
+        rows = rows.filter(type__in=wanted)
+    events: list[Ev] = []
+    if wanted is None or MODEL_CALL in wanted:
+        calls = rows.filter(type=MODEL_CALL).values(
+            "seq", "turn", "at", **{key: F(f"payload__{key}") for key in CALL_KEYS})
+        for row in calls:
+            payload = {key: row[key] for key in CALL_KEYS}
+            events.append(Ev(row["seq"], MODEL_CALL, row["turn"], row["at"], payload))
+    others = rows.exclude(type=MODEL_CALL).values("seq", "type", "turn", "at", "payload")
+    events.extend(Ev(r["seq"], r["type"], r["turn"], r["at"], r["payload"] or {})
+                  for r in others)
+    events.sort(key=lambda ev: ev.seq)
+    return events
+
+
+def call_payload(session: Session, number: int) -> dict[str, Any] | None:
+    """The full payload (messages included) of MODEL_CALL number `number`, or None."""
+    row = (SessionEvent.objects.filter(session=session, type=MODEL_CALL, payload__call=number)
+           .values("payload", "seq", "turn").first())
+    if row is None:
+        return None
+    return {**row["payload"], "seq": row["seq"], "turn": row["turn"]}
+
+
+def latest_seq(session: Session) -> int:
+    """The highest stored seq of the session (0 when nothing is stored yet)."""
+    row = SessionEvent.objects.filter(session=session).order_by("-seq").values("seq").first()
+    return row["seq"] if row else 0

@@ -1,0 +1,14 @@
+"""The drawer's panels, in the order the drawer shows them."""
+from taskos.drawer.panels.budget import BudgetPanel
+from taskos.drawer.panels.compactions import CompactionsPanel
+from taskos.drawer.panels.cost import CostPanel
+from taskos.drawer.panels.curve import CurvePanel
+from taskos.drawer.panels.inspector import InspectorPanel
+from taskos.drawer.panels.log import ErrorsPanel, HintsPanel
+from taskos.drawer.panels.records import AnchorsPanel, TasksPanel
+
+PANELS = (BudgetPanel(), CurvePanel(), CompactionsPanel(), AnchorsPanel(), TasksPanel(),
+          HintsPanel(), InspectorPanel(), ErrorsPanel(), CostPanel())
+
+__all__ = ["PANELS", "AnchorsPanel", "BudgetPanel", "CompactionsPanel", "CostPanel",
+           "CurvePanel", "ErrorsPanel", "HintsPanel", "InspectorPanel", "TasksPanel"]

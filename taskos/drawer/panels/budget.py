@@ -1,0 +1,60 @@
+"""Budget: the latest BUDGET event as a stacked bar of zones over the window."""
+from __future__ import annotations
+
+from typing import Any
+
+from agents.events import ZONES
+from taskos.drawer.base import Panel
+from taskos.drawer.events import Ev
+
+# Zones that hold input, left to right as the context is laid out (SPEC C17).
+INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
+
+
+def percent(part: float, whole: float) -> float:
+    """`part` as a percentage of `whole`, clamped to 0..100, for CSS widths."""
+    if whole <= 0:
+        return 0.0
+    return round(max(0.0, min(100.0, 100.0 * part / whole)), 2)
+
+
+class BudgetPanel(Panel):
+    name = "budget"
+    title = "Budget"
+    template = "drawer/panels/budget.html"
+    event_types = ("BUDGET",)
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        if not events:
+            return {"budget": None}
+        latest = events[-1]
+        data = latest.payload
+        window = int(data.get("window") or session.window or 0)
+        zones = data.get("zones") or {}
+        budgets = data.get("budgets") or {}
+        input_tokens = int(data.get("input_tokens") or sum(zones.get(z, 0) for z in INPUT_ZONES))
+        reserve = int(zones.get("reserve", 0))
+        segments = [{"zone": zone, "tokens": int(zones.get(zone, 0)),
+                     "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window)}
+                    for zone in INPUT_ZONES]
+        trigger = int(data.get("trigger_line") or 0)
+        warning = int(data.get("warning_line") or 0)
+        return {
+            "budget": {
+                "turn": latest.turn, "seq": latest.seq, "window": window,
+                "input_tokens": input_tokens, "used_pct": percent(input_tokens, window),
+                "segments": segments,
+                "reserve": {"tokens": reserve, "budget": budgets.get("reserve"),
+                            "width": percent(reserve, window)},
+                "free": int(data.get("free", max(0, window - input_tokens - reserve))),
+                "trigger_line": trigger, "trigger_pct": percent(trigger, window),
+                "warning_line": warning, "warning_pct": percent(warning, window),
+                "band_pct": percent(max(0, trigger - warning), window),
+                "over_trigger": bool(trigger) and input_tokens >= trigger,
+                "in_warning": bool(warning) and input_tokens >= warning,
+            },
+        }
+
+    def badge(self, context: dict[str, Any]) -> str:
+        budget = context["budget"]
+        return f"{budget['used_pct']:.0f}%" if budget else ""

@@ -1,0 +1,102 @@
+"""Cost (SPEC W9): tokens and money per zone, per turn and per session."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from taskos.drawer.base import Panel
+from taskos.drawer.events import Ev
+from taskos.drawer.panels.budget import INPUT_ZONES
+
+TURNS_SHOWN = 8
+
+
+def split_cached(zones: dict[str, int], cached: int) -> dict[str, int]:
+    """Attribute cached tokens to zones in layout order: provider caches match a prefix."""
+    out = {}
+    for zone in INPUT_ZONES:
+        take = min(int(zones.get(zone, 0)), cached)
+        out[zone] = take
+        cached -= take
+    return out
+
+
+def compacted_away_share(calls: list[Ev], compactions: list[Ev]) -> tuple[int, float]:
+    """History tokens sent that a later compaction removed, and their share of all input.
+
+    A compaction removes (before - after) / before of the history zone; history sent
+    at a call is counted as removed in the proportion the compactions after it removed.
+    """
+    fractions = []
+    for ev in compactions:
+        before = int((ev.payload.get("before") or {}).get("history", 0))
+        after = int((ev.payload.get("after") or {}).get("history", 0))
+        fractions.append((ev.seq, (before - after) / before if before > after else 0.0))
+    wasted = 0.0
+    total = 0
+    for call in calls:
+        total += int(call.payload.get("input_tokens") or 0)
+        if call.payload.get("kind") == "summary":
+            continue
+        kept = 1.0
+        for seq, removed in fractions:
+            if seq > call.seq:
+                kept *= 1 - removed
+        wasted += int((call.payload.get("zones") or {}).get("history", 0)) * (1 - kept)
+    return int(wasted), (wasted / total if total else 0.0)
+
+
+class CostPanel(Panel):
+    name = "cost"
+    title = "Cost"
+    template = "drawer/panels/cost.html"
+    event_types = ("MODEL_CALL", "COMPACTION")
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        profile = session.profile
+        price_in = float(profile.price_input or 0) if profile else 0.0
+        price_cached = float(profile.price_cached_input or 0) if profile else 0.0
+        price_out = float(profile.price_output or 0) if profile else 0.0
+        calls = [ev for ev in events if ev.type == "MODEL_CALL"]
+        zone_tokens: dict[str, int] = defaultdict(int)
+        zone_cached: dict[str, int] = defaultdict(int)
+        turns: dict[int, dict[str, Any]] = {}
+        totals = {"input": 0, "cached": 0, "output": 0, "cost": 0.0, "summary_input": 0}
+        for ev in calls:
+            data = ev.payload
+            zones = {k: int(v or 0) for k, v in (data.get("zones") or {}).items()}
+            cached = int(data.get("cached_tokens") or 0)
+            for zone, n in split_cached(zones, cached).items():
+                zone_cached[zone] += n
+            for zone in INPUT_ZONES:
+                zone_tokens[zone] += zones.get(zone, 0)
+            totals["input"] += int(data.get("input_tokens") or 0)
+            totals["cached"] += cached
+            totals["output"] += int(data.get("output_tokens") or 0)
+            totals["cost"] += float(data.get("cost") or 0)
+            if data.get("kind") == "summary":
+                totals["summary_input"] += int(data.get("input_tokens") or 0)
+            turn = turns.setdefault(ev.turn, {"turn": ev.turn, "calls": 0, "tokens": 0, "cost": 0.0})
+            turn["calls"] += 1
+            turn["tokens"] += int(data.get("input_tokens") or 0)
+            turn["cost"] += float(data.get("cost") or 0)
+        zone_rows = []
+        for zone in INPUT_ZONES:
+            fresh = zone_tokens[zone] - zone_cached[zone]
+            zone_rows.append({"zone": zone, "tokens": zone_tokens[zone], "cached": zone_cached[zone],
+                              "cost": (fresh * price_in + zone_cached[zone] * price_cached) / 1e6,
+                              "share": zone_tokens[zone] / totals["input"] if totals["input"] else 0})
+        wasted, wasted_share = compacted_away_share(calls, [e for e in events if e.type == "COMPACTION"])
+        return {
+            "calls": len(calls), "totals": totals, "zones": zone_rows,
+            "turns": sorted(turns.values(), key=lambda t: -t["turn"])[:TURNS_SHOWN],
+            "per_turn": totals["input"] / len(turns) if turns else 0,
+            "output_cost": totals["output"] * price_out / 1e6,
+            "wasted": wasted, "wasted_share": wasted_share,
+            "simulated": bool(profile and profile.simulated),
+            "priced": bool(price_in or price_cached or price_out),
+            "profile": profile,
+        }
+
+    def badge(self, context: dict[str, Any]) -> str:
+        return f"${context['totals']['cost']:.4f}" if context["priced"] else ""

@@ -1,0 +1,50 @@
+"""Hints and Errors: the HINT_BLOCK and ERROR events, newest first."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from taskos.drawer.base import Panel
+from taskos.drawer.events import Ev
+
+SHOWN = 60  # older entries are counted, not listed: the drawer stays light on long runs
+
+
+class HintsPanel(Panel):
+    name = "hints"
+    title = "Hints"
+    template = "drawer/panels/hints.html"
+    event_types = ("HINT_BLOCK",)
+    open_by_default = False
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        kinds = Counter(ev.payload.get("kind", "") for ev in events)
+        hints = [{"seq": ev.seq, "turn": ev.turn, "kind": ev.payload.get("kind", ""),
+                  "text": ev.payload.get("text", "")} for ev in reversed(events[-SHOWN:])]
+        return {"hints": hints, "count": len(events), "hidden": max(0, len(events) - SHOWN),
+                "kinds": sorted(kinds.items())}
+
+    def badge(self, context: dict[str, Any]) -> str:
+        return str(context["count"]) if context["count"] else ""
+
+
+class ErrorsPanel(Panel):
+    name = "errors"
+    title = "Errors"
+    template = "drawer/panels/errors.html"
+    event_types = ("ERROR", "SESSION_FINISHED")
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        errors = [{"seq": ev.seq, "turn": ev.turn, "code": ev.payload.get("code", ""),
+                   "message": ev.payload.get("message", ""),
+                   "cause": ev.payload.get("cause", ""), "action": ev.payload.get("action", ""),
+                   "fatal": bool(ev.payload.get("fatal"))}
+                  for ev in reversed(events) if ev.type == "ERROR"]
+        # A worker crash can fail a session without an ERROR event; its message is here.
+        reported = {e["message"] for e in errors}
+        failure = session.error if session.error and session.error not in reported else ""
+        return {"errors": errors[:SHOWN], "count": len(errors), "failure": failure}
+
+    def badge(self, context: dict[str, Any]) -> str:
+        count = context["count"] + (1 if context["failure"] else 0)
+        return str(count) if count else ""

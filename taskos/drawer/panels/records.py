@@ -1,0 +1,60 @@
+"""Anchors and Tasks: the current rows from the database plus the changes, by source."""
+from __future__ import annotations
+
+from typing import Any
+
+from taskos.drawer.base import Panel
+from taskos.drawer.events import Ev
+
+CHANGES_SHOWN = 30
+TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
+
+
+class AnchorsPanel(Panel):
+    name = "anchors"
+    title = "Anchors"
+    template = "drawer/panels/anchors.html"
+    event_types = ("ANCHOR_CHANGED",)
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        anchors = [{"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
+                    "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
+                   for a in session.anchors.order_by("-active", "tier", "pk")]
+        changes = [{"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
+                    "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
+                    "source": ev.payload.get("source", ""),
+                    "action": ev.payload.get("action", "changed")}
+                   for ev in reversed(events[-CHANGES_SHOWN:])]
+        return {"anchors": anchors, "changes": changes,
+                "active": sum(1 for a in anchors if a["active"]),
+                "admin_changes": sum(1 for ev in events if ev.payload.get("source") == "admin")}
+
+    def badge(self, context: dict[str, Any]) -> str:
+        return str(context["active"]) if context["anchors"] else ""
+
+
+class TasksPanel(Panel):
+    name = "tasks"
+    title = "Tasks"
+    template = "drawer/panels/tasks.html"
+    event_types = ("TASKS_CHANGED",)
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        tasks = list(session.tasks.order_by("created_at", "pk"))
+        changes = []
+        previous: dict[str, str] = {}
+        # Each TASKS_CHANGED carries the whole list; the change is the difference.
+        for ev in events:
+            current = {str(t.get("id")): t.get("state", "") for t in ev.payload.get("tasks", [])}
+            diff = [f"#{tid} {state}" for tid, state in current.items()
+                    if previous.get(tid) != state]
+            diff += [f"#{tid} deleted" for tid in previous if tid not in current]
+            changes.append({"seq": ev.seq, "turn": ev.turn, "diff": diff,
+                            "source": ev.payload.get("source", "agent")})
+            previous = current
+        done = sum(1 for t in tasks if t.state == "completed")
+        return {"tasks": tasks, "done": done, "total": len(tasks),
+                "changes": changes[::-1][:CHANGES_SHOWN]}
+
+    def badge(self, context: dict[str, Any]) -> str:
+        return f"{context['done']}/{context['total']}" if context["total"] else ""

@@ -1,0 +1,94 @@
+"""What the session page, the resync view and the websocket consumer send to a browser.
+
+The database is the truth (SPEC W5): a browser that has events up to seq N asks for
+"everything after N" and gets the transcript entries it lacks, every panel the new
+events touch (or all of them on a resync), the status header and its new last seq,
+all as htmx out-of-band fragments swapped by id.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+from taskos.drawer.base import Panel, render_panel
+from taskos.drawer.events import Ev, latest_seq, load_events
+from taskos.drawer.panels import PANELS
+from taskos.runs.models import Session
+
+TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESULT",
+                    "COMPACTION", "ERROR", "SESSION_FINISHED")
+
+
+@dataclass(frozen=True)
+class Update:
+    """HTML fragments for a browser and the seq it has once it applied them."""
+
+    html: str
+    last_seq: int
+
+
+def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
+                  oob: bool) -> SafeString:
+    """Render `panels` from one query over the union of the event types they read."""
+    wanted = {t for panel in panels for t in panel.event_types}
+    events = load_events(session, wanted) if wanted else []
+    parts = []
+    for panel in panels:
+        own = [ev for ev in events if panel.handles(ev.type)]
+        parts.append(render_panel(panel, session, own, oob=oob))
+    return mark_safe("\n".join(parts))  # joined template output, escaped when rendered
+
+
+def render_drawer(session: Session) -> SafeString:
+    """Every panel, whole, for the session page."""
+    return render_panels(session, PANELS, oob=False)
+
+
+def render_transcript(session: Session, events: list[Ev]) -> SafeString:
+    """Transcript entries for the events among `events` that belong in a transcript."""
+    entries = [ev for ev in events if ev.type in TRANSCRIPT_TYPES]
+    if not entries:
+        return SafeString("")
+    return render_to_string("drawer/transcript.html", {"session": session, "events": entries})
+
+
+def render_status(session: Session, *, oob: bool) -> SafeString:
+    """The status header: status, turns, tokens, cost and the cancel button."""
+    return render_to_string("web/_status.html", {"session": session, "oob": oob})
+
+
+def render_update(session: Session, after: int, *, full: bool = False) -> Update:
+    """Fragments that bring a browser holding events up to seq `after` up to date.
+
+    With `full` every panel is rendered (a connect or reconnect); otherwise only the
+    panels that read one of the new event types. Nothing new and not `full`: empty.
+    """
+    new = load_events(session, after=after)
+    if not new and not full:
+        return Update("", after)
+    # A browser claiming more than is stored (a reset database) is set back to what is.
+    last = new[-1].seq if new else min(max(after, 0), latest_seq(session))
+    if full:
+        panels: tuple[Panel, ...] | list[Panel] = PANELS
+    else:
+        types = {ev.type for ev in new}
+        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)]
+    parts = []
+    transcript = render_transcript(session, new)
+    if transcript:
+        parts.append(f'<div hx-swap-oob="beforeend:#transcript">{transcript}</div>')
+    parts.append(render_panels(session, panels, oob=True))
+    parts.append(render_status(session, oob=True))
+    parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
+    return Update("\n".join(parts), last)
+
+
+def page_state(session: Session) -> dict[str, object]:
+    """What the session page renders at load: transcript, drawer and the seq they reach."""
+    last = latest_seq(session)
+    events = load_events(session, TRANSCRIPT_TYPES)
+    events = [ev for ev in events if ev.seq <= last]
+    return {"transcript": render_transcript(session, events), "drawer": render_drawer(session),
+            "status": render_status(session, oob=False), "last_seq": last}

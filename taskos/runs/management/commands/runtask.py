@@ -1,0 +1,77 @@
+"""`python manage.py runtask --scenario NAME_OR_PATH [--window N] [--json]` (SPEC W7)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from taskos.runs.models import ModelProfile
+from taskos.runs.services import SessionError, create_session
+from taskos.runs.tasks import execute_session
+
+
+class ProgressBar:
+    """progress(done, total) callback drawing a bar on stderr."""
+
+    def __init__(self, stream=None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        total = max(int(total or 0), 1)
+        done = min(max(int(done or 0), 0), total)
+        filled = self.width * done // total
+        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} steps"
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done == total else ""))
+        else:
+            tenth = 10 * done // total  # a line per 10 % when the output is a log
+            if tenth == self._last_tenth:
+                return
+            self._last_tenth = tenth
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+class Command(BaseCommand):
+    help = "Run a scenario headless through the engine, in this process."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--scenario", required=True,
+                            help="name of a bundled scenario or path to a scenario JSON file")
+        parser.add_argument("--window", type=int, default=None,
+                            help="context window in tokens (default: the scenario's, else "
+                                 "the profile's)")
+        parser.add_argument("--profile", default="sim", help="model profile name (sim)")
+        parser.add_argument("--json", action="store_true",
+                            help="print the run report as one JSON object on stdout")
+
+    def handle(self, *args, **options):
+        profile = ModelProfile.objects.filter(name=options["profile"]).first()
+        if profile is None:
+            names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
+            raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
+        try:
+            session = create_session(owner=None, goal="", scenario=options["scenario"],
+                                     profile=profile, window=options["window"],
+                                     context_settings={})
+        except SessionError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"Session #{session.pk}: {session.goal} (window {session.window})")
+        try:
+            report = execute_session(session, progress=ProgressBar(self.stderr._out))
+        except Exception as exc:  # noqa: BLE001 - recorded on the session already
+            raise CommandError(f"Session #{session.pk} failed: {type(exc).__name__}: {exc}")
+        if options["json"]:
+            self.stdout.write(json.dumps(report, default=str))
+            return
+        session.refresh_from_db()
+        self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
+        for key in ("total_input_tokens", "peak_input_tokens", "compactions",
+                    "over_window_requests", "anchor_survival", "engine_ms_per_call"):
+            self.stdout.write(f"  {key:22} {report.get(key)}")
+        if session.final_answer:
+            self.stdout.write("\n" + session.final_answer)

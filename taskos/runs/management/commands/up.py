@@ -1,0 +1,102 @@
+"""`python manage.py up` (also the `taskos` command): run all of TaskOS on this machine."""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from taskos.runs.launcher import Launcher, LaunchError
+from taskos.runs.models import Session
+
+ADMIN_USERNAME = "admin"
+
+
+def ensure_admin() -> str:
+    """Make sure the local superuser exists; return how to log in."""
+    users = get_user_model().objects
+    wanted = os.environ.get("TASKOS_ADMIN_PASSWORD")
+    user = users.filter(username=ADMIN_USERNAME).first()
+    if user is None:
+        password = wanted or secrets.token_urlsafe(12)
+        users.create_superuser(ADMIN_USERNAME, "", password)
+        if wanted:
+            return f"{ADMIN_USERNAME} with the password from TASKOS_ADMIN_PASSWORD"
+        return (f"{ADMIN_USERNAME} / {password}   (shown only now; change it with "
+                f"`python manage.py changepassword {ADMIN_USERNAME}`)")
+    if wanted:
+        if not user.check_password(wanted):
+            user.set_password(wanted)
+            user.save(update_fields=["password"])
+        return f"{ADMIN_USERNAME} with the password from TASKOS_ADMIN_PASSWORD"
+    return (f"{ADMIN_USERNAME} with the password printed on the first start "
+            f"(reset it with `python manage.py changepassword {ADMIN_USERNAME}`)")
+
+
+def resume_interrupted(redis_url: str) -> int:
+    """Queue again the sessions a previous stop interrupted (their queue died with Redis)."""
+    from taskos.celery import app
+    from taskos.runs.tasks import run_session
+
+    app.conf.broker_url = redis_url
+    app.conf.result_backend = redis_url
+    pending = list(Session.objects.filter(status__in=Session.ACTIVE_STATUSES)
+                   .values_list("pk", flat=True))
+    for pk in pending:
+        run_session.delay(pk)
+    return len(pending)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class Command(BaseCommand):
+    help = "Migrate, then run Redis, a Celery worker and the web server until Ctrl-C."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1", help="web address (127.0.0.1)")
+        parser.add_argument("--port", type=int, default=8000, help="web port (8000)")
+        parser.add_argument("--redis-port", type=int, default=6390,
+                            help="port of the private Redis started when REDIS_URL "
+                                 "does not answer (6390)")
+        parser.add_argument("--concurrency", type=int, default=2,
+                            help="sessions the worker runs at once (2)")
+
+    def handle(self, *args, **options):
+        launcher = Launcher(host=options["host"], port=options["port"],
+                            redis_port=options["redis_port"],
+                            concurrency=options["concurrency"], base_dir=settings.BASE_DIR,
+                            say=lambda text: self.stdout.write(text))
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            launcher.check_ports()
+            call_command("migrate", interactive=False, verbosity=0)
+            login = ensure_admin()
+            redis_url = launcher.resolve_redis(os.environ.get("REDIS_URL"))
+            env = {**os.environ, "REDIS_URL": redis_url,
+                   "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE",
+                                                            "taskos.settings")}
+            launcher.start_services(env)
+            if launcher.started_own_redis:
+                resumed = resume_interrupted(redis_url)
+                if resumed:
+                    self.stdout.write(f"Resuming {resumed} session(s) interrupted by the last stop.")
+            url = f"http://{options['host']}:{options['port']}/"
+            self.stdout.write(self.style.SUCCESS(f"\nTaskOS is running at {url}"))
+            self.stdout.write(f"Log in as {login}")
+            self.stdout.write("Press Ctrl-C to stop.\n")
+            self.stdout.flush()
+            launcher.supervise()
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping TaskOS…")
+        except LaunchError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            launcher.stop()
+            signal.signal(signal.SIGTERM, previous)
+        self.stdout.write("TaskOS stopped.")

@@ -1,0 +1,269 @@
+"""The domain tables (SPEC W1): sessions, their tasks, anchors, archive and event log."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+import agents.config
+from agents.memory_store import keywords
+
+# Words longer than this are ids, hashes or base64 runs: nobody searches for them by
+# keyword and they would only bloat the full-text index.
+MAX_INDEXED_WORD = 64
+# Only the start of a huge tool result is indexed; the whole of it stays in `content`.
+MAX_INDEXED_CHARS = 200_000
+
+
+def search_terms(content: str, tool_name: str = "", is_binary: bool = False) -> str:
+    """The space-separated keywords the full-text index sees (CJK characters one by one)."""
+    words = keywords(tool_name)
+    if not is_binary:
+        words |= keywords(content[:MAX_INDEXED_CHARS])
+    return " ".join(sorted(w for w in words if len(w) <= MAX_INDEXED_WORD))
+
+
+class ModelProfile(models.Model):
+    """Where a model lives, its window and prices; the API key itself is never stored."""
+
+    name = models.CharField(max_length=80, unique=True)
+    model = models.CharField(max_length=200, help_text="Model name sent to the API.")
+    base_url = models.CharField(
+        max_length=500, blank=True,
+        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1. "
+                  "Leave blank for the built-in simulated model.")
+    api_key_env = models.CharField(
+        max_length=100, default="OPENAI_API_KEY",
+        help_text="Name of the environment variable holding the API key.")
+    context_size = models.PositiveIntegerField(default=128_000)
+    encoding = models.CharField(max_length=50, blank=True,
+                                help_text="tiktoken encoding; blank: the model's own.")
+    price_input = models.DecimalField(max_digits=12, decimal_places=4, default=0,
+                                      help_text="Per 1M input tokens.")
+    price_cached_input = models.DecimalField(max_digits=12, decimal_places=4, default=0,
+                                             help_text="Per 1M cached input tokens.")
+    price_output = models.DecimalField(max_digits=12, decimal_places=4, default=0,
+                                       help_text="Per 1M output tokens.")
+    summary_model = models.CharField(max_length=200, blank=True,
+                                     help_text="Cheaper model for summaries; blank: the same.")
+    num_ctx = models.PositiveIntegerField(null=True, blank=True,
+                                          help_text="Window to request from local servers.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'simulated' if self.simulated else self.model})"
+
+    @property
+    def simulated(self) -> bool:
+        return not self.base_url
+
+    def to_engine(self, context_size: int | None = None) -> agents.config.ModelProfile:
+        """The engine's view of this profile, optionally with a smaller window."""
+        return agents.config.ModelProfile(
+            name=self.name, model=self.model, base_url=self.base_url,
+            api_key_env=self.api_key_env, context_size=context_size or self.context_size,
+            encoding=self.encoding, price_input=float(self.price_input),
+            price_cached_input=float(self.price_cached_input),
+            price_output=float(self.price_output), summary_model=self.summary_model,
+            num_ctx=self.num_ctx)
+
+
+class Session(models.Model):
+    """One agent task from start to final answer."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINISHED = "finished"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.CASCADE, related_name="task_sessions")
+    goal = models.TextField()
+    scenario = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    profile = models.ForeignKey(ModelProfile, on_delete=models.PROTECT, related_name="sessions")
+    window = models.PositiveIntegerField(help_text="Context size actually used, in tokens.")
+    context_settings = models.JSONField(default=dict, blank=True)
+    final_answer = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    turns = models.PositiveIntegerField(default=0)
+    total_input_tokens = models.PositiveBigIntegerField(default=0)
+    peak_input_tokens = models.PositiveIntegerField(default=0)
+    compactions = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0)
+    notes = models.JSONField(default=dict, blank=True)
+    engine_state = models.JSONField(null=True, blank=True, editable=False)
+    cancel_requested = models.BooleanField(default=False)
+    # None: no request pending; "": compact without instructions; text: focus instructions.
+    compact_request = models.TextField(null=True, blank=True)
+    celery_task_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.goal[:60]}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def tasks_total(self) -> int:
+        return len(self.tasks.all())  # .all() so a prefetch_related("tasks") is reused
+
+    @property
+    def tasks_done(self) -> int:
+        return sum(1 for t in self.tasks.all() if t.state == Task.State.COMPLETED)
+
+
+class Task(models.Model):
+    """One entry of the agent's task list (SPEC T2); editable in the admin mid-run."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        IN_PROGRESS = "in_progress"
+        COMPLETED = "completed"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tasks")
+    task_id = models.CharField(max_length=20)
+    subject = models.CharField(max_length=500)
+    description = models.TextField(blank=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING)
+    owner = models.CharField(max_length=100, blank=True)
+    blocks = models.JSONField(default=list, blank=True)
+    blocked_by = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Not auto_now_add: the engine's own creation time is kept when it saves the list.
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        constraints = [models.UniqueConstraint(fields=["session", "task_id"],
+                                               name="runs_task_unique_id_per_session")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}. {self.subject}"
+
+
+class Anchor(models.Model):
+    """A fact that must survive compaction (SPEC C8)."""
+
+    class Tier(models.IntegerChoices):
+        HARD_CONSTRAINT = 1, "Tier 1: hard constraint"
+        CONCLUSION = 2, "Tier 2: intermediate conclusion"
+        DETAIL = 3, "Tier 3: temporary detail"
+
+    class Source(models.TextChoices):
+        USER = "user"
+        TOOL = "tool"
+        ADMIN = "admin"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="anchors")
+    tier = models.PositiveSmallIntegerField(choices=Tier.choices, default=Tier.CONCLUSION)
+    text = models.TextField()
+    key = models.CharField(max_length=200, blank=True,
+                           help_text="Conflict key: a newer anchor with the same key replaces it.")
+    source = models.CharField(max_length=5, choices=Source.choices, default=Source.USER)
+    active = models.BooleanField(default=True)
+    turn = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["session", "tier", "id"]
+
+    def __str__(self) -> str:
+        return f"T{self.tier}: {self.text[:80]}"
+
+
+class ArchivedTurn(models.Model):
+    """One raw message or tool output, append-only and never truncated (SPEC C5).
+
+    `search_text` feeds the full-text index created in migration 0003 (an FTS5 table kept
+    in sync by triggers on SQLite, a generated tsvector column with a GIN index on
+    PostgreSQL). A later migration that rebuilds this table on SQLite drops those triggers:
+    re-create them there (see 0003) or search stops finding new rows.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archive")
+    turn = models.PositiveIntegerField()
+    role = models.CharField(max_length=20)
+    content = models.TextField()
+    tool_name = models.CharField(max_length=100, blank=True)
+    tool_args = models.JSONField(default=dict, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    is_binary = models.BooleanField(default=False, help_text="content is base64")
+    search_text = models.TextField(blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "turn"], name="runs_archive_session_turn"),
+                   # newest-first walks within one session (search on dense words)
+                   models.Index(fields=["session", "id"], name="runs_archive_session_id")]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn} {self.role} {self.tool_name}".strip()
+
+    @property
+    def ref(self) -> str:
+        return f"arc:{self.session_id}:{self.pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.search_text:
+            self.search_text = search_terms(self.content, self.tool_name, self.is_binary)
+        super().save(*args, **kwargs)
+
+
+class SessionEvent(models.Model):
+    """An engine event as stored before it is streamed; the drawer's source of truth."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    turn = models.PositiveIntegerField(default=0)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"],
+                                               name="runs_event_unique_seq_per_session")]
+        indexes = [models.Index(fields=["session", "type", "seq"], name="runs_event_type")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+    def to_dict(self) -> dict:
+        """The same shape as agents.events.Event.to_dict()."""
+        return {"type": self.type, "payload": self.payload, "turn": self.turn,
+                "session_id": str(self.session_id), "seq": self.seq,
+                "at": self.at.isoformat()}
+
+
+class PendingMessage(models.Model):
+    """A follow-up message from the dashboard, waiting for the agent's next turn."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE,
+                                related_name="pending_messages")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    taken = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]

@@ -1,0 +1,108 @@
+"""What the dashboard does to sessions; views call these, never the ORM directly for writes."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.config import ConfigError, ContextConfig
+from agents.scenarios import ScenarioError, load_scenario
+
+from .models import ModelProfile, PendingMessage, Session
+
+log = logging.getLogger("taskos.runs")
+
+MIN_WINDOW = 1000
+MAX_MESSAGE_CHARS = 20_000
+
+
+class SessionError(ValueError):
+    """A request a person made that cannot be carried out; the message says why."""
+
+
+def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
+                   window: int | None, context_settings: dict[str, Any] | None) -> Session:
+    """Validate and save a queued session (not started: call start_session)."""
+    goal = (goal or "").strip()
+    scenario = (scenario or "").strip()
+    scenario_window = None
+    if scenario:
+        try:
+            loaded = load_scenario(scenario)
+        except ScenarioError as exc:
+            raise SessionError(str(exc)) from exc
+        goal = goal or loaded.goal
+        scenario_window = loaded.window
+    if not goal:
+        raise SessionError("Give a goal or choose a scenario.")
+    window = window or scenario_window or profile.context_size
+    if window < MIN_WINDOW:
+        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
+    if window > profile.context_size:
+        raise SessionError(f"The window ({window} tokens) is larger than the context size of "
+                           f"profile {profile.name!r} ({profile.context_size} tokens).")
+    try:
+        config = ContextConfig.from_dict(context_settings or {})
+    except (ConfigError, TypeError) as exc:
+        raise SessionError(f"Context settings: {exc}") from exc
+    return Session.objects.create(owner=owner, goal=goal, scenario=scenario, profile=profile,
+                                  window=window, context_settings=config.to_dict())
+
+
+def start_session(session: Session) -> None:
+    """Queue the session's Celery task once the current transaction has committed."""
+    from .tasks import run_session
+
+    pk = session.pk
+
+    def enqueue() -> None:
+        try:
+            result = run_session.delay(pk)
+        except Exception as exc:  # noqa: BLE001 - the broker is down or misconfigured
+            log.error("Could not queue session %s: %s", pk, exc)
+            Session.objects.filter(pk=pk, status=Session.Status.QUEUED).update(
+                status=Session.Status.FAILED, finished_at=timezone.now(),
+                error=f"Could not reach the task queue to start this session ({exc}). "
+                      "Check that Redis is running (REDIS_URL) and start a new session.")
+            return
+        Session.objects.filter(pk=pk).update(celery_task_id=result.id)
+
+    transaction.on_commit(enqueue)
+
+
+def _require_active(session: Session, action: str) -> None:
+    session.refresh_from_db(fields=["status"])
+    if not session.is_active:
+        raise SessionError(f"Cannot {action}: session #{session.pk} is {session.status}.")
+
+
+def request_cancel(session: Session) -> None:
+    """Ask the agent to stop at its next turn; a session not yet started stops at once."""
+    _require_active(session, "cancel")
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(cancel_requested=True)
+        Session.objects.filter(pk=session.pk, status=Session.Status.QUEUED).update(
+            status=Session.Status.CANCELLED, finished_at=timezone.now())
+    session.refresh_from_db(fields=["cancel_requested", "status", "finished_at"])
+
+
+def post_message(session: Session, text: str) -> PendingMessage:
+    """Queue a follow-up message for the agent's next turn."""
+    text = (text or "").strip()
+    if not text:
+        raise SessionError("The message is empty.")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise SessionError(f"The message is too long ({len(text)} characters; "
+                           f"at most {MAX_MESSAGE_CHARS}).")
+    _require_active(session, "send a message")
+    return PendingMessage.objects.create(session=session, text=text)
+
+
+def request_compaction(session: Session, instructions: str = "") -> None:
+    """Ask for a compaction at the start of the next iteration (SPEC C13)."""
+    _require_active(session, "compact")
+    instructions = (instructions or "").strip()
+    Session.objects.filter(pk=session.pk).update(compact_request=instructions)
+    session.compact_request = instructions

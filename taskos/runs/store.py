@@ -1,0 +1,178 @@
+"""The engine's Store protocol (agents/store.py) over the ORM.
+
+The worker only ever updates the Session columns it owns (never `session.save()` of the
+whole row), so an admin edit or a cancel request made meanwhile is not overwritten.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from agents.store import AnchorRecord, ArchiveHit, TaskRecord
+
+from . import search
+from .models import Anchor, ArchivedTurn, PendingMessage, Session, Task, search_terms
+
+
+class UnknownSession(LookupError):
+    """The engine was given a session id that has no row."""
+
+
+def session_pk(session_id: str | int) -> int:
+    try:
+        return int(session_id)
+    except (TypeError, ValueError):
+        raise UnknownSession(f"Session id must be a number, got {session_id!r}") from None
+
+
+def _storable_text(content: str) -> bool:
+    """PostgreSQL text cannot hold NUL, and no database takes lone surrogates."""
+    if "\x00" in content:
+        return False
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class DjangoStore:
+    """Every method of agents.store.Store; session ids are Session primary keys as str."""
+
+    # --- archive
+    def archive(self, session_id, turn, role, content, *, tool_name="", tool_args=None,
+                tokens=0, raw_bytes=None) -> str:
+        pk = session_pk(session_id)
+        content = content or ""
+        searchable = search_terms(content, tool_name)
+        is_binary = False
+        if raw_bytes is not None:
+            content, is_binary = base64.b64encode(raw_bytes).decode("ascii"), True
+            searchable = search_terms("", tool_name)
+        elif not _storable_text(content):
+            # Kept losslessly as base64 of its bytes; still findable by the words it had.
+            content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
+            is_binary = True
+        row = ArchivedTurn.objects.create(
+            session_id=pk, turn=turn, role=role, content=content, tool_name=tool_name or "",
+            tool_args=_json_safe(tool_args or {}), token_count=tokens or 0,
+            is_binary=is_binary, search_text=searchable)
+        return row.ref
+
+    def read_ref(self, session_id, ref) -> str | None:
+        try:
+            prefix, sid, number = str(ref).split(":")
+            if prefix != "arc" or sid != str(session_id):
+                return None
+            return ArchivedTurn.objects.filter(
+                pk=int(number), session_id=session_pk(session_id)).values_list(
+                    "content", flat=True).first()
+        except (ValueError, UnknownSession):
+            return None
+
+    def search_archive(self, session_id, query, limit=5) -> list[ArchiveHit]:
+        return search.search_archive(session_pk(session_id), query, limit)
+
+    # --- anchors
+    def load_anchors(self, session_id) -> list[AnchorRecord]:
+        return [AnchorRecord(tier=a.tier, text=a.text, key=a.key, source=a.source,
+                             active=a.active, turn=a.turn, id=a.pk)
+                for a in Anchor.objects.filter(session_id=session_pk(session_id)).order_by("id")]
+
+    def save_anchor(self, session_id, anchor) -> AnchorRecord:
+        pk = session_pk(session_id)
+        fields = {"tier": anchor.tier, "text": anchor.text, "key": anchor.key or "",
+                  "source": anchor.source, "active": anchor.active, "turn": anchor.turn}
+        row = None
+        if anchor.id is not None:
+            row = Anchor.objects.filter(pk=anchor.id, session_id=pk).first()
+        if row is None:
+            row = Anchor.objects.create(session_id=pk, **fields)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+            row.save()
+        return AnchorRecord(id=row.pk, **fields)
+
+    # --- tasks and notes
+    def load_tasks(self, session_id) -> list[TaskRecord]:
+        return [TaskRecord(id=t.task_id, subject=t.subject, description=t.description,
+                           state=t.state, owner=t.owner, blocks=list(t.blocks),
+                           blocked_by=list(t.blocked_by), metadata=dict(t.metadata),
+                           created_at=t.created_at.isoformat())
+                for t in Task.objects.filter(session_id=session_pk(session_id)).order_by("id")]
+
+    def save_tasks(self, session_id, tasks) -> None:
+        pk = session_pk(session_id)
+        ids = [str(t.id) for t in tasks]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"Task ids must be unique in a session; repeated: {duplicates}")
+        with transaction.atomic():
+            Task.objects.filter(session_id=pk).exclude(task_id__in=ids).delete()
+            existing = {t.task_id: t for t in Task.objects.filter(session_id=pk)}
+            for record in tasks:
+                values = {"subject": record.subject, "description": record.description or "",
+                          "state": record.state, "owner": record.owner or "",
+                          "blocks": [str(b) for b in record.blocks],
+                          "blocked_by": [str(b) for b in record.blocked_by],
+                          "metadata": _json_safe(record.metadata or {})}
+                row = existing.get(str(record.id))
+                if row is None:
+                    created = parse_datetime(record.created_at or "") or timezone.now()
+                    Task.objects.create(session_id=pk, task_id=str(record.id),
+                                        created_at=created, **values)
+                elif any(getattr(row, name) != value for name, value in values.items()):
+                    for name, value in values.items():
+                        setattr(row, name, value)
+                    row.save()
+
+    def load_notes(self, session_id) -> dict[str, Any]:
+        notes = Session.objects.filter(pk=session_pk(session_id)).values_list(
+            "notes", flat=True).first()
+        return dict(notes or {})
+
+    def save_notes(self, session_id, notes) -> None:
+        Session.objects.filter(pk=session_pk(session_id)).update(notes=_json_safe(notes))
+
+    # --- loop state
+    def load_state(self, session_id):
+        return Session.objects.filter(pk=session_pk(session_id)).values_list(
+            "engine_state", flat=True).first()
+
+    def save_state(self, session_id, state) -> None:
+        updated = Session.objects.filter(pk=session_pk(session_id)).update(
+            engine_state=_json_safe(state))
+        if not updated:
+            raise UnknownSession(f"No session {session_id} to save the engine state of")
+
+    # --- requests from people
+    def take_user_messages(self, session_id) -> list[str]:
+        with transaction.atomic():
+            pending = list(PendingMessage.objects.select_for_update()
+                           .filter(session_id=session_pk(session_id), taken=False)
+                           .order_by("id").values_list("id", "text"))
+            PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(taken=True)
+        return [text for _, text in pending]
+
+    def take_compaction_request(self, session_id) -> str | None:
+        with transaction.atomic():
+            request = (Session.objects.select_for_update()
+                       .filter(pk=session_pk(session_id))
+                       .values_list("compact_request", flat=True).first())
+            if request is not None:
+                Session.objects.filter(pk=session_pk(session_id)).update(compact_request=None)
+        return request
+
+    def cancel_requested(self, session_id) -> bool:
+        return bool(Session.objects.filter(pk=session_pk(session_id)).values_list(
+            "cancel_requested", flat=True).first())

@@ -1,0 +1,94 @@
+"""Celery tasks, kept thin: build the store and the publisher, hand over to the engine."""
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from agents.events import Event, EventType
+from taskos.live.publisher import ChannelsPublisher
+
+from .models import Session
+from .store import DjangoStore
+
+log = logging.getLogger("taskos.runs")
+
+FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
+
+
+def execute_session(session: Session, progress=None) -> dict:
+    """Run (or resume) a session through the engine in this process; return its report."""
+    publisher = ChannelsPublisher(session)
+    Session.objects.filter(pk=session.pk).update(
+        status=Session.Status.RUNNING,
+        started_at=session.started_at or timezone.now())
+    try:
+        from agents.config import ContextConfig
+        from agents.runner import run_session as run_engine
+
+        result = run_engine(
+            session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
+            profile=session.profile.to_engine(context_size=session.window),
+            config=ContextConfig.from_dict(session.context_settings),
+            store=DjangoStore(), events=publisher,
+            workspace=Path(settings.TASKOS_WORKSPACES) / str(session.pk), progress=progress)
+    except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
+        mark_failed(session, publisher, exc)
+        raise
+    report = dict(result.report or {})
+    status = result.status if result.status in FINAL_STATUSES else Session.Status.FAILED
+    values = {"status": status, "final_answer": result.final_answer or "",
+              "turns": result.turns, "finished_at": timezone.now()}
+    for name in ("total_input_tokens", "peak_input_tokens", "compactions"):
+        if isinstance(report.get(name), int):
+            values[name] = report[name]
+    if status == Session.Status.FAILED and not values["final_answer"]:
+        values["error"] = report.get("error") or "The engine stopped without a final answer."
+    Session.objects.filter(pk=session.pk).update(**values)
+    return report
+
+
+def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: BaseException) -> None:
+    """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
+    message = f"{type(exc).__name__}: {exc}"
+    log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
+    Session.objects.filter(pk=session.pk).update(
+        status=Session.Status.FAILED, finished_at=timezone.now(),
+        error=f"The run stopped because of an internal error: {message}")
+    if publisher is None:
+        return
+    try:
+        publisher.emit(Event(type=EventType.ERROR, payload={
+            "code": "internal_error", "message": message,
+            "cause": "An unexpected error in the engine or the worker.",
+            "action": "Everything up to the last committed turn is saved; see the worker log "
+                      "for the traceback, then start a new session.",
+            "fatal": True}))
+    except Exception:  # noqa: BLE001 - the database itself may be what failed
+        log.exception("Could not store the ERROR event of session %s", session.pk)
+
+
+@shared_task(name="taskos.runs.tasks.run_session", bind=True)
+def run_session(self, session_id: int) -> dict:
+    """Run one session; a redelivered task for a running session resumes it."""
+    session = Session.objects.select_related("profile").filter(pk=session_id).first()
+    if session is None:
+        log.warning("Session %s no longer exists; nothing to run.", session_id)
+        return {"status": "missing"}
+    if session.status in FINAL_STATUSES:
+        return {"status": session.status}
+    if session.cancel_requested and session.status == Session.Status.QUEUED:
+        Session.objects.filter(pk=session.pk).update(status=Session.Status.CANCELLED,
+                                                     finished_at=timezone.now())
+        return {"status": Session.Status.CANCELLED}
+    if self.request.id:
+        Session.objects.filter(pk=session.pk).update(celery_task_id=self.request.id)
+    try:
+        return execute_session(session)
+    except Exception as exc:  # noqa: BLE001 - already recorded by execute_session
+        # Not re-raised: a retry would replay a failure; the session row says what happened.
+        return {"status": Session.Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}

@@ -1,0 +1,186 @@
+"""TaskOS settings: one file, every deployment difference comes from the environment.
+
+DATABASE_URL          database (default: SQLite file var/taskos.sqlite3)
+REDIS_URL             Celery broker, result backend and Channels layer
+                      (default: the private Redis `taskos` starts on port 6390)
+TASKOS_SECRET_KEY     secret key (default: a random key kept in var/secret_key)
+TASKOS_DEBUG          1/true to enable Django's debug pages (default off)
+TASKOS_ALLOWED_HOSTS  comma-separated host names (default 127.0.0.1,localhost)
+TASKOS_WORKSPACES     folder holding one sandbox folder per session (default var/workspaces)
+TASKOS_TIMEZONE       time zone of the dashboard (default UTC)
+TASKOS_SERVE_STATIC   serve /static/ from daphne itself (default on; turn off behind a proxy)
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no.")
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def local_secret_key() -> str:
+    """A random key created once per checkout, so the embedded default is not a known string."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        # Write a complete file, then link it into place: linking fails if another process
+        # (web and worker starting together) got there first, and then its key wins.
+        tmp = VAR_DIR / f".secret_key.{os.getpid()}"
+        tmp.write_text(secrets.token_urlsafe(50))
+        tmp.chmod(0o600)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("TASKOS_SECRET_KEY") or local_secret_key()
+DEBUG = env_bool("TASKOS_DEBUG", False)
+ALLOWED_HOSTS = env_list("TASKOS_ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("TASKOS_CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "taskos.runs",
+    "taskos.web",
+    "taskos.drawer",
+    "taskos.live",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "taskos.urls"
+ASGI_APPLICATION = "taskos.asgi.application"
+WSGI_APPLICATION = "taskos.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database: SQLite by default; PostgreSQL (or anything dj-database-url reads) via DATABASE_URL
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'taskos.sqlite3'}"
+try:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+except ValueError as exc:
+    raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} cannot be used: {exc}") from exc
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The worker and the web process write concurrently: WAL lets readers run during a
+    # write, IMMEDIATE takes the write lock up front (no upgrade deadlock), and the timeout
+    # waits for the other writer instead of failing with "database is locked".
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: broker, result backend and channel layer
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6390/0"
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_connect_timeout": 3}]},
+    },
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message to be redelivered
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1  # one long session per worker process at a time
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 24 * 3600
+
+# --- auth
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- i18n and time
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("TASKOS_TIMEZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+# --- static files (htmx and the drawer's CSS/JS are vendored under static/)
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+TASKOS_SERVE_STATIC = env_bool("TASKOS_SERVE_STATIC", True)
+
+# --- TaskOS
+TASKOS_WORKSPACES = Path(os.environ.get("TASKOS_WORKSPACES") or VAR_DIR / "workspaces")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "taskos": {"handlers": ["stderr"], "level": os.environ.get("TASKOS_LOG_LEVEL", "INFO"),
+                   "propagate": False},
+    },
+}

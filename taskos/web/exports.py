@@ -1,0 +1,126 @@
+"""Read-only views over the stored record: resync, inspector, call export, archive refs."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models.functions import Length, Substr
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from taskos.drawer.events import call_payload, load_events
+from taskos.drawer.panels.inspector import InspectorPanel
+from taskos.drawer.stream import render_update
+from taskos.runs.models import ArchivedTurn
+from taskos.runs.store import DjangoStore
+from taskos.web.views import owned_session
+
+REF_PAGE_CHARS = 20_000
+ARCHIVE_PAGE_ROWS = 50
+ARCHIVE_SHOWN_CHARS = 4000
+
+
+def int_param(request: HttpRequest, name: str, default: int | None = None) -> int | None:
+    """An integer query parameter ≥ 0; ValueError names the parameter when it is not one."""
+    raw = request.GET.get(name, "")
+    if raw == "":
+        return default
+    if not raw.isdigit():
+        raise ValueError(f"Query parameter {name!r} must be a whole number ≥ 0, got {raw!r}.")
+    return int(raw)
+
+
+@login_required
+@require_GET
+def events_after(request: HttpRequest, pk: int) -> HttpResponse:
+    """Resync: out-of-band fragments that bring a page holding seq `after` up to date."""
+    session = owned_session(request, pk)
+    try:
+        after = int_param(request, "after", 0)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    update = render_update(session, after, full=True)
+    return HttpResponse(update.html, headers={"X-Last-Seq": str(update.last_seq)})
+
+
+@login_required
+@require_GET
+def inspect(request: HttpRequest, pk: int) -> HttpResponse:
+    """The inspector's body for one call (pinned) or for the latest call (following)."""
+    session = owned_session(request, pk)
+    try:
+        pinned = int_param(request, "call")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    panel = InspectorPanel()
+    events = load_events(session, panel.event_types)
+    context = panel.get_context(session, events, pinned=pinned)
+    body = render_to_string(panel.template, {**context, "session": session}, request=request)
+    # Only the following body carries the id live updates target, so a pinned call stays.
+    dom_id = f"{panel.dom_id}-body" if pinned is None else f"{panel.dom_id}-pinned"
+    return HttpResponse(f'<div id="{dom_id}" class="panel-body">{body}</div>')
+
+
+@login_required
+@require_GET
+def call_json(request: HttpRequest, pk: int, number: int) -> JsonResponse:
+    """Inspector export: everything the model received at call `number`, as JSON."""
+    session = owned_session(request, pk)
+    payload = call_payload(session, number)
+    if payload is None:
+        raise Http404(f"Session {session.pk} has no model call {number}.")
+    body = {"session": session.pk, "goal": session.goal, "window": session.window,
+            "profile": session.profile.name, **payload}
+    response = JsonResponse(body, json_dumps_params={"ensure_ascii": False, "indent": 1})
+    response["Content-Disposition"] = (
+        f'attachment; filename="taskos-session-{session.pk}-call-{number}.json"')
+    return response
+
+
+@login_required
+@require_GET
+def read_ref(request: HttpRequest, pk: int, ref: str) -> HttpResponse:
+    """The full text behind an archive or offload ref, in pages of REF_PAGE_CHARS."""
+    session = owned_session(request, pk)
+    text = DjangoStore().read_ref(str(session.pk), ref)
+    if text is None:
+        raise Http404(f"Session {session.pk} has no archived item {ref!r}.")
+    try:
+        page = int_param(request, "page", 1) or 1
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    pages = max(1, -(-len(text) // REF_PAGE_CHARS))
+    page = min(page, pages)
+    start = (page - 1) * REF_PAGE_CHARS
+    return render(request, "web/ref.html", {
+        "session": session, "ref": ref, "text": text[start:start + REF_PAGE_CHARS],
+        "page": page, "pages": pages, "chars": len(text),
+        "previous": page - 1 if page > 1 else None, "next": page + 1 if page < pages else None,
+    })
+
+
+@login_required
+@require_GET
+def archive(request: HttpRequest, pk: int) -> HttpResponse:
+    """Archived messages of a turn range (what a compaction moved out of the context)."""
+    session = owned_session(request, pk)
+    try:
+        first = int_param(request, "first", 0)
+        last = int_param(request, "last")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    rows = ArchivedTurn.objects.filter(session=session, turn__gte=first)
+    if last is not None:
+        rows = rows.filter(turn__lte=last)
+    # Only the head of each message leaves the database: a raw tool output can be megabytes.
+    rows = (rows.order_by("id").defer("content", "search_text")
+            .annotate(head=Substr("content", 1, ARCHIVE_SHOWN_CHARS), length=Length("content")))
+    page = Paginator(rows, ARCHIVE_PAGE_ROWS).get_page(request.GET.get("page"))
+    items = [{"ref": row.ref, "turn": row.turn, "role": row.role, "tool_name": row.tool_name,
+              "tokens": row.token_count, "is_binary": row.is_binary,
+              "content": "" if row.is_binary else row.head,
+              "cut": 0 if row.is_binary else max(0, row.length - ARCHIVE_SHOWN_CHARS)}
+             for row in page.object_list]
+    return render(request, "web/archive.html", {"session": session, "items": items,
+                                                "page": page, "first": first, "last": last})

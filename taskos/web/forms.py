@@ -1,0 +1,125 @@
+"""Forms of the dashboard; every mistake a person can make gets a message by its field."""
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django import forms
+
+from agents.config import ConfigError, ContextConfig
+from agents.scenarios import ScenarioError, list_scenarios, load_scenario
+from taskos.runs.models import ModelProfile
+from taskos.runs.services import MAX_MESSAGE_CHARS
+
+MIN_WINDOW, MAX_WINDOW = 1000, 2_000_000
+DEFAULTS = ContextConfig()
+# The ContextConfig knobs the form offers, in the order it shows them.
+KNOBS = ("trigger_ratio", "reserve_ratio", "context_buffer_ratio", "tool_result_limit",
+         "max_rounds", "compression_fallback_to_truncation", "compression_tool_enabled",
+         "timezone")
+
+
+class ProfileChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: ModelProfile) -> str:
+        if obj.simulated:
+            return f"{obj.name} — simulated, no key or network ({obj.context_size:,} tokens)"
+        return f"{obj.name} — {obj.model} ({obj.context_size:,} tokens)"
+
+
+class NewSessionForm(forms.Form):
+    goal = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder":
+                                                     "What should the agent do?"}),
+        help_text="Optional when a scenario is chosen: the scenario's goal is used.")
+    scenario = forms.ChoiceField(required=False, help_text="A bundled script the simulated "
+                                 "model plays (it also works as a goal for a real model).")
+    profile = ProfileChoiceField(queryset=ModelProfile.objects.all(), empty_label=None)
+    window = forms.IntegerField(
+        required=False, min_value=MIN_WINDOW, max_value=MAX_WINDOW,
+        help_text="Context window in tokens. Empty: the scenario's window, else the "
+                  "profile's context size. A small window makes compactions happen early.")
+    trigger_ratio = forms.FloatField(initial=DEFAULTS.trigger_ratio,
+                                     help_text="Compact when input exceeds this share of the "
+                                               "window (0 < x ≤ 0.9).")
+    reserve_ratio = forms.FloatField(initial=DEFAULTS.reserve_ratio,
+                                     help_text="Share of the window kept as recent history "
+                                               "after a compaction.")
+    context_buffer_ratio = forms.FloatField(initial=DEFAULTS.context_buffer_ratio,
+                                            help_text="Width of the warning band below the "
+                                                      "trigger line.")
+    tool_result_limit = forms.IntegerField(initial=DEFAULTS.tool_result_limit,
+                                           help_text="Characters of one tool result kept in "
+                                                     "context; the rest is offloaded.")
+    max_rounds = forms.IntegerField(initial=DEFAULTS.max_rounds,
+                                    help_text="Tool rounds kept before the rolling window "
+                                              "compacts.")
+    compression_fallback_to_truncation = forms.BooleanField(
+        required=False, initial=DEFAULTS.compression_fallback_to_truncation,
+        help_text="If a summary fails, truncate the oldest messages instead.")
+    compression_tool_enabled = forms.BooleanField(
+        required=False, initial=DEFAULTS.compression_tool_enabled,
+        help_text="Let the model call compress_context itself.")
+    timezone = forms.CharField(initial=DEFAULTS.timezone, max_length=64,
+                               help_text="IANA zone for the time hint, e.g. Europe/Berlin.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
+            (name, name) for name in list_scenarios()]
+        simulated = next((p for p in self.fields["profile"].queryset if p.simulated), None)
+        if simulated is not None:
+            self.fields["profile"].initial = simulated.pk
+
+    def clean_timezone(self) -> str:
+        name = self.cleaned_data["timezone"].strip()
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError(
+                f"Unknown time zone {name!r}: use an IANA name such as UTC or Asia/Shanghai.")
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        scenario = data.get("scenario") or ""
+        if not (data.get("goal") or "").strip() and not scenario:
+            self.add_error("goal", "Give a goal or choose a scenario.")
+        scenario_window = None
+        if scenario:
+            try:
+                scenario_window = load_scenario(scenario).window
+            except ScenarioError as exc:
+                self.add_error("scenario", str(exc))
+        self._check_knobs(data)
+        profile = data.get("profile")
+        window = data.get("window") or scenario_window or (profile.context_size if profile else None)
+        if window and profile and window > profile.context_size:
+            self.add_error("window", f"The window ({window:,} tokens) is larger than the context "
+                                     f"size of profile {profile.name!r} ({profile.context_size:,}).")
+        data["window"] = window
+        return data
+
+    def _check_knobs(self, data: dict[str, Any]) -> None:
+        """Validate each knob alone first so an error lands on the field that caused it."""
+        for name in KNOBS:
+            if name not in data or name in self.errors:
+                continue
+            try:
+                ContextConfig(**{name: data[name]})
+            except ConfigError as exc:
+                self.add_error(name, str(exc))
+
+    def context_settings(self) -> dict[str, Any]:
+        return ContextConfig(**{name: self.cleaned_data[name] for name in KNOBS}).to_dict()
+
+
+class MessageForm(forms.Form):
+    text = forms.CharField(max_length=MAX_MESSAGE_CHARS, strip=True,
+                           widget=forms.Textarea(attrs={"rows": 2}),
+                           error_messages={"required": "The message is empty."})
+
+
+class CompactForm(forms.Form):
+    instructions = forms.CharField(required=False, max_length=2000, strip=True,
+                                   widget=forms.TextInput(attrs={"placeholder":
+                                                                 "focus (optional)"}))

@@ -1,0 +1,67 @@
+"""Number formatting for the dashboard and the drawer; every filter returns plain text."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@register.filter
+def tokens(value: Any) -> str:
+    """12345 → "12,345"; missing values → "—"."""
+    number = _number(value)
+    if number is None:
+        return "—"
+    return f"{round(number):,}"
+
+
+@register.filter
+def money(value: Any) -> str:
+    """Dollars with enough decimals that small per-call costs do not read as zero."""
+    number = _number(value)
+    if number is None:
+        return "—"
+    if number == 0:
+        return "$0"
+    return f"${number:,.4f}" if abs(number) < 10 else f"${number:,.2f}"
+
+
+@register.filter
+def percent(value: Any) -> str:
+    """0.372 → "37.2 %"."""
+    number = _number(value)
+    return "—" if number is None else f"{100 * number:.1f} %"
+
+
+@register.filter
+def css_number(value: Any) -> str:
+    """A number for a CSS or SVG attribute: always a dot, never a locale's comma."""
+    number = _number(value)
+    return "0" if number is None else f"{number:.2f}".rstrip("0").rstrip(".")
+
+
+@register.filter
+def signed(value: Any) -> str:
+    """-1200 → "−1,200", 300 → "+300", 0 → "0"."""
+    number = _number(value)
+    if number is None:
+        return "—"
+    if number == 0:
+        return "0"
+    return f"+{round(number):,}" if number > 0 else f"−{abs(round(number)):,}"
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """Compact JSON of a value (tool arguments); escaped by the template like any text."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)

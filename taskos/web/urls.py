@@ -1,0 +1,21 @@
+"""Dashboard URLs; every view requires sign-in and shows only the person's own sessions."""
+from django.urls import path
+
+from taskos.web import actions, exports, views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("sessions/table", views.session_table, name="session_table"),
+    path("sessions/new", views.new_session, name="new"),
+    path("sessions/<int:pk>/", views.session_page, name="session"),
+    path("sessions/<int:pk>/cancel", actions.cancel, name="cancel"),
+    path("sessions/<int:pk>/message", actions.message, name="message"),
+    path("sessions/<int:pk>/compact", actions.compact, name="compact"),
+    path("sessions/<int:pk>/events", exports.events_after, name="events"),
+    path("sessions/<int:pk>/inspect", exports.inspect, name="inspect"),
+    path("sessions/<int:pk>/calls/<int:number>.json", exports.call_json, name="call_json"),
+    path("sessions/<int:pk>/refs/<str:ref>", exports.read_ref, name="ref"),
+    path("sessions/<int:pk>/archive", exports.archive, name="archive"),
+]

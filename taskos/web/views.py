@@ -1,0 +1,79 @@
+"""Pages: the session list, the start form and the session page with its drawer."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from taskos.drawer.stream import page_state
+from taskos.runs.models import Session, Task
+from taskos.runs.services import SessionError, create_session, start_session
+from taskos.web.forms import CompactForm, MessageForm, NewSessionForm
+
+PAGE_SIZE = 50
+
+
+def owned_session(request: HttpRequest, pk: int) -> Session:
+    """The session `pk` if it belongs to the signed-in person; 404 for anyone else's."""
+    return get_object_or_404(Session.objects.select_related("profile"), pk=pk,
+                             owner=request.user)
+
+
+def own_sessions(request: HttpRequest) -> QuerySet[Session]:
+    done = Q(tasks__state=Task.State.COMPLETED)
+    return (Session.objects.filter(owner=request.user).select_related("profile")
+            .annotate(task_count=Count("tasks"), done_count=Count("tasks", filter=done))
+            .order_by("-created_at", "-id"))
+
+
+def table_context(request: HttpRequest) -> dict[str, object]:
+    page = Paginator(own_sessions(request), PAGE_SIZE).get_page(request.GET.get("page"))
+    live = any(s.is_active for s in page.object_list)
+    return {"page": page, "sessions": page.object_list, "live": live}
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "web/dashboard.html", table_context(request))
+
+
+@login_required
+@require_GET
+def session_table(request: HttpRequest) -> HttpResponse:
+    """The session table alone: the dashboard polls it while a session is active."""
+    return render(request, "web/_session_table.html", table_context(request))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def new_session(request: HttpRequest) -> HttpResponse:
+    form = NewSessionForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():
+                session = create_session(request.user, data["goal"], data["scenario"],
+                                         data["profile"], data["window"],
+                                         form.context_settings())
+                start_session(session)
+        except SessionError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("web:session", pk=session.pk)
+    return render(request, "web/new_session.html", {"form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def session_page(request: HttpRequest, pk: int) -> HttpResponse:
+    session = owned_session(request, pk)
+    return render(request, "web/session.html", {
+        "session": session, **page_state(session),
+        "message_form": MessageForm(), "compact_form": CompactForm(),
+    })

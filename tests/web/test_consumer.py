@@ -1,0 +1,144 @@
+"""The websocket consumer on a real Redis channel layer: access, resync, live fragments."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from agents.events import Event
+from taskos.live.publisher import ChannelsPublisher, group_name
+from taskos.live.routing import websocket_urlpatterns
+
+from .factories import add_events, budget
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("redis_layer")]
+
+TIMEOUT = 20  # generous: a busy CI machine renders slowly, nothing here measures time
+
+
+def communicator(session, user, query: str = "") -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns),
+                                 f"/ws/sessions/{session.pk}/{query}")
+    comm.scope["user"] = user
+    return comm
+
+
+async def expect_closed_forbidden(comm: WebsocketCommunicator) -> None:
+    connected, _ = await comm.connect(timeout=TIMEOUT)
+    assert connected  # accepted first so browsers see the code, then closed
+    message = await comm.receive_output(timeout=TIMEOUT)
+    assert message == {"type": "websocket.close", "code": 4403}
+    await comm.wait()
+
+
+async def test_anonymous_is_refused(session):
+    await expect_closed_forbidden(communicator(session, AnonymousUser(), "?after=0"))
+
+
+async def test_other_owner_is_refused(session, bob):
+    await database_sync_to_async(add_events)(session, budget(history=1234))
+    # Closed before anything of the session was sent.
+    await expect_closed_forbidden(communicator(session, bob, "?after=0"))
+
+
+async def test_connect_with_after_resyncs_from_the_database(session, ann):
+    await database_sync_to_async(add_events)(
+        session, ("USER_MESSAGE", {"text": "seen already", "source": "scenario"}),
+        ("USER_MESSAGE", {"text": "missed while away", "source": "user"}), budget(history=2222))
+    comm = communicator(session, ann, "?after=1")
+    connected, _ = await comm.connect(timeout=TIMEOUT)
+    assert connected
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert "missed while away" in html and "seen already" not in html
+    assert "2,222" in html and 'id="panel-cost-body"' in html
+    assert '<input type="hidden" id="last-seq" value="3" hx-swap-oob="true">' in html
+    await comm.disconnect()
+
+
+async def test_page_says_where_it_stands_then_follows_live_budget(session, ann, redis_layer):
+    await database_sync_to_async(add_events)(session, budget(history=1000))
+    comm = communicator(session, ann)
+    connected, _ = await comm.connect(timeout=TIMEOUT)
+    assert connected
+    # Before the page said which seq it holds, nothing is sent: no duplicates later.
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.send_to(text_data=json.dumps({"after": 1}))
+    first = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="panel-budget-body"' in first and 'value="1"' in first
+
+    [row] = await database_sync_to_async(add_events)(session, budget(history=3456))
+    await redis_layer.group_send(group_name(session.pk),
+                                 {"type": "session.event", "event": row.to_dict()})
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="panel-budget-body" class="panel-body" hx-swap-oob="true"' in html
+    assert "3,456" in html
+    # Only the panels a BUDGET touches are re-rendered.
+    assert 'id="panel-curve-body"' in html and 'id="panel-anchors-body"' not in html
+    assert 'id="last-seq" value="2"' in html
+    await comm.disconnect()
+
+
+async def test_a_lost_message_leaves_no_gap(session, ann, redis_layer):
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    await comm.receive_from(timeout=TIMEOUT)
+    rows = await database_sync_to_async(add_events)(
+        session, ("USER_MESSAGE", {"text": "lost on the way", "source": "user"}),
+        ("USER_MESSAGE", {"text": "arrived", "source": "user"}))
+    # Only the second event's message is delivered; the first is rendered from the database.
+    await redis_layer.group_send(group_name(session.pk),
+                                 {"type": "session.event", "event": rows[1].to_dict()})
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert html.index("lost on the way") < html.index("arrived")
+    # A late duplicate of an event already sent produces nothing.
+    await redis_layer.group_send(group_name(session.pk),
+                                 {"type": "session.event", "event": rows[0].to_dict()})
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_the_publisher_reaches_the_page_through_redis(session, ann):
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    await comm.receive_from(timeout=TIMEOUT)
+
+    def publish() -> None:
+        ChannelsPublisher(session).emit(Event(type="BUDGET", payload=budget(history=4321)[1],
+                                              turn=2))
+    await database_sync_to_async(publish)()
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert "4,321" in html and 'data-turn="2"' in html
+    await comm.disconnect()
+
+
+async def test_messages_that_are_not_a_seq_are_ignored(session, ann):
+    comm = communicator(session, ann)
+    await comm.connect(timeout=TIMEOUT)
+    await comm.send_to(text_data="hello")
+    await comm.send_to(text_data=json.dumps({"after": "x"}))
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+@pytest.fixture
+def ann_cookie(ann, client):
+    client.force_login(ann)
+    return client.cookies["sessionid"].value
+
+
+async def test_full_asgi_stack_signs_in_from_the_session_cookie(session, ann_cookie):
+    from taskos.asgi import application
+
+    origin = (b"origin", b"http://127.0.0.1")
+    signed_in = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/?after=0",
+                                      headers=[origin, (b"cookie", f"sessionid={ann_cookie}".encode())])
+    connected, _ = await signed_in.connect(timeout=TIMEOUT)
+    assert connected and 'id="panel-budget-body"' in await signed_in.receive_from(timeout=TIMEOUT)
+    await signed_in.disconnect()
+    anonymous = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/?after=0",
+                                      headers=[origin])
+    await expect_closed_forbidden(anonymous)

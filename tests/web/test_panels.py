@@ -1,0 +1,206 @@
+"""Drawer panels: the context each builds from stored events, and the HTML it renders."""
+from __future__ import annotations
+
+import pytest
+
+from taskos.drawer.base import render_panel
+from taskos.drawer.events import load_events
+from taskos.drawer.panels import (AnchorsPanel, BudgetPanel, CompactionsPanel, CostPanel,
+                                  CurvePanel, ErrorsPanel, HintsPanel, InspectorPanel, TasksPanel)
+from taskos.drawer.panels.compactions import summary_diff
+from taskos.drawer.panels.cost import compacted_away_share, split_cached
+from taskos.runs.models import Anchor, Task
+
+from .factories import add_events, budget, compaction, model_call
+
+pytestmark = pytest.mark.django_db
+
+
+def panel_view(panel, session):
+    events = load_events(session, panel.event_types)
+    return panel.get_context(session, events), render_panel(panel, session, events)
+
+
+def test_budget_shows_latest_zones_with_trigger_and_band(session):
+    add_events(session, budget(history=1000), budget(history=4000, summary=600))
+    context, html = panel_view(BudgetPanel(), session)
+    data = context["budget"]
+    assert data["input_tokens"] == 300 + 200 + 600 + 4000 + 50
+    history = next(s for s in data["segments"] if s["zone"] == "history")
+    assert history["tokens"] == 4000 and history["width"] == 50.0
+    assert data["trigger_pct"] == 80.0 and data["warning_pct"] == 60.0
+    assert data["band_pct"] == 20.0 and data["in_warning"] and not data["over_trigger"]
+    assert 'class="seg zone-history" style="width: 50%"' in html
+    assert 'class="line trigger" style="left: 80%"' in html
+    assert "4,000" in html and "warning band" in html
+
+
+def test_budget_without_events_says_so(session):
+    context, html = panel_view(BudgetPanel(), session)
+    assert context["budget"] is None and "No budget yet" in html
+
+
+def test_curve_marks_summary_calls_and_draws_window_and_trigger(session):
+    add_events(session, budget(), model_call(1, 1000), model_call(2, 5000),
+               model_call(3, 6200, kind="summary"), model_call(4, 900), model_call(5, 9000, over=True))
+    context, html = panel_view(CurvePanel(), session)
+    curve = context["curve"]
+    assert [p["kind"] for p in curve["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
+    assert curve["peak"] == 9000 and curve["summaries"] == 1 and curve["over"] == 1
+    # The sawtooth: the call after the summary is drawn lower than the one before it.
+    assert curve["points"][3]["y"] > curve["points"][1]["y"]
+    assert curve["window_y"] is not None and curve["trigger_y"] > curve["window_y"]
+    assert html.count("<circle") == 4 and html.count("<polygon") == 1
+    assert "window 8,000" in html and "trigger 6,400" in html and "1 over the window" in html
+
+
+def test_compactions_rows_with_zones_diff_audit_and_refs(session):
+    add_events(session, compaction(summary_after="## Goal\nsales\n## Progress\n- loaded"),
+               compaction("budget", summary_before="## Goal\nsales\n## Progress\n- loaded",
+                          summary_after="## Goal\nsales\n## Progress\n- loaded\n- grouped",
+                          audit={"ok": False, "missing_anchors": ["budget ≤ 50k"],
+                                 "snapshot_present": True, "missing_tasks": [],
+                                 "unsupported_numbers": ["-13%"]}))
+    context, html = panel_view(CompactionsPanel(), session)
+    latest, first = context["rows"]
+    assert (latest["number"], latest["trigger"], first["trigger"]) == (2, "budget", "rolling")
+    history = next(z for z in first["zones"] if z["zone"] == "history")
+    assert (history["before"], history["after"], history["delta"]) == (5000, 800, -4200)
+    assert {"op": "add", "text": "- grouped"} in latest["diff"]
+    assert not latest["audit"]["ok"] and latest["audit"]["missing_anchors"] == ["budget ≤ 50k"]
+    assert "missing anchor: budget ≤ 50k" in html and "number not in the sources: -13%" in html
+    assert "audit ok" in html and "audit failed" in html
+    assert f"/sessions/{session.pk}/refs/arc:1:2" in html
+    assert f"/sessions/{session.pk}/archive?first=1&amp;last=4" in html
+    assert context["running_trigger"] is None
+
+
+def test_compaction_in_progress_is_shown_until_it_completes(session):
+    add_events(session, ("COMPACTION_STARTED", {"trigger": "manual"}))
+    panel = CompactionsPanel()
+    context, html = panel_view(panel, session)
+    assert context["running_trigger"] == "manual" and "Compacting (manual)" in html
+    assert panel.badge(context) == "running…"
+
+
+def test_summary_diff_marks_added_removed_and_gaps():
+    before = "\n".join(f"line {i}" for i in range(10))
+    after = before.replace("line 1", "line one").replace("line 8", "line eight")
+    ops = summary_diff(before, after)
+    assert {"op": "del", "text": "line 1"} in ops and {"op": "add", "text": "line one"} in ops
+    assert {"op": "gap", "text": "…"} in ops
+    assert summary_diff("same", "same") == []
+
+
+def test_anchors_current_rows_and_changes_by_source(session):
+    Anchor.objects.create(session=session, tier=1, text="output must include a table")
+    Anchor.objects.create(session=session, tier=2, text="region A sales -12%", source="admin")
+    Anchor.objects.create(session=session, tier=3, text="old detail", active=False)
+    add_events(session, ("ANCHOR_CHANGED", {"id": 1, "tier": 1, "old": None,
+                                            "new": "output must include a table",
+                                            "source": "user", "action": "added"}),
+               ("ANCHOR_CHANGED", {"id": 2, "tier": 2, "old": "region A sales -10%",
+                                   "new": "region A sales -12%", "source": "admin",
+                                   "action": "changed"}, 3))
+    panel = AnchorsPanel()
+    context, html = panel_view(panel, session)
+    assert [a["tier"] for a in context["anchors"]] == [1, 2, 3]
+    assert context["active"] == 2 and context["admin_changes"] == 1
+    assert context["changes"][0]["source"] == "admin" and panel.badge(context) == "2"
+    assert 'data-source="admin"' in html and "<del>region A sales -10%</del>" in html
+
+
+def test_tasks_from_database_and_changes_as_differences(session):
+    Task.objects.create(session=session, task_id="1", subject="Load data", state="completed")
+    Task.objects.create(session=session, task_id="2", subject="Group by region",
+                        state="in_progress")
+    add_events(session,
+               ("TASKS_CHANGED", {"tasks": [{"id": "1", "state": "pending"}], "source": "agent"}),
+               ("TASKS_CHANGED", {"tasks": [{"id": "1", "state": "completed"},
+                                            {"id": "2", "state": "in_progress"}],
+                                  "source": "admin"}))
+    panel = TasksPanel()
+    context, html = panel_view(panel, session)
+    assert panel.badge(context) == "1/2"
+    assert context["changes"][0] == {"seq": 2, "turn": 1, "source": "admin",
+                                     "diff": ["#1 completed", "#2 in_progress"]}
+    assert "Group by region" in html and 'data-source="admin"' in html
+
+
+def test_hints_list_kinds_newest_first(session):
+    add_events(session, ("HINT_BLOCK", {"kind": "time", "text": "Now: 2025-03-01 10:00 UTC"}),
+               ("HINT_BLOCK", {"kind": "context", "text": "now 6100 tokens, compaction at 6400"}))
+    context, html = panel_view(HintsPanel(), session)
+    assert [h["kind"] for h in context["hints"]] == ["context", "time"]
+    assert context["kinds"] == [("context", 1), ("time", 1)]
+    assert "compaction at 6400" in html
+
+
+def test_errors_show_cause_and_action_and_a_failure_without_event(session):
+    add_events(session, ("ERROR", {"code": "context_length_exceeded",
+                                   "message": "maximum context length is 8192 tokens",
+                                   "cause": "The request was larger than the window.",
+                                   "action": "Compacted and retried.", "fatal": False}))
+    session.error = "Worker lost"
+    context, html = panel_view(ErrorsPanel(), session)
+    assert context["count"] == 1 and context["failure"] == "Worker lost"
+    assert "Cause" in html and "Compacted and retried." in html and "Worker lost" in html
+
+
+def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
+    add_events(session, model_call(1, 500), model_call(2, 700, messages=[
+        {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."},
+        {"role": "user", "zone": "snapshot", "tokens": 250, "content": "Hard constraints: table"},
+        {"role": "tool", "zone": "history", "tokens": 150, "content": "x" * 7000,
+         "tool_call_id": "c1"}]))
+    panel = InspectorPanel()
+    context, html = panel_view(panel, session)
+    detail = context["detail"]
+    assert context["latest"] == 2 and detail["call"] == 2
+    assert [(m["zone"], m["tokens"]) for m in detail["messages"]] == [
+        ("system", 300), ("snapshot", 250), ("history", 150)]
+    assert detail["messages"][2]["cut"] == 1000
+    assert dict(detail["zones"]) == {"system": 300, "snapshot": 250, "history": 150}
+    assert f"/sessions/{session.pk}/calls/2.json" in html and "Hard constraints: table" in html
+    pinned = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
+    assert pinned["detail"]["call"] == 1
+
+
+def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
+    profile = session.profile
+    profile.price_input, profile.price_cached_input, profile.price_output = 2, 0.5, 8
+    profile.save()
+    add_events(session, model_call(1, 2550, history=2000, cached=400, cost=0.005),
+               model_call(2, 4550, history=4000, cached=400, cost=0.009),
+               compaction(before_history=4000, after_history=1000),
+               model_call(3, 1550, history=1000, cost=0.003))
+    context, html = panel_view(CostPanel(), session)
+    zones = {z["zone"]: z for z in context["zones"]}
+    assert context["totals"]["input"] == 2550 + 4550 + 1550
+    assert zones["system"]["cached"] == 600 and zones["snapshot"]["cached"] == 200
+    assert zones["history"]["tokens"] == 7000
+    assert zones["history"]["cost"] == pytest.approx(7000 * 2 / 1e6)
+    # Calls 1 and 2 sent 6000 history tokens; the compaction removed three quarters.
+    assert context["wasted"] == 4500
+    assert context["wasted_share"] == pytest.approx(4500 / 8650)
+    assert context["totals"]["cost"] == pytest.approx(0.017)
+    assert "$0.0170" in html and "history later compacted away" in html
+
+
+def test_cached_tokens_fill_zones_in_layout_order():
+    zones = {"system": 100, "snapshot": 50, "summary": 200, "history": 1000, "hints": 10}
+    assert split_cached(zones, 400) == {"system": 100, "snapshot": 50, "summary": 200,
+                                        "history": 50, "hints": 0}
+
+
+def test_compacted_away_share_is_zero_without_compactions(session):
+    add_events(session, model_call(1, 1000, history=500))
+    calls = load_events(session, ["MODEL_CALL"])
+    assert compacted_away_share(calls, []) == (0, 0.0)
+
+
+def test_model_call_messages_stay_in_the_database_for_charting(session):
+    add_events(session, model_call(1, 800))
+    [event] = load_events(session, ["MODEL_CALL"])
+    assert "messages" not in event.payload
+    assert event.payload["zones"]["system"] == 300 and event.payload["over_window"] is False
