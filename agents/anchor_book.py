@@ -13,6 +13,7 @@ from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
+CONCLUSION_SCAN_CHARS = 4000  # conclusions sit at the top of a result; scanning more costs ms
 
 
 def _anchor_sig(a: AnchorRecord) -> tuple:
@@ -62,13 +63,15 @@ class AnchorBook:
         self._apply(merge_anchors(self.anchors, extract_anchors(text, source=source, turn=turn)),
                     turn, source)
 
-    def from_tool(self, conclusions: list[str], text: str, turn: int) -> None:
-        candidates = [c for c in extract_conclusions(text, source="tool", turn=turn)][:2]
-        known = {c.text for c in candidates}
-        for line in conclusions[:2]:
-            if line not in known:
-                candidates.append(AnchorRecord(tier=2, text=line[:200], key=line[:40].lower(),
-                                               source="tool", turn=turn))
+    def from_tool(self, conclusions: list[str], text: str, turn: int, tool_name: str = "") -> None:
+        """Key findings become tier-2 anchors: the tool's own, else the result's best lines."""
+        if conclusions:
+            candidates = [AnchorRecord(tier=2, text=line[:200], source="tool", turn=turn,
+                                       key=f"fact:{tool_name}:{line.split(':')[0][:40].lower()}")
+                          for line in conclusions[:2]]
+        else:
+            candidates = extract_conclusions(text[:CONCLUSION_SCAN_CHARS], source="tool",
+                                             turn=turn, tool_name=tool_name, limit=2)
         self._apply(merge_anchors(self.anchors, candidates), turn, "tool")
         tool_anchors = [a for a in self.anchors if a.active and a.tier == 2 and a.source == "tool"]
         for old in tool_anchors[:-MAX_TOOL_CONCLUSIONS]:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from agents.store import AnchorRecord
 
 MAX_ANCHOR_CHARS = 200
 CONCLUSIONS_PER_RESULT = 3
 _CJK = r"\u4e00-\u9fff"
-
 _MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
            r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 DATE_RE = re.compile(
@@ -34,7 +32,7 @@ DATE_RE = re.compile(
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # A number standing on its own ("room 3", "¥200万", "50k"), not part of a name like "Q2".
 QUANTITY_RE = re.compile(
-    rf"(?<![A-Za-z_\d.])[¥$€£]?(?:{_NUM})(?:\s*(?:%|％|万|亿|千)|[kKM]\b)?"
+    rf"(?<![A-Za-z_\d.])[¥$€£]?(?P<num>{_NUM})(?:\s*(?:%|％|万|亿|千)|[kKM]\b)?"
     r"(?:\s*(?P<unit>[a-z]+|页|分钟|小时|天|周|个月|字|行|条|元|块))?")
 
 _MUST = re.compile(r"\bmust(?:\s+not|n't)?\b|\b(?:is|are)\s+required\s+to\b|\bmandatory\b"
@@ -63,7 +61,8 @@ _STOP = set("a an the this that these those it its is are was were be been being
             "should can could may might must not no and or of to for in on at by with from as our "
             "my your their his her we you i they he she me us them keep please now then also total "
             "overall whole entire change plan constraint constraints hard new old final just only "
-            "still so than more less have has had do does".split())
+            "still so than more less have has had do does use spend write make give return "
+            "produce deliver submit finish send take stay remain limit cap".split())
 _CJK_FILLERS = re.compile(r"^(?:另外|此外|还有|同时|并且|而且|注意|要求|请|把|将|我们的|我们|我的|你的|总|整体)+"
                           r"|(?:必须|一定要|务必|需要|应该|应|要|控制在|保持在|限制在|控制|在|是|为|得|的|都|也)+$")
 _CANON = {"预算": "budget", "数据": "data", "篇幅": "length", "字数": "words", "页数": "pages",
@@ -78,7 +77,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)、])\s+")
 class AnchorChange:
     """One difference; `old` is the existing record itself, the caller deactivates it."""
 
-    action: Literal["added", "changed", "removed"]
+    action: str  # "added" | "changed" | "removed"
     old: AnchorRecord | None
     new: AnchorRecord | None
 
@@ -86,12 +85,10 @@ class AnchorChange:
 def clip_text(text: str, limit: int = MAX_ANCHOR_CHARS) -> str:
     """Trim to `limit` characters without cutting a number in half (a cut "1,23" lies)."""
     text = " ".join(text.split())
-    cut = limit - 1
     if len(text) <= limit:
         return text
-    while cut > 0 and (text[cut - 1].isdigit() or text[cut].isdigit()
-                       or text[cut - 1] in ".," and text[cut - 2:cut - 1].isdigit()):
-        cut -= 1
+    cut = next((m.start() for m in re.finditer(r"\d[\d.,]*\d|\d", text)
+                if m.start() < limit - 1 < m.end()), limit - 1)
     return text[:cut].rstrip() + "…"
 
 
@@ -167,8 +164,10 @@ def _classify(clause: str) -> tuple[str, str] | None:
     for kind, pattern in (("max", _MAX), ("min", _MIN)):
         for match in pattern.finditer(low):
             if quantity := _quantity_after(low, match.end()):
-                subject = _subject(low[:min(lead, match.start())])
-                return kind, f"{kind}:{subject or _canon(quantity.group('unit') or '')}"
+                unit = quantity.group("unit") or ""
+                subject = (_subject(low[:min(lead, match.start())]) or _canon(
+                    "" if unit in _STOP else unit) or _residue(low, pattern, QUANTITY_RE))
+                return kind, f"{kind}:{subject}"
     suffix = _SUFFIX_LIMIT.search(low)
     if suffix and not DATE_RE.match(low, suffix.start()):
         kind = "min" if suffix.group(1) == "以上" else "max"
@@ -186,15 +185,15 @@ def extract_anchors(text: str, *, source: str = "user", turn: int = 0) -> list[A
     """Tier-1 constraints and tier-3 details stated in a user message, in order."""
     out: list[AnchorRecord] = []
     for clause in _clauses(text or ""):
-        found = _classify(clause)
-        if found:
-            out.append(AnchorRecord(tier=1, text=clip_text(clause), key=found[1],
-                                    source=source, turn=turn))
+        if found := _classify(clause):
+            tier, key = 1, found[1]
         elif QUANTITY_RE.search(clause) or any(  # "today" alone is small talk, not a detail
                 re.search(r"\d", d.group(0)) for d in DATE_RE.finditer(clause)):
-            key = "detail:" + " ".join(_WORDS.findall(clause.lower()))[:60]
-            out.append(AnchorRecord(tier=3, text=clip_text(clause), key=key,
-                                    source=source, turn=turn))
+            tier, key = 3, "detail:" + " ".join(_WORDS.findall(clause.lower()))[:60]
+        else:
+            continue
+        out.append(AnchorRecord(tier=tier, text=clip_text(clause), key=key, source=source,
+                                turn=turn))
     return out
 
 
@@ -223,19 +222,17 @@ def _result_lines(text: str) -> list[str]:
                  for sub, v in (val.items() if isinstance(val, dict) else [("", val)])]
         return [f"{k}: {v}" for k, v in pairs
                 if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
-    lines = []
-    for line in stripped.splitlines():
-        lines.extend(_SENTENCES.split(line) if len(line) > 300 else [line])
+    lines = [part for line in stripped.splitlines()
+             for part in (_SENTENCES.split(line) if len(line) > 300 else [line])]
     return [_LIST_MARK.sub("", ln).strip() for ln in lines if ln.strip()]
 
 
 def _finding_score(line: str) -> int:
     """How much a line reads like a finding; below 3 it is not one."""
-    if _ERROR.search(line) or len(line) > 400:
-        return 0
     quantities = QUANTITY_RE.findall(line)
     score = 5 if _CONCLUSION.match(line) else 0
-    if _TABLE_ROW.search(line) or len(quantities) >= 6 or not (quantities or score):
+    if (len(line) > 400 or _ERROR.search(line) or _TABLE_ROW.search(line)
+            or len(quantities) >= 6 or not (quantities or score)):
         return 0
     score += 3 * bool(quantities and _KEY_VALUE.match(line))
     score += 2 * bool(re.search(r"[%％]", line)) + 2 * bool(_FINDING_WORDS.search(line))
@@ -243,13 +240,16 @@ def _finding_score(line: str) -> int:
 
 
 def _label(line: str) -> str:
-    """What a finding measures: its words before the first figure of its value."""
+    """What a finding measures: its words without the measured figures. Small bare integers
+    stay, as they usually name things ("region 1", "topic 0")."""
     body = _CONCLUSION.sub("", line)
-    head, sep, value = body.partition(":") if ":" in body else body.partition("：")
-    head, value = (head, value) if sep else ("", body)
-    first = QUANTITY_RE.search(value)
-    words = _WORDS.findall(f"{head} {value[:first.start()] if first else value[:24]}".lower())
-    return " ".join(words)[:60]
+    def keep_ids(m: re.Match) -> str:
+        figure = body[m.start():m.start("unit") if m.group("unit") else m.end()].strip()
+        signed = m.start() > 0 and body[m.start() - 1] in "+-−"
+        bare = re.fullmatch(r"\d{1,2}", figure) and not signed
+        return f" {figure if bare else ''} {m.group('unit') or ''} "
+    body = QUANTITY_RE.sub(keep_ids, body)
+    return " ".join(_WORDS.findall(body.lower()))[:60]
 
 
 def extract_conclusions(text: str, *, source: str = "tool", turn: int = 0, tool_name: str = "",

@@ -5,7 +5,7 @@ its tool results (so a tool call is never separated from its result), or a final
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.tokens import TokenCounter
@@ -35,7 +35,7 @@ class Msg:
         return content if isinstance(content, str) else ""
 
     def to_state(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"data": self.data, "tokens": self.tokens, "turn": self.turn, "ref": self.ref}
 
     @classmethod
     def from_state(cls, raw: dict[str, Any]) -> "Msg":

@@ -87,6 +87,8 @@ class AgentLoop:
             "model": self.spec.profile.model, "window": self.ctx.window,
             "simulated": self.spec.profile.simulated, "resumed": resumed,
             "warnings": self.spec.profile.warnings}))
+        if not resumed and self.spec.goal:
+            self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
         total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.spec.config.max_turns
         try:
             result = self._iterate(progress, total)
@@ -198,7 +200,7 @@ class AgentLoop:
         if call["name"].startswith("Task"):
             self.book.tasks_written_by_agent()
         if outcome.error is None:
-            self.book.from_tool(outcome.conclusions, content, self.turn)
+            self.book.from_tool(outcome.conclusions, content, self.turn, call["name"])
 
     def _final_answer(self, reply: ModelReply) -> str:
         parts = [reply.content]

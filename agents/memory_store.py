@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 from collections import defaultdict
 from typing import Any
@@ -123,10 +124,12 @@ class MemoryStore:
     # state
     def load_state(self, session_id):
         state = self._state.get(session_id)
-        return copy.deepcopy(state) if state is not None else None
+        return json.loads(state) if state is not None else None
 
     def save_state(self, session_id, state) -> None:
-        self._state[session_id] = copy.deepcopy(state)
+        # Serialised like a database would: proves the state is plain JSON, and is cheaper
+        # than a deep copy.
+        self._state[session_id] = json.dumps(state, ensure_ascii=False)
 
     # requests from people
     def take_user_messages(self, session_id) -> list[str]:

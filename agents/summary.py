@@ -1,9 +1,10 @@
 """The structured, incremental summary (SPEC C6), its fallback marker (C7) and the audit (E3).
 
-The summary is a hand-off document with AgentScope's sections plus ruled-out approaches and
-open questions. Each compaction merges into the previous one instead of rewriting it, and
-it is rendered as a `<system-info>` block that `parse_rendered` can read back (the
-simulated model reads it from the messages it is given).
+A hand-off document: AgentScope's sections plus ruled-out approaches and open questions. A
+model answers the growing sections with new items only and `merge` folds them into the
+previous summary, so an answer never repeats the whole summary (its output stays small, and
+no rewrite can drop earlier facts). Rendered as a `<system-info>` block; `parse_rendered`
+reads it back.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any, Callable
+
+from agents.anchors import extract_anchors
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -28,6 +31,7 @@ SECTIONS = (
 )
 FIELDS = tuple(name for name, _ in SECTIONS)
 _HEADINGS = {heading: name for name, heading in SECTIONS}
+_RULED_KEYS = ("approach", "reason", "evidence")
 _INTRO = ("Summary of the earlier work on this task. The full messages are archived; "
           "\"archive turn N\" and \"arc:…\" refs can be read back with the recall tool.")
 # Shrinking drops the oldest items of these first; the task overview is never dropped.
@@ -36,23 +40,23 @@ _DROP_ORDER = ("ruled_out", "open_questions", "current_state", "next_steps")
 SUMMARY_INSTRUCTIONS = f"""{SUMMARY_REQUEST_MARKER}
 You are compacting the history of a long-running agent task. The messages after this one
 are the earlier part of the conversation that is about to leave the context window; a
-previous summary (a <system-info> block) may come first. Write the updated summary.
+previous summary (a <system-info> block) may come first. Update the summary incrementally.
 
 Answer with one JSON object and nothing else, with exactly these keys:
 - "task_overview": list of strings: the user's goal, success criteria and every constraint
-  (keep hard constraints verbatim);
-- "current_state": list of strings: what is done and what is in progress, with outputs' paths;
-- "important_discoveries": list of strings: key data, tool-output highlights, decisions and
-  their reasons, each with the archive turn it came from ("(archive turn 12)");
-- "next_steps": list of strings: concrete next actions, blockers, priorities;
-- "context_to_preserve": list of strings: user preferences, commitments, non-obvious details;
-- "ruled_out": list of objects {{"approach", "reason", "evidence"}}: what failed or was
-  rejected, why, and the archive turn or ref that shows it;
-- "open_questions": list of strings.
+  as they stand now (keep hard constraints verbatim; a newer constraint replaces the old one);
+- "current_state": list of strings: what is done and what is in progress now, with paths;
+- "important_discoveries": list of strings: NEW key data, tool-output highlights, decisions
+  and their reasons, each with the archive turn it came from ("(archive turn 12)");
+- "next_steps": list of strings: concrete next actions, blockers, priorities, as of now;
+- "context_to_preserve": list of strings: NEW user preferences, commitments, subtle details;
+- "ruled_out": list of objects {{"approach", "reason", "evidence"}}: NEW failed or rejected
+  approaches, why, and the archive turn or ref that shows it;
+- "open_questions": list of strings: the questions still open now.
 
 Rules:
-- Merge incrementally: keep everything still valid from the previous summary and add what
-  the new messages show; do not drop earlier discoveries or ruled-out approaches.
+- Incremental merge: the previous summary's discoveries, context and ruled-out approaches are
+  kept for you; list only what the new messages add to those three, do not repeat them.
 - Make every reference self-contained: absolute dates instead of "yesterday", full file
   paths, names instead of "that file", archive turn numbers such as "archive turn 12" or
   refs such as "arc:SESSION:ID" (the summary may itself be compacted again later).
@@ -81,7 +85,7 @@ class StructuredSummary:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "StructuredSummary":
         data = data or {}
-        ruled = [{k: str(r.get(k) or "") for k in ("approach", "reason", "evidence")}
+        ruled = [{k: str(r.get(k) or "") for k in _RULED_KEYS}
                  for r in data.get("ruled_out") or [] if isinstance(r, dict)]
         return cls(ruled_out=ruled, **{name: [str(x) for x in data.get(name) or []]
                                        for name in FIELDS if name != "ruled_out"})
@@ -90,14 +94,14 @@ class StructuredSummary:
         return not any(getattr(self, name) for name in FIELDS)
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
 def _item_line(name: str, item: Any) -> str:
-    if name == "ruled_out":
-        return (f"- {_one_line(item.get('approach', ''))} | reason: "
-                f"{_one_line(item.get('reason', ''))} | evidence: {_one_line(item.get('evidence', ''))}")
+    if name == "ruled_out":  # "approach | reason: … | evidence: …", read back by _RULED
+        item = " | ".join([item.get("approach", "")]
+                          + [f"{k}: {item.get(k, '')}" for k in _RULED_KEYS[1:]])
     return f"- {_one_line(item)}"
 
 
@@ -116,7 +120,8 @@ def render(summary: StructuredSummary | None) -> str:
 
 
 _BLOCK = re.compile(r"<system-info>(.*?)</system-info>", re.S)
-_RULED = re.compile(r"^(?P<approach>.*?) \| reason: (?P<reason>.*?) \| evidence: (?P<evidence>.*)$")
+_RULED = re.compile(
+    r"^(?P<approach>.*?) \| reason:\s?(?P<reason>.*?) \| evidence:\s?(?P<evidence>.*)$")
 
 
 def parse_rendered(text: str) -> StructuredSummary | None:
@@ -140,14 +145,22 @@ def parse_rendered(text: str) -> StructuredSummary | None:
 
 
 def _dedupe(items: list[Any]) -> list[Any]:
-    seen, out = set(), []
+    seen: dict[str, Any] = {}  # first occurrence wins, order kept
     for item in items:
-        key = json.dumps(item, sort_keys=True, ensure_ascii=False) if isinstance(item, dict) \
-            else _one_line(item).casefold()
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
+        seen.setdefault(json.dumps(item, sort_keys=True, ensure_ascii=False)
+                        if isinstance(item, dict) else _one_line(item).casefold(), item)
+    return list(seen.values())
+
+
+def _constraint_keys(item: str) -> set[str]:
+    return {a.key for a in extract_anchors(item) if a.tier == 1}
+
+
+def _still_valid(old: list[str], fresh: list[str]) -> list[str]:
+    """Old overview items not overridden by a newer constraint on the same thing (the
+    anchor conflict key: "budget at most 80k" overrides "budget at most 50k")."""
+    fresh_keys = set().union(*map(_constraint_keys, fresh)) if fresh else set()
+    return [item for item in old if not (keys := _constraint_keys(item)) or not keys <= fresh_keys]
 
 
 def merge(previous: StructuredSummary | None, new: StructuredSummary) -> StructuredSummary:
@@ -157,6 +170,8 @@ def merge(previous: StructuredSummary | None, new: StructuredSummary) -> Structu
     merged = StructuredSummary()
     for name in FIELDS:
         old, fresh = getattr(previous, name), getattr(new, name)
+        if name == "task_overview":
+            old = _still_valid(old, fresh)
         if name in ("current_state", "next_steps", "open_questions"):
             # The newer summary was written knowing the older one: its view of where the
             # work stands supersedes, unless it says nothing about it.
@@ -170,24 +185,17 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
 
 
 def _string_list(name: str, value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value] if value.strip() else []
+    value = [value] if isinstance(value, str) else [] if value is None else value
     if not isinstance(value, list):
         raise SummaryError(f'"{name}" must be a list of strings, got {type(value).__name__}.')
-    out = []
     for i, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
             raise SummaryError(f'"{name}"[{i}] must be a string, got {type(item).__name__}.')
-        if str(item).strip():
-            out.append(str(item))
-    return out
+    return [str(item) for item in value if str(item).strip()]
 
 
 def _ruled_out(value: Any) -> list[dict[str, str]]:
-    if value is None:
-        return []
+    value = [] if value is None else value
     if not isinstance(value, list):
         raise SummaryError(f'"ruled_out" must be a list of objects, got {type(value).__name__}.')
     out = []
@@ -198,7 +206,7 @@ def _ruled_out(value: Any) -> list[dict[str, str]]:
             raise SummaryError(f'"ruled_out"[{i}] must be an object with a string "approach".')
         if any(not isinstance(item.get(k, ""), str) for k in ("reason", "evidence")):
             raise SummaryError(f'"ruled_out"[{i}]: "reason" and "evidence" must be strings.')
-        out.append({k: item.get(k, "") for k in ("approach", "reason", "evidence")})
+        out.append({k: item.get(k, "") for k in _RULED_KEYS})
     return out
 
 
@@ -206,8 +214,7 @@ def parse_model_summary(text: str) -> StructuredSummary:
     """Validate a model's JSON summary (bare or in a ```json fence); raise SummaryError."""
     if not isinstance(text, str) or not text.strip():
         raise SummaryError("The summary answer is empty; expected a JSON object.")
-    fenced = _FENCE.match(text)
-    body = (fenced.group(1) if fenced else text).strip()
+    body = (fenced.group(1) if (fenced := _FENCE.match(text)) else text).strip()
     try:
         data = json.loads(body)
     except ValueError as exc:

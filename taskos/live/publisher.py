@@ -6,11 +6,13 @@ and is the truth; a browser that missed a message resyncs from it.
 """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
+import os
+import threading
 import time
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Value
@@ -25,6 +27,35 @@ log = logging.getLogger("taskos.live")
 # After a failed send, skip streaming for this long instead of paying a connection
 # attempt on every event while Redis is down.
 SEND_RETRY_AFTER_S = 5.0
+SEND_TIMEOUT_S = 10.0
+
+
+class _SendLoop:
+    """One event loop per process, in a daemon thread, for every group_send.
+
+    async_to_sync would make a fresh loop per call, and the Redis layer keeps its
+    connections per loop: every event would open and close a connection (~25 ms each).
+    """
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _pid = 0
+
+    @classmethod
+    def run(cls, coroutine, timeout: float):
+        with cls._lock:
+            if cls._loop is None or cls._pid != os.getpid():  # none yet, or forked
+                cls._loop = asyncio.new_event_loop()
+                cls._pid = os.getpid()
+                threading.Thread(target=cls._loop.run_forever, name="taskos-publisher",
+                                 daemon=True).start()
+            loop = cls._loop
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
 
 
 def group_name(session_id: int | str) -> str:
@@ -90,7 +121,7 @@ class ChannelsPublisher:
                             peak_input_tokens=Greatest(F("peak_input_tokens"), Value(tokens)),
                             turns=Greatest(F("turns"), Value(int(event.turn or 0))),
                             cost=F("cost") + float(payload.get("cost") or 0))
-        elif event.type == EventType.COMPACTION:
+        elif event.type == EventType.COMPACTION and not payload.get("noop"):
             sessions.update(compactions=F("compactions") + 1)
         elif event.type == EventType.SESSION_FINISHED:
             status = payload.get("status")
@@ -110,7 +141,8 @@ class ChannelsPublisher:
             return
         message = {"type": "session.event", "event": event.to_dict()}
         try:
-            async_to_sync(self._layer.group_send)(group_name(self.session_pk), message)
+            _SendLoop.run(self._layer.group_send(group_name(self.session_pk), message),
+                          SEND_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - any transport failure: keep storing
             self._send_blocked_until = time.monotonic() + SEND_RETRY_AFTER_S
             if not self._warned:

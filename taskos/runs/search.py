@@ -21,7 +21,7 @@ PARTIAL_POOL = 200
 # PostgreSQL: the newest rows scored directly before the GIN index is asked about older ones.
 RECENT_WINDOW = 500
 # PostgreSQL: a word in at least this share of the newest rows counts as dense.
-DENSE_SHARE = 0.1
+DENSE_SHARE = 0.3
 # Dropped from a query that has other words: they match nearly every row and would push
 # the rows that hold the meaningful words out of the candidate pool.
 STOP_WORDS = frozenset(
@@ -81,10 +81,11 @@ def _postgres_older(session_pk: int, sparse: list[str], dense: list[str], below_
     # strpos() cannot use an index, so the dense words stay a filter on GIN's few rows.
     dense_sql = "".join(" AND strpos(' ' || search_text || ' ', %s) > 0" for _ in dense)
     with connection.cursor() as cursor:
-        # "id + 0": no index delivers that order, so the planner reads the GIN index
-        # instead of walking every older row in id order checking each one.
+        # "+ 0" hides session_id and id from the btree indexes, so the planner reads the
+        # GIN index alone instead of walking every older row of the session in id order
+        # (or AND-ing GIN with a bitmap of the whole session).
         cursor.execute(
-            "SELECT id FROM runs_archivedturn WHERE session_id = %s AND id < %s "
+            "SELECT id FROM runs_archivedturn WHERE session_id + 0 = %s AND id + 0 < %s "
             f"AND search_vector @@ %s::tsquery{dense_sql} ORDER BY id + 0 DESC LIMIT %s",
             [session_pk, below_id, tsquery, *[f" {w} " for w in dense], limit])
         return [row[0] for row in cursor.fetchall()]
@@ -104,8 +105,8 @@ def _rank_postgres(session_pk: int, words: list[str], limit: int) -> list[int]:
             rows_with[w] += 1
     ranked = [pk for pk, _ in window if scores[pk] == len(words)][:limit]
     if len(window) < RECENT_WINDOW:  # the window is the whole session
-        return ranked + _rank_pool({pk: n for pk, n in scores.items() if 0 < n < len(words)},
-                                   limit - len(ranked)) if len(ranked) < limit else ranked
+        partial = {pk: n for pk, n in scores.items() if 0 < n < len(words)}
+        return ranked + _rank_pool(partial, limit - len(ranked))
     oldest = window[-1][0]
     sparse = ([w for w in words if rows_with[w] < DENSE_SHARE * len(window)]
               or [min(words, key=rows_with.get)])

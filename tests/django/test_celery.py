@@ -1,0 +1,102 @@
+"""The Celery task with a real worker on a real Redis broker (SPEC T1, W5)."""
+import time
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+from celery.signals import task_postrun
+from django.db import connections
+
+from taskos.celery import app
+from taskos.runs import services
+from taskos.runs.models import Session, SessionEvent
+from taskos.runs.tasks import run_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _close_worker_connections(**kwargs):
+    # The worker thread's own database connection must not outlive the test (PostgreSQL
+    # refuses to drop the test database while it is open).
+    connections.close_all()
+
+
+@pytest.fixture
+def worker(celery_redis_url, channels_redis_url):
+    saved = (app.conf.broker_url, app.conf.result_backend)
+    app.conf.broker_url = app.conf.result_backend = celery_redis_url
+    app._pool = None  # forget connections made with another broker URL
+    task_postrun.connect(_close_worker_connections, weak=False)
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                          shutdown_timeout=60):
+            yield app
+    finally:
+        task_postrun.disconnect(_close_worker_connections)
+        app.conf.broker_url, app.conf.result_backend = saved
+        app._pool = None
+
+
+def _wait_until_done(pk, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        session = Session.objects.get(pk=pk)
+        if not session.is_active:
+            return session
+        time.sleep(0.2)
+    raise AssertionError(f"session {pk} still {Session.objects.get(pk=pk).status} "
+                         f"after {timeout} s")
+
+
+def test_worker_runs_a_scenario_to_the_end_with_its_events_stored(worker, sim_profile):
+    session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
+    services.start_session(session)  # autocommit: enqueued at once
+    done = _wait_until_done(session.pk)
+    assert done.status == "finished", done.error
+    assert done.final_answer and done.turns >= 6
+    assert done.celery_task_id and done.started_at and done.finished_at
+    assert done.compactions >= 1 and done.peak_input_tokens <= done.window
+    types = list(SessionEvent.objects.filter(session=done).values_list("type", flat=True))
+    assert types[0] == "SESSION_STARTED" and types[-1] == "SESSION_FINISHED"
+    assert {"BUDGET", "MODEL_CALL", "TOOL_CALL", "TOOL_RESULT", "COMPACTION"} <= set(types)
+    assert done.archive.count() > 0  # raw tool results went to the archive
+
+
+def test_an_engine_crash_fails_the_session_with_an_error_event(worker, sim_profile, monkeypatch):
+    import agents.runner
+    from agents.events import Event
+
+    def crash(**kwargs):
+        kwargs["events"].emit(Event(type="SESSION_STARTED", payload={}))
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(agents.runner, "run_session", crash)
+    session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
+    services.start_session(session)
+    done = _wait_until_done(session.pk)
+    assert done.status == "failed" and "RuntimeError: disk full" in done.error
+    events = list(SessionEvent.objects.filter(session=done).values_list("type", "payload"))
+    assert events[0][0] == "SESSION_STARTED"  # what was saved before the crash stays
+    assert events[-1][0] == "ERROR" and events[-1][1]["fatal"] is True
+    assert "disk full" in events[-1][1]["message"]
+
+
+def test_a_redelivered_task_resumes_a_running_session_and_skips_a_finished_one(
+        sim_profile, channels_redis_url, monkeypatch):
+    session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
+    Session.objects.filter(pk=session.pk).update(status="running")  # worker died mid-run
+    run_session.apply(args=[session.pk])  # what the redelivered message does
+    session.refresh_from_db()
+    assert session.status == "finished"
+    import agents.runner
+    monkeypatch.setattr(agents.runner, "run_session",
+                        lambda **kw: pytest.fail("a finished session must not run again"))
+    assert run_session.apply(args=[session.pk]).get() == {"status": "finished"}
+
+
+def test_a_session_cancelled_while_queued_never_starts(sim_profile, monkeypatch):
+    import agents.runner
+    monkeypatch.setattr(agents.runner, "run_session",
+                        lambda **kw: pytest.fail("a cancelled session must not run"))
+    session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
+    services.request_cancel(session)
+    assert run_session.apply(args=[session.pk]).get() == {"status": "cancelled"}

@@ -1,0 +1,124 @@
+"""runtask, bench and the pieces of the run command that need no subprocesses (SPEC W6, W7)."""
+import io
+import json
+import socket
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from taskos.runs import launcher
+from taskos.runs.management.commands.runtask import ProgressBar
+from taskos.runs.management.commands.up import ensure_admin
+from taskos.runs.models import Session
+
+pytestmark = pytest.mark.django_db
+
+REPORT_KEYS = {"status", "turns", "model_calls", "total_input_tokens", "peak_input_tokens",
+               "compactions", "over_window_requests", "anchor_survival", "engine_ms_per_call"}
+
+
+def test_runtask_json_prints_exactly_one_report(sim_profile, channels_redis_url):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("runtask", "--scenario", "retrieval-6x1600", "--json", stdout=out, stderr=err)
+    report = json.loads(out.getvalue())  # one JSON document, nothing else on stdout
+    assert REPORT_KEYS <= set(report)
+    assert report["status"] == "finished" and report["over_window_requests"] == 0
+    assert report["compactions"] >= 1 and report["peak_input_tokens"] <= 4000
+    assert all({"input_tokens", "kind", "over_window"} <= set(c) for c in report["model_calls"])
+    assert "steps" in err.getvalue()  # the progress bar went to stderr
+    session = Session.objects.get()
+    assert session.status == "finished" and session.owner is None
+    assert session.events.filter(type="BUDGET").exists()
+
+
+def test_runtask_window_option_and_human_output(sim_profile, channels_redis_url):
+    out = io.StringIO()
+    call_command("runtask", "--scenario", "retrieval-6x1600", "--window", "6000", stdout=out,
+                 stderr=io.StringIO())
+    assert Session.objects.get().window == 6000
+    assert "finished after" in out.getvalue() and "peak_input_tokens" in out.getvalue()
+
+
+def test_runtask_unknown_scenario_lists_the_bundled_ones(sim_profile):
+    with pytest.raises(CommandError) as error:
+        call_command("runtask", "--scenario", "no-such-thing", stdout=io.StringIO(),
+                     stderr=io.StringIO())
+    assert "no-such-thing" in str(error.value)
+    assert "retrieval-6x1600" in str(error.value) and "sales-report" in str(error.value)
+
+
+def test_runtask_unknown_profile_is_explained(sim_profile):
+    with pytest.raises(CommandError, match="No model profile 'gpt-9'. Profiles: sim"):
+        call_command("runtask", "--scenario", "sales-report", "--profile", "gpt-9",
+                     stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_progress_bar_draws_on_a_log_once_per_tenth():
+    stream = io.StringIO()
+    bar = ProgressBar(stream, width=10)
+    for done in range(0, 101):
+        bar(done, 100)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 11 and lines[-1] == "[##########] 100/100 steps"
+
+
+def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
+    import taskos.runs.management.commands.bench as bench_command
+    monkeypatch.setattr(bench_command, "run_bench",
+                        lambda json_path, out: out("table") or {"sales-report": {"turns": 14}})
+    path = tmp_path / "bench.json"
+    out = io.StringIO()
+    call_command("bench", "--json", str(path), "--recall-rows", "300", stdout=out)
+    data = json.loads(path.read_text())
+    assert data["sales-report"] == {"turns": 14}
+    assert data["recall"]["rows"] == 300 and data["recall"]["p50_ms"] > 0
+    assert "p50" in out.getvalue()
+    with pytest.raises(CommandError, match="at least 100"):
+        call_command("bench", "--recall-rows", "50", stdout=io.StringIO())
+
+
+def test_up_refuses_a_taken_port_with_a_clear_message():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CommandError, match=f"Port {port} on 127.0.0.1 is taken"):
+            call_command("up", "--port", str(port), stdout=io.StringIO())
+
+
+def test_private_redis_port_taken_is_explained(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        run = launcher.Launcher(redis_port=busy.getsockname()[1], base_dir=tmp_path,
+                                say=lambda text: None)
+        with pytest.raises(launcher.LaunchError, match="--redis-port"):
+            run.resolve_redis(None)
+    assert run.children == []
+
+
+def test_a_reachable_redis_url_is_used_as_is(tmp_path, channels_redis_url):
+    said = []
+    run = launcher.Launcher(base_dir=tmp_path, say=said.append)
+    assert run.resolve_redis(channels_redis_url) == channels_redis_url
+    assert run.children == [] and not run.started_own_redis
+    assert said == [f"Using Redis at {channels_redis_url}"]
+
+
+def test_a_redis_server_binary_is_found():
+    import os
+    binary = launcher.find_redis_server()
+    assert binary and os.access(binary, os.X_OK)
+
+
+def test_admin_is_created_once_and_its_password_shown_once(monkeypatch, django_user_model):
+    monkeypatch.delenv("TASKOS_ADMIN_PASSWORD", raising=False)
+    first = ensure_admin()
+    password = first.split(" / ")[1].split()[0]
+    admin = django_user_model.objects.get(username="admin")
+    assert admin.is_superuser and admin.check_password(password)
+    assert password not in ensure_admin()
+    monkeypatch.setenv("TASKOS_ADMIN_PASSWORD", "correct-horse-battery")
+    assert "TASKOS_ADMIN_PASSWORD" in ensure_admin()
+    admin.refresh_from_db()
+    assert admin.check_password("correct-horse-battery")

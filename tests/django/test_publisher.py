@@ -1,0 +1,117 @@
+"""ChannelsPublisher: every event is stored, then sent to the session's group (SPEC W5)."""
+import logging
+import socket
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+
+from agents.events import Event, EventType
+from taskos.live.publisher import ChannelsPublisher, group_name
+from taskos.runs.models import Session, SessionEvent
+
+pytestmark = pytest.mark.django_db
+
+
+def _event(event_type, turn=1, **payload):
+    return Event(type=event_type, payload=payload, turn=turn)
+
+
+@pytest.mark.django_db(transaction=True)  # the send runs in another thread: it sees commits
+def test_event_is_stored_before_it_is_sent_and_arrives_in_the_group(
+        channels_redis_url, make_session, monkeypatch):
+    session = make_session()
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(group_name(session.pk), channel)
+    stored_at_send = []
+    real_send = layer.group_send
+
+    def row_exists(seq):
+        try:
+            return SessionEvent.objects.filter(session=session, seq=seq).exists()
+        finally:
+            connection.close()  # this helper thread's connection must not outlive the test
+
+    async def recording_send(group, message):
+        stored_at_send.append(await sync_to_async(row_exists)(message["event"]["seq"]))
+        await real_send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", recording_send)
+    publisher = ChannelsPublisher(session)
+    publisher.emit(_event(EventType.BUDGET, window=8000, zones={"system": 300}))
+    message = async_to_sync(layer.receive)(channel)
+    assert stored_at_send == [True]
+    assert message["type"] == "session.event"
+    assert group_name(session.pk) == f"session.{session.pk}"
+    event = message["event"]
+    assert (event["type"], event["seq"], event["session_id"]) == ("BUDGET", 1, str(session.pk))
+    assert event["payload"]["zones"] == {"system": 300}
+    row = SessionEvent.objects.get(session=session, seq=1)
+    assert row.type == "BUDGET" and row.payload == event["payload"] and row.turn == 1
+
+
+def test_seq_continues_from_what_is_stored(make_session, channels_redis_url):
+    session = make_session()
+    first = ChannelsPublisher(session)
+    first.emit(_event(EventType.SESSION_STARTED))
+    first.emit(_event(EventType.TURN_STARTED))
+    ChannelsPublisher(session.pk).emit(_event(EventType.TURN_STARTED, turn=2))
+    assert list(session.events.values_list("seq", flat=True)) == [1, 2, 3]
+
+
+def test_two_publishers_on_one_session_never_clash(make_session, channels_redis_url):
+    session = make_session()
+    old, new = ChannelsPublisher(session), ChannelsPublisher(session)
+    for _ in range(3):
+        old.emit(_event(EventType.TURN_STARTED))
+        new.emit(_event(EventType.TURN_STARTED))
+    assert list(session.events.values_list("seq", flat=True)) == [1, 2, 3, 4, 5, 6]
+
+
+def test_session_counters_follow_the_events(make_session, channels_redis_url):
+    session = make_session()
+    publisher = ChannelsPublisher(session)
+    publisher.emit(_event(EventType.SESSION_STARTED))
+    session.refresh_from_db()
+    assert session.status == "running" and session.started_at is not None
+    publisher.emit(_event(EventType.MODEL_CALL, turn=1, input_tokens=1500, cost=0.002))
+    publisher.emit(_event(EventType.MODEL_CALL, turn=2, input_tokens=4200, cost=0.003))
+    publisher.emit(_event(EventType.MODEL_CALL, turn=2, input_tokens=900, kind="summary"))
+    publisher.emit(_event(EventType.COMPACTION, turn=2, trigger="rolling"))
+    publisher.emit(_event(EventType.COMPACTION, turn=2, trigger="manual", noop=True))
+    session.refresh_from_db()
+    assert (session.turns, session.total_input_tokens, session.peak_input_tokens,
+            session.compactions) == (2, 6600, 4200, 1)
+    assert session.cost == pytest.approx(0.005)
+    publisher.emit(_event(EventType.SESSION_FINISHED, turn=3, status="finished",
+                          final_answer="| region | sales |", turns=3, total_input_tokens=7000,
+                          peak_input_tokens=4200, compactions=1))
+    session.refresh_from_db()
+    assert session.status == "finished" and session.finished_at is not None
+    assert session.final_answer == "| region | sales |" and session.total_input_tokens == 7000
+
+
+def test_unreachable_redis_warns_once_and_keeps_storing(settings, make_session, caplog):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
+    settings.CHANNEL_LAYERS = {"default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [{"address": f"redis://127.0.0.1:{closed_port}/0",
+                              "socket_connect_timeout": 1}]}}}
+    session = make_session()
+    publisher = ChannelsPublisher(session)
+    with caplog.at_level(logging.WARNING, logger="taskos.live"):
+        for turn in range(1, 5):
+            publisher.emit(_event(EventType.TURN_STARTED, turn=turn))
+    assert session.events.count() == 4
+    warnings = [r for r in caplog.records if r.name == "taskos.live"]
+    assert len(warnings) == 1 and "still stored" in warnings[0].getMessage()
+
+
+def test_publisher_accepts_a_session_id_string(make_session, channels_redis_url):
+    session = make_session()
+    ChannelsPublisher(str(session.pk)).emit(_event(EventType.SESSION_STARTED))
+    assert Session.objects.get(pk=session.pk).events.count() == 1

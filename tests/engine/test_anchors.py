@@ -1,0 +1,194 @@
+"""Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
+import pytest
+
+from agents.anchors import (AnchorChange, clip_text, extract_anchors, extract_conclusions,
+                            merge_anchors, render_anchors, roll_off)
+from agents.store import AnchorRecord
+
+
+def only(text):
+    found = extract_anchors(text, turn=4)
+    assert len(found) == 1, [a.text for a in found]
+    return found[0]
+
+
+@pytest.mark.parametrize("text, kind", [
+    # must / format demands
+    ("The final report must include a table.", "format:table"),
+    ("报告必须包含表格。", "format:table"),
+    ("Return the result as JSON.", "format:json"),
+    ("Write it in markdown.", "format:markdown"),
+    ("Give me a bullet list please.", "format:list"),
+    ("请分点列出要点。", "format:list"),
+    ("Answer in English.", "format:language"),
+    ("一定要用中文回答。", "format:language"),
+    ("You must not cite Wikipedia.", "must:"),
+    ("务必使用公开数据。", "must:"),
+    ("不得使用外部数据。", "must:"),
+    # limits
+    ("The budget is at most 50k tokens.", "max:budget"),
+    ("Use no more than 5 pages.", "max:page"),
+    ("Keep the answer ≤ 80k tokens.", "max:answer"),
+    ("Latency must be <= 200 ms.", "max:latency"),
+    ("Spend up to 3 % of the budget.", "max:"),
+    ("预算不超过5万。", "max:budget"),
+    ("篇幅至多10页。", "max:length"),
+    ("最多使用3个图表。", "max:"),
+    ("总预算 ≤ ¥200万。", "max:budget"),
+    ("报告控制在20页以内。", "max:report"),
+    ("At least 3 charts.", "min:chart"),
+    ("至少5页。", "min:page"),
+    ("Accuracy ≥ 95%.", "min:accuracy"),
+    # deadlines and data ranges
+    ("The report is due by 2026-10-31.", "deadline:report"),
+    ("Deadline: October 31, 2026.", "deadline:task"),
+    ("截止日期是2026年10月31日。", "deadline:task"),
+    ("10月31日之前提交报告。", "deadline:task"),
+    ("Use data up to end of last month.", "range:data"),
+    ("数据截止到上月底。", "range:data"),
+])
+def test_hard_constraints_in_english_and_chinese_are_tier_1(text, kind):
+    anchor = only(text)
+    assert (anchor.tier, anchor.source, anchor.turn, anchor.active) == (1, "user", 4, True)
+    assert anchor.key.startswith(kind)
+    assert anchor.text == text.rstrip(".。")
+
+
+@pytest.mark.parametrize("text", [
+    "Hello, how are you today?", "Thanks, that looks great!", "Can you help me with something?",
+    "It is up to you.", "Sales were sorted by region before the merge.",
+    "Tell me about the table of contents.", "Let me know if you have questions.",
+    "好的，谢谢。", "我今天有点忙。", "辛苦了！",
+])
+def test_plain_chit_chat_gives_no_anchor(text):
+    assert extract_anchors(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "I'm in meeting room 3.", "我在3号会议室。", "We spent ¥200万 last year.",
+    "The meeting took 10 分钟.", "The launch was on 2026-10-31.", "发布日期是2026年10月31日。",
+    "I read 5 pages.",
+])
+def test_numbers_and_dates_that_constrain_nothing_are_tier_3_details(text):
+    anchor = only(text)
+    assert anchor.tier == 3 and anchor.key.startswith("detail:")
+
+
+def test_a_sentence_with_two_constraints_gives_two_anchors_and_keeps_its_lead_in():
+    texts = [a.text for a in extract_anchors("预算不超过5万，报告必须包含表格。另外，数据必须截止到2026年10月31日。"
+                                             "Use data up to end of last month, and answer in English.")]
+    assert texts == ["预算不超过5万", "报告必须包含表格", "另外，数据必须截止到2026年10月31日",
+                     "Use data up to end of last month", "and answer in English"]
+    # thousands separators are not clause breaks
+    assert only("The budget is at most 1,500 dollars.").text == "The budget is at most 1,500 dollars"
+
+
+def test_anchor_text_is_capped_without_cutting_a_number():
+    text = "The report must include " + "very " * 34 + "1,234,567 figures."
+    assert "1,234" in text[:199]  # a plain cut at 199 characters would split the number
+    anchor = only(text)
+    assert len(anchor.text) <= 200 and anchor.text.endswith("very…")
+    assert "1," not in anchor.text  # the number is dropped whole, not cut to "1,234"
+    assert clip_text("abc 12345", 7) == "abc…"
+
+
+def test_a_later_limit_replaces_the_earlier_one_with_one_change():
+    existing = extract_anchors("The budget is at most 50k tokens.", turn=1)
+    changes = merge_anchors(existing, extract_anchors(
+        "Change of plan: the budget is at most 80k tokens now.", turn=9))
+    assert [c.action for c in changes] == ["changed"]
+    assert changes[0].old is existing[0] and "50k" in changes[0].old.text
+    assert "80k" in changes[0].new.text and changes[0].new.turn == 9
+    assert existing[0].active  # merge only describes; the caller deactivates and saves
+
+
+def test_conflicts_are_found_in_chinese_and_across_languages():
+    zh = extract_anchors("预算不超过5万。")
+    assert [c.action for c in merge_anchors(zh, extract_anchors("预算不超过8万。"))] == ["changed"]
+    en = extract_anchors("The budget is at most 50k tokens.")
+    assert [c.action for c in merge_anchors(en, extract_anchors("预算不超过8万。"))] == ["changed"]
+    must = extract_anchors("You must cite sources.")
+    flip = merge_anchors(must, extract_anchors("You must not cite sources."))
+    assert [c.action for c in flip] == ["changed"]
+
+
+def test_same_statement_again_changes_nothing_and_distinct_demands_are_both_kept():
+    existing = extract_anchors("The output must include a table labelled T1.")
+    assert merge_anchors(existing, extract_anchors("the output  must include a table labelled T1")) == []
+    added = merge_anchors(existing, extract_anchors("The output must include a table labelled T2."))
+    assert [c.action for c in added] == ["added"] and added[0].old is None
+
+
+def test_restated_in_one_message_the_last_statement_wins():
+    changes = merge_anchors([], extract_anchors("Budget at most 50k. Actually, budget at most 60k."))
+    assert [(c.action, c.new.text) for c in changes] == [
+        ("added", "Actually, budget at most 60k")]
+
+
+def test_a_lower_tier_candidate_never_downgrades_a_hard_constraint():
+    hard = AnchorRecord(tier=1, text="budget at most 50k", key="max:budget")
+    detail = AnchorRecord(tier=3, text="budget was 70k last year", key="max:budget")
+    assert merge_anchors([hard], [detail]) == []
+    inactive = AnchorRecord(tier=1, text="budget at most 50k", key="max:budget", active=False)
+    assert [c.action for c in merge_anchors([inactive], [detail])] == ["added"]
+
+
+def test_tier_3_details_roll_off_after_keep_turns_and_hard_constraints_never_do():
+    hard = AnchorRecord(tier=1, text="must include a table", key="format:table:", turn=0)
+    conclusion = AnchorRecord(tier=2, text="rows: 120", key="fact:rows", turn=1)
+    old = AnchorRecord(tier=3, text="I'm in meeting room 3", key="detail:a", turn=1)
+    recent = AnchorRecord(tier=3, text="I read 5 pages", key="detail:b", turn=5)
+    gone = AnchorRecord(tier=3, text="in room 9", key="detail:c", turn=0, active=False)
+    changes = roll_off([hard, conclusion, old, recent, gone], current_turn=7, keep_turns=5)
+    assert changes == [AnchorChange("removed", old, None)]
+    assert roll_off([hard, conclusion, old, recent], current_turn=6, keep_turns=5) == []
+
+
+TOOL_RESULT = """Loaded sales.csv
+date,region,revenue,units
+2024-01-03,East,1200,300
+| region | revenue |
+| A | 12 |
+region A sales -12%
+total revenue: 1,234,567
+missing: 3 of 120 (2.5%)
+结论：华东区域下降幅度最大
+Error: column 'price' not found at row 5"""
+
+
+def test_conclusions_in_tool_results_are_tier_2_capped_and_most_conclusion_like_first():
+    found = extract_conclusions(TOOL_RESULT, turn=6, tool_name="csv_describe")
+    assert [a.text for a in found] == ["total revenue: 1,234,567", "missing: 3 of 120 (2.5%)",
+                                       "结论：华东区域下降幅度最大"]
+    assert all((a.tier, a.source, a.turn) == (2, "tool", 6) for a in found)
+    assert found[0].key == "fact:csv_describe:total revenue"
+    wider = [a.text for a in extract_conclusions(TOOL_RESULT, limit=4)]
+    assert wider[0] == "region A sales -12%"
+
+
+def test_conclusions_from_json_and_chinese_results_and_none_from_data_or_errors():
+    found = extract_conclusions('{"rows": 120, "missing_ratio": "2.5%", "ok": true, "name": "x"}')
+    assert [a.text for a in found] == ["rows: 120", "missing_ratio: 2.5%"]
+    zh = extract_conclusions("缺失值比例：2.5%\n华东区域销售额环比下降12%")
+    assert [a.text for a in zh] == ["缺失值比例：2.5%", "华东区域销售额环比下降12%"]
+    assert extract_conclusions("2024-01-03,East,1200,300\n| A | 12 | 13 |") == []
+    assert extract_conclusions("Error: file missing-3.txt not found") == []
+    assert extract_conclusions("The file was read successfully.") == []
+
+
+def test_a_new_value_of_the_same_conclusion_replaces_it():
+    first = extract_conclusions("total revenue: 1,234,567", tool_name="csv")
+    changes = merge_anchors(first, extract_conclusions("total revenue: 1,300,000", tool_name="csv"))
+    assert [c.action for c in changes] == ["changed"]
+    other = merge_anchors(first, extract_conclusions("region 2 sales: 1,300,000", tool_name="csv"))
+    assert [c.action for c in other] == ["added"]
+
+
+def test_render_puts_hard_constraints_first_tagged_and_skips_inactive():
+    anchors = [AnchorRecord(tier=3, text="room 3", turn=2),
+               AnchorRecord(tier=2, text="rows: 120", turn=1),
+               AnchorRecord(tier=1, text="must include a table", turn=3),
+               AnchorRecord(tier=1, text="budget at most 50k", turn=0, active=False)]
+    assert render_anchors(anchors).splitlines() == [
+        "[T1 constraint] must include a table", "[T2 finding] rows: 120", "[T3 detail] room 3"]
+    assert render_anchors([]) == ""
