@@ -13,7 +13,7 @@ from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
-CONCLUSION_SCAN_CHARS = 4000  # conclusions sit at the top of a result; scanning more costs ms
+CONCLUSION_SCAN_CHARS = 1500  # findings lead a result; scanning all of it costs milliseconds
 
 
 def _anchor_sig(a: AnchorRecord) -> tuple:
@@ -39,13 +39,17 @@ class AnchorBook:
     def sync(self, turn: int) -> None:
         """Reload from the Store and report admin edits."""
         self.anchors = self.store.load_anchors(self.session_id)
+        loaded = {a.id for a in self.anchors}
         for anchor in self.anchors:
             before = self._known.get(anchor.id)
             if before == _anchor_sig(anchor):
                 continue
-            action = "added" if before is None else (
-                "removed" if before[2] and not anchor.active else "changed")
-            self._report(turn, anchor, before[1] if before else None, action, "admin")
+            self._report(turn, anchor, before[1] if before else None,
+                         "added" if before is None else "changed", "admin")
+        for anchor_id, (tier, text, _active) in self._known.items():
+            if anchor_id not in loaded:  # deactivated or deleted in the admin
+                gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id)
+                self._report(turn, gone, text, "removed", "admin")
         self._known = {a.id: _anchor_sig(a) for a in self.anchors}
         self.tasks = self.store.load_tasks(self.session_id)
         if _tasks_sig(self.tasks) != self._tasks_known:
@@ -106,9 +110,12 @@ class AnchorBook:
     def _save(self, anchor: AnchorRecord) -> None:
         saved = self.store.save_anchor(self.session_id, anchor)
         anchor.id = saved.id
-        if all(a is not anchor for a in self.anchors):
+        self.anchors = [a for a in self.anchors if a is not anchor]
+        if anchor.active:
             self.anchors.append(anchor)
-        self._known[anchor.id] = _anchor_sig(anchor)
+            self._known[anchor.id] = _anchor_sig(anchor)
+        else:
+            self._known.pop(anchor.id, None)
 
     def _report(self, turn: int, anchor: AnchorRecord, old: str | None, action: str,
                 source: str, trigger: bool = True) -> None:

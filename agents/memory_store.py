@@ -90,7 +90,7 @@ class MemoryStore:
 
     # anchors
     def load_anchors(self, session_id) -> list[AnchorRecord]:
-        return [copy.copy(a) for a in self._anchors[session_id]]
+        return [copy.copy(a) for a in self._anchors[session_id] if a.active]
 
     def save_anchor(self, session_id, anchor) -> AnchorRecord:
         anchor = copy.copy(anchor)

@@ -112,7 +112,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
                        **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(config), workspace=workspace)
+                     tools=default_registry(config, only=plan.tools if plan else None),
+                     workspace=workspace)
     result = loop.run(progress=progress)
     calls = sink.model_calls
     inputs = [c["input_tokens"] for c in calls]

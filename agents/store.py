@@ -78,7 +78,9 @@ class Store(Protocol):
 
     # --- anchors (SPEC C8)
     def load_anchors(self, session_id: str) -> list[AnchorRecord]:
-        """All anchors of the session, active or not, as they are now (admin edits included)."""
+        """The session's active anchors as they are now (admin edits included), oldest first.
+
+        Only active ones: the working set stays small however long the session runs."""
 
     def save_anchor(self, session_id: str, anchor: AnchorRecord) -> AnchorRecord:
         """Insert (id None) or update an anchor; return it with its id."""

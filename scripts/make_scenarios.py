@@ -15,7 +15,7 @@ def retrieval() -> dict:
     steps = [{"tool": "fetch_document", "args": {"tokens": 1600, "topic": TOPICS[i]},
               "say": f"Retrieving source {i + 1} of 6."} for i in range(6)]
     steps.append({"final": "Six sources retrieved and summarised; see the key figures above."})
-    return {"name": "retrieval-6x1600", "window": 4000,
+    return {"name": "retrieval-6x1600", "window": 4000, "tools": ["fetch_document"],
             "goal": "Collect six sources on the energy transition and report their key figures.",
             "steps": steps}
 
@@ -36,6 +36,7 @@ def long_200() -> dict:
     steps.append({"final": "| source | key figure |\n|---|---|\n| 200 documents | see notes |\n\n"
                            "摘要：两百轮检索完成，数据截止到2026年10月31日。"})
     return {"name": "long-200", "window": 128000,
+            "tools": ["fetch_document", "recall", "read_ref", "notes"],
             "goal": "Read 200 documents on the energy transition and write a report.",
             "expect": {"tier1": ["must include a table", "数据必须截止到2026年10月31日",
                                  "at most 80k"]},

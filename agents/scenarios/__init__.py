@@ -32,6 +32,7 @@ class Scenario:
     system: str = ""
     window: int | None = None
     expect_tier1: list[str] = field(default_factory=list)
+    tools: list[str] | None = None  # offer only these tools (schemas cost tokens)
     model_steps: list[ModelStep] = field(default_factory=list)
     # user messages that arrive before the agent turn with this index
     user_before: dict[int, list[str]] = field(default_factory=dict)
@@ -85,7 +86,11 @@ def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{origin}: 'window' must be an integer of at least 1000")
     scenario = Scenario(name=str(data["name"]), goal=str(data["goal"]), steps=data["steps"],
                         system=str(data.get("system", "")), window=window,
-                        expect_tier1=list((data.get("expect") or {}).get("tier1", [])))
+                        expect_tier1=list((data.get("expect") or {}).get("tier1", [])),
+                        tools=data.get("tools"))
+    if scenario.tools is not None and not (
+            isinstance(scenario.tools, list) and all(isinstance(t, str) for t in scenario.tools)):
+        raise ScenarioError(f"{origin}: 'tools' must be a list of tool names")
     pending_users: list[str] = []
     for i, raw in enumerate(data["steps"]):
         kind, value = _parse_step(raw, f"{origin} step {i + 1}")

@@ -163,9 +163,16 @@ def all_tools() -> list[Tool]:
     return [tool for module in modules for tool in module.tools()]
 
 
-def default_registry(config: ContextConfig | None = None) -> ToolRegistry:
-    """A registry with every TaskOS tool; config.tool_result_limit caps each tool's results."""
+def default_registry(config: ContextConfig | None = None,
+                     only: list[str] | None = None) -> ToolRegistry:
+    """A registry with every TaskOS tool (or the named ones); results capped by the config."""
     registry = ToolRegistry(result_limit=config.tool_result_limit if config else None)
-    for tool in all_tools():
-        registry.register(tool)
+    tools = all_tools()
+    unknown = set(only or ()) - {t.name for t in tools}
+    if unknown:
+        raise ValueError(f"unknown tools {sorted(unknown)}; available: "
+                         f"{', '.join(t.name for t in tools)}")
+    for tool in tools:
+        if only is None or tool.name in only:
+            registry.register(tool)
     return registry

@@ -60,7 +60,8 @@ def call_payload(session: Session, number: int) -> dict[str, Any] | None:
     return {**row["payload"], "seq": row["seq"], "turn": row["turn"]}
 
 
-def latest_seq(session: Session) -> int:
-    """The highest stored seq of the session (0 when nothing is stored yet)."""
-    row = SessionEvent.objects.filter(session=session).order_by("-seq").values("seq").first()
+def latest_seq(session: Session | int) -> int:
+    """The highest stored seq of the session (a row or its pk); 0 when nothing is stored."""
+    pk = session.pk if isinstance(session, Session) else session
+    row = SessionEvent.objects.filter(session_id=pk).order_by("-seq").values("seq").first()
     return row["seq"] if row else 0

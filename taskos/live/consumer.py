@@ -9,9 +9,15 @@ the last seq it sent. Rendering from the database, not from the message, means a
 or reordered message never leaves a gap: the next one brings everything after it.
 Until the page has said where it stands, group messages are ignored (they are stored,
 so the first sync includes them), which keeps the transcript free of duplicates.
+
+The channel layer drops messages for a consumer that falls behind (its capacity), so
+the newest events of a burst may never announce themselves. While connected, the
+consumer therefore also checks the database every IDLE_CHECK_S seconds for events it
+has not sent; the stream stays the fast path, the check is the guarantee.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from urllib.parse import parse_qs
@@ -19,6 +25,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from taskos.drawer.events import latest_seq
 from taskos.drawer.stream import Update, render_update
 from taskos.live.publisher import group_name
 from taskos.runs.models import Session
@@ -29,9 +36,11 @@ FORBIDDEN = 4403  # close code: not signed in, or not this person's session
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
+    IDLE_CHECK_S = 3.0
     session_pk: int
     group: str | None = None
     synced_seq: int | None = None  # last seq sent to this page; None until it said where it is
+    watchdog: asyncio.Task | None = None
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -41,13 +50,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not await self.allowed():
             await self.close(code=FORBIDDEN)
             return
+        self.lock = asyncio.Lock()  # one sync at a time: the watchdog and messages share it
         self.group = group_name(self.session_pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.watchdog = asyncio.create_task(self.watch())
         after = parse_qs(self.scope.get("query_string", b"").decode()).get("after")
         if after and after[0].isdigit():
             await self.sync(int(after[0]), full=True)
 
     async def disconnect(self, code: int) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -70,16 +83,28 @@ class SessionConsumer(AsyncWebsocketConsumer):
         seq = int((message.get("event") or {}).get("seq") or 0)
         if seq and seq <= self.synced_seq:
             return  # already sent by an earlier sync
-        await self.sync(self.synced_seq, full=False)
+        await self.sync()
 
-    async def sync(self, after: int, *, full: bool) -> None:
-        update = await self.render(after, full)
-        if update is None:
-            await self.close(code=FORBIDDEN)  # the session was deleted meanwhile
-            return
-        self.synced_seq = update.last_seq
-        if update.html:
-            await self.send(text_data=update.html)
+    async def watch(self) -> None:
+        """Send stored events whose announcements the channel layer dropped."""
+        while True:
+            await asyncio.sleep(self.IDLE_CHECK_S)
+            if self.synced_seq is not None and await self.stored_seq() > self.synced_seq:
+                await self.sync()
+
+    async def sync(self, after: int | None = None, *, full: bool = False) -> None:
+        """Send the fragments after seq `after` (default: after what was sent last)."""
+        async with self.lock:
+            start = self.synced_seq if after is None else after
+            if start is None:
+                return
+            update = await self.render(start, full)
+            if update is None:
+                await self.close(code=FORBIDDEN)  # the session was deleted meanwhile
+                return
+            self.synced_seq = update.last_seq
+            if update.html:
+                await self.send(text_data=update.html)
 
     @database_sync_to_async
     def allowed(self) -> bool:
@@ -87,6 +112,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return False
         return Session.objects.filter(pk=self.session_pk, owner=user).exists()
+
+    @database_sync_to_async
+    def stored_seq(self) -> int:
+        return latest_seq(self.session_pk)
 
     @database_sync_to_async
     def render(self, after: int, full: bool) -> Update | None:

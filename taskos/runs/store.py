@@ -86,7 +86,7 @@ class DjangoStore:
     def load_anchors(self, session_id) -> list[AnchorRecord]:
         return [AnchorRecord(tier=a.tier, text=a.text, key=a.key, source=a.source,
                              active=a.active, turn=a.turn, id=a.pk)
-                for a in Anchor.objects.filter(session_id=session_pk(session_id)).order_by("id")]
+                for a in Anchor.objects.filter(session_id=session_pk(session_id), active=True).order_by("id")]
 
     def save_anchor(self, session_id, anchor) -> AnchorRecord:
         pk = session_pk(session_id)

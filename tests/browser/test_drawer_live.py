@@ -56,8 +56,8 @@ def count_events(stack: Stack, pk: int, *types: str) -> int:
 
 
 def cancel(page: Page) -> None:
-    """Cancel from the status bar (a fragment the consumer rendered) and see it stop."""
-    page.click("#session-status button:has-text('Cancel')")
+    """Cancel from the session page and see the session stop."""
+    page.click("form.cancel button")
     expect(page.locator("#flash")).to_contain_text("Cancel requested")
     expect(page.locator("#session-status .status")).to_have_text("cancelled")
 
@@ -75,7 +75,8 @@ def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     calls = count_events(stack, pk, "MODEL_CALL")
     expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute("data-calls", str(calls))
     compactions = count_events(stack, pk, "COMPACTION")
-    expect(page.locator("#panel-compactions-body article.compaction")).to_have_count(compactions)
+    rows = page.locator("#panel-compactions-body :is(article.compaction, li.compaction-brief)")
+    expect(rows).to_have_count(compactions)
 
 
 def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack) -> None:

@@ -142,3 +142,18 @@ async def test_full_asgi_stack_signs_in_from_the_session_cookie(session, ann_coo
     anonymous = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/?after=0",
                                       headers=[origin])
     await expect_closed_forbidden(anonymous)
+
+
+async def test_events_whose_announcement_was_dropped_still_arrive(session, ann, monkeypatch):
+    from taskos.live.consumer import SessionConsumer
+
+    monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 0.1)
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    await comm.receive_from(timeout=TIMEOUT)
+    # Stored, never published: as if the channel layer dropped the message at capacity.
+    await database_sync_to_async(add_events)(
+        session, ("USER_MESSAGE", {"text": "announcement dropped", "source": "user"}))
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert "announcement dropped" in html and 'id="last-seq" value="1"' in html
+    await comm.disconnect()

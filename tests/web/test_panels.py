@@ -67,7 +67,7 @@ def test_compactions_rows_with_zones_diff_audit_and_refs(session):
     history = next(z for z in first["zones"] if z["zone"] == "history")
     assert (history["before"], history["after"], history["delta"]) == (5000, 800, -4200)
     assert {"op": "add", "text": "- grouped"} in latest["diff"]
-    assert not latest["audit"]["ok"] and latest["audit"]["missing_anchors"] == ["budget ≤ 50k"]
+    assert not latest["audit_ok"] and latest["missing_anchors"] == ["budget ≤ 50k"]
     assert "missing anchor: budget ≤ 50k" in html and "number not in the sources: -13%" in html
     assert "audit ok" in html and "audit failed" in html
     assert f"/sessions/{session.pk}/refs/arc:1:2" in html
@@ -104,7 +104,8 @@ def test_anchors_current_rows_and_changes_by_source(session):
                                    "action": "changed"}, 3))
     panel = AnchorsPanel()
     context, html = panel_view(panel, session)
-    assert [a["tier"] for a in context["anchors"]] == [1, 2, 3]
+    assert [a["tier"] for a in context["anchors"]] == [1, 2]
+    assert [a["text"] for a in context["inactive"]] == ["old detail"]
     assert context["active"] == 2 and context["admin_changes"] == 1
     assert context["changes"][0]["source"] == "admin" and panel.badge(context) == "2"
     assert 'data-source="admin"' in html and "<del>region A sales -10%</del>" in html

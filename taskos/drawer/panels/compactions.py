@@ -9,6 +9,7 @@ from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
 CONTEXT_LINES = 1  # unchanged summary lines kept around each change
+DETAILED = 8  # newest compactions shown in full; older ones get one line each
 
 
 def summary_diff(before: str, after: str) -> list[dict[str, str]]:
@@ -41,6 +42,42 @@ def zone_changes(before: dict[str, int], after: dict[str, int]) -> list[dict[str
     return rows
 
 
+def input_total(zones: dict[str, int]) -> int:
+    return sum(v for k, v in zones.items() if k != "reserve")
+
+
+def brief_row(number: int, ev: Ev) -> dict[str, Any]:
+    """One line of a compaction: enough for the older ones of a long session."""
+    data = ev.payload
+    audit = data.get("audit") or {}
+    return {"number": number, "seq": ev.seq, "turn": ev.turn, "trigger": data.get("trigger", ""),
+            "total_before": input_total(data.get("before") or {}),
+            "total_after": input_total(data.get("after") or {}),
+            "fallback": bool(data.get("fallback")), "noop": bool(data.get("noop")),
+            "audit_known": bool(audit), "audit_ok": audit.get("ok")}
+
+
+def detailed_row(number: int, ev: Ev) -> dict[str, Any]:
+    """Everything about one compaction: zones, summary diff, audit and what left."""
+    data = ev.payload
+    archived = data.get("archived_turns") or []
+    audit = data.get("audit") or {}
+    return {
+        **brief_row(number, ev),
+        "zones": zone_changes(data.get("before") or {}, data.get("after") or {}),
+        "diff": summary_diff(data.get("summary_before", ""), data.get("summary_after", "")),
+        "fallback_reason": data.get("fallback_reason") or "",
+        "instructions": data.get("instructions") or "",
+        "archived_first": archived[0] if len(archived) == 2 else None,
+        "archived_last": archived[1] if len(archived) == 2 else None,
+        "refs": list(data.get("refs") or []),
+        "missing_anchors": audit.get("missing_anchors") or [],
+        "missing_tasks": audit.get("missing_tasks") or [],
+        "unsupported_numbers": audit.get("unsupported_numbers") or [],
+        "snapshot_present": audit.get("snapshot_present"),
+    }
+
+
 class CompactionsPanel(Panel):
     name = "compactions"
     title = "Compactions"
@@ -48,36 +85,15 @@ class CompactionsPanel(Panel):
     event_types = ("COMPACTION_STARTED", "COMPACTION")
 
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        rows = []
-        for number, ev in enumerate((e for e in events if e.type == "COMPACTION"), start=1):
-            data = ev.payload
-            before, after = data.get("before") or {}, data.get("after") or {}
-            archived = data.get("archived_turns") or []
-            audit = data.get("audit") or {}
-            rows.append({
-                "number": number, "seq": ev.seq, "turn": ev.turn,
-                "trigger": data.get("trigger", ""), "zones": zone_changes(before, after),
-                "total_before": sum(v for k, v in before.items() if k != "reserve"),
-                "total_after": sum(v for k, v in after.items() if k != "reserve"),
-                "diff": summary_diff(data.get("summary_before", ""),
-                                     data.get("summary_after", "")),
-                "fallback": bool(data.get("fallback")),
-                "fallback_reason": data.get("fallback_reason") or "",
-                "instructions": data.get("instructions") or "",
-                "archived_first": archived[0] if len(archived) == 2 else None,
-                "archived_last": archived[1] if len(archived) == 2 else None,
-                "refs": list(data.get("refs") or []),
-                "audit": {
-                    "ok": audit.get("ok"), "known": bool(audit),
-                    "missing_anchors": audit.get("missing_anchors") or [],
-                    "missing_tasks": audit.get("missing_tasks") or [],
-                    "unsupported_numbers": audit.get("unsupported_numbers") or [],
-                    "snapshot_present": audit.get("snapshot_present"),
-                },
-            })
+        done = [ev for ev in events if ev.type == "COMPACTION"]
+        newest_first = list(enumerate(done, start=1))[::-1]
         running = bool(events) and events[-1].type == "COMPACTION_STARTED"
-        return {"rows": rows[::-1], "count": len(rows),
-                "running_trigger": events[-1].payload.get("trigger", "") if running else None}
+        return {
+            "rows": [detailed_row(n, ev) for n, ev in newest_first[:DETAILED]],
+            "older": [brief_row(n, ev) for n, ev in newest_first[DETAILED:]],
+            "count": len(done),
+            "running_trigger": events[-1].payload.get("trigger", "") if running else None,
+        }
 
     def badge(self, context: dict[str, Any]) -> str:
         if context["running_trigger"] is not None:

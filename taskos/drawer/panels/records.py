@@ -7,6 +7,7 @@ from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
 CHANGES_SHOWN = 30
+INACTIVE_SHOWN = 20
 TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
 
 
@@ -17,20 +18,23 @@ class AnchorsPanel(Panel):
     event_types = ("ANCHOR_CHANGED",)
 
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        anchors = [{"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
-                    "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
-                   for a in session.anchors.order_by("-active", "tier", "pk")]
+        rows = [{"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
+                 "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
+                for a in session.anchors.order_by("tier", "-pk")]
+        active = [a for a in rows if a["active"]]
+        inactive = [a for a in rows if not a["active"]]
         changes = [{"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
                     "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
                     "source": ev.payload.get("source", ""),
                     "action": ev.payload.get("action", "changed")}
                    for ev in reversed(events[-CHANGES_SHOWN:])]
-        return {"anchors": anchors, "changes": changes,
-                "active": sum(1 for a in anchors if a["active"]),
+        # Long runs retire hundreds of anchors; the newest retired ones are enough to show.
+        return {"anchors": active, "inactive": inactive[:INACTIVE_SHOWN],
+                "inactive_count": len(inactive), "changes": changes, "active": len(active),
                 "admin_changes": sum(1 for ev in events if ev.payload.get("source") == "admin")}
 
     def badge(self, context: dict[str, Any]) -> str:
-        return str(context["active"]) if context["anchors"] else ""
+        return str(context["active"]) if context["active"] else ""
 
 
 class TasksPanel(Panel):
