@@ -14,7 +14,8 @@ from agents.context import Request
 from agents.events import Event, EventType
 from agents.history import Msg
 from agents.snapshot import render_snapshot
-from agents.summary import audit_compaction
+from agents.errors import error_payload
+from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
 from agents.tools.notes import render_notes
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ class ContextKeeper:
                              instructions, noop=True)
             return
         if outcome.fallback:
-            loop.emit(Event(EventType.ERROR, {**_summary_failed(outcome.fallback_reason)}))
+            loop.emit(Event(EventType.ERROR, error_payload("summary_failed",
+                                                           outcome.fallback_reason, fatal=False)))
         self.refresh_snapshot()
         self._write_handoff(outcome)
         self._report(outcome, before, instructions)
@@ -103,7 +105,6 @@ class ContextKeeper:
             self.compact("budget", emergency=True)
         over = ctx.input_tokens(hint_msgs) - limit
         if over > 0 and ctx.summary_text:
-            from agents.summary import StructuredSummary, render, shrink_to
             target = max(0, ctx.zones()["summary"] - over)
             shrunk = shrink_to(StructuredSummary.from_dict(ctx.summary), target, ctx.count)
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
@@ -180,7 +181,7 @@ class ContextKeeper:
             snapshot_text=ctx.snapshot_text,
             open_tasks=[t.subject for t in loop.book.tasks if t.state != "completed"],
             new_summary_text=ctx.summary_text,
-            compacted_text="\n".join(m.text or json.dumps(m.data.get("tool_calls") or "")
+            compacted_text="\n".join(m.text + json.dumps(m.data.get("tool_calls") or "")
                                      for m in outcome.compacted),
             previous_summary_text=outcome.summary_before)
         loop.emit(Event(EventType.COMPACTION, {
@@ -191,7 +192,3 @@ class ContextKeeper:
             "summary_calls": outcome.summary_calls, "audit": audit,
             "instructions": instructions, "noop": noop}))
 
-
-def _summary_failed(reason: str) -> dict:
-    from agents.errors import error_payload
-    return error_payload("summary_failed", reason, fatal=False)

@@ -1,6 +1,9 @@
 """The domain tables (SPEC W1): sessions, their tasks, anchors, archive and event log."""
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -117,6 +120,13 @@ class Session(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def workspace(self) -> Path:
+        """The session's sandbox folder; the creation time keeps it apart from a session
+        with the same number in another (or a recreated) database."""
+        stamp = self.created_at.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        return Path(settings.TASKOS_WORKSPACES) / f"{self.pk}-{stamp}"
 
     @property
     def tasks_total(self) -> int:

@@ -86,7 +86,8 @@ class DjangoStore:
     def load_anchors(self, session_id) -> list[AnchorRecord]:
         return [AnchorRecord(tier=a.tier, text=a.text, key=a.key, source=a.source,
                              active=a.active, turn=a.turn, id=a.pk)
-                for a in Anchor.objects.filter(session_id=session_pk(session_id), active=True).order_by("id")]
+                for a in Anchor.objects.filter(session_id=session_pk(session_id), active=True)
+                .order_by("id")]
 
     def save_anchor(self, session_id, anchor) -> AnchorRecord:
         pk = session_pk(session_id)
@@ -142,7 +143,7 @@ class DjangoStore:
         return dict(notes or {})
 
     def save_notes(self, session_id, notes) -> None:
-        Session.objects.filter(pk=session_pk(session_id)).update(notes=_json_safe(notes))
+        Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
 
     # --- loop state
     def load_state(self, session_id):
@@ -150,27 +151,33 @@ class DjangoStore:
             "engine_state", flat=True).first()
 
     def save_state(self, session_id, state) -> None:
-        updated = Session.objects.filter(pk=session_pk(session_id)).update(
-            engine_state=_json_safe(state))
+        # Plain JSON or an error, as in MemoryStore: a state that does not serialise is an
+        # engine bug, not something to paper over.
+        updated = Session.objects.filter(pk=session_pk(session_id)).update(engine_state=state)
         if not updated:
             raise UnknownSession(f"No session {session_id} to save the engine state of")
 
     # --- requests from people
+    # Both take_* run every turn and nearly always find nothing: a plain read first, and the
+    # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
     def take_user_messages(self, session_id) -> list[str]:
+        waiting = PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
+        if not waiting.exists():
+            return []
         with transaction.atomic():
-            pending = list(PendingMessage.objects.select_for_update()
-                           .filter(session_id=session_pk(session_id), taken=False)
-                           .order_by("id").values_list("id", "text"))
+            pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
             PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(taken=True)
         return [text for _, text in pending]
 
     def take_compaction_request(self, session_id) -> str | None:
+        sessions = Session.objects.filter(pk=session_pk(session_id))
+        if not sessions.filter(compact_request__isnull=False).exists():
+            return None
         with transaction.atomic():
-            request = (Session.objects.select_for_update()
-                       .filter(pk=session_pk(session_id))
-                       .values_list("compact_request", flat=True).first())
+            request = sessions.select_for_update().values_list("compact_request",
+                                                               flat=True).first()
             if request is not None:
-                Session.objects.filter(pk=session_pk(session_id)).update(compact_request=None)
+                sessions.update(compact_request=None)
         return request
 
     def cancel_requested(self, session_id) -> bool:

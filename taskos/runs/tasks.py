@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import logging
 import traceback
-from pathlib import Path
 
 from celery import shared_task
-from django.conf import settings
 from django.utils import timezone
 
 from agents.events import Event, EventType
@@ -35,7 +33,7 @@ def execute_session(session: Session, progress=None) -> dict:
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
             store=DjangoStore(), events=publisher,
-            workspace=Path(settings.TASKOS_WORKSPACES) / str(session.pk), progress=progress)
+            workspace=session.workspace, progress=progress)
     except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
         mark_failed(session, publisher, exc)
         raise

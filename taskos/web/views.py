@@ -52,7 +52,7 @@ def session_table(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_session(request: HttpRequest) -> HttpResponse:
-    form = NewSessionForm(request.POST or None)
+    form = NewSessionForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

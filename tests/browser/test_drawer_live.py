@@ -85,8 +85,12 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack) -> None:
     page.evaluate(WATCH)
     stack.resume("worker")
 
-    expect(page.locator("#panel-compactions-body article.compaction").first).to_be_visible()
-    # The README's picture: the drawer right after a compaction, the session held there.
+    # The README's picture: the drawer right after a compaction that rewrote the summary,
+    # with a few calls of the sawtooth behind it, the session held there.
+    page.wait_for_function("""() => {
+      const rows = document.querySelectorAll('#panel-compactions-body article.compaction');
+      return rows.length >= 5 && rows[0].querySelector('.diff .add') !== null;
+    }""", timeout=90_000)
     stack.pause("worker")
     page.locator("#drawer").screenshot(path=str(SCREENSHOT))
     stack.resume("worker")
@@ -133,6 +137,13 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     expect(inspector).to_contain_text("report every figure in EUR")
     assert int(inspector.get_attribute("data-call")) > calls_before
     expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
+
+    # "Compact now" with focus instructions runs at the start of the next turn (C13).
+    page.fill("form.compact-now input[name=instructions]", "keep the EUR figures")
+    page.click("form.compact-now button")
+    expect(page.locator("#flash")).to_contain_text("Compaction requested")
+    manual = page.locator("#panel-compactions-body article.compaction[data-trigger=manual]")
+    expect(manual.first).to_contain_text("Focus: keep the EUR figures")
     cancel(page)
 
 

@@ -59,6 +59,7 @@ def test_worker_runs_a_scenario_to_the_end_with_its_events_stored(worker, sim_pr
     assert types[0] == "SESSION_STARTED" and types[-1] == "SESSION_FINISHED"
     assert {"BUDGET", "MODEL_CALL", "TOOL_CALL", "TOOL_RESULT", "COMPACTION"} <= set(types)
     assert done.archive.count() > 0  # raw tool results went to the archive
+    assert done.workspace.is_dir()  # the engine worked in the session's own folder
 
 
 def test_an_engine_crash_fails_the_session_with_an_error_event(worker, sim_profile, monkeypatch):

@@ -122,3 +122,14 @@ def test_admin_is_created_once_and_its_password_shown_once(monkeypatch, django_u
     assert "TASKOS_ADMIN_PASSWORD" in ensure_admin()
     admin.refresh_from_db()
     assert admin.check_password("correct-horse-battery")
+
+
+def test_up_warns_when_the_listening_host_is_not_an_allowed_host(settings):
+    from taskos.runs.management.commands.up import Command
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    out = io.StringIO()
+    command = Command(stdout=out)
+    command.warn_about_hosts("127.0.0.1")
+    assert out.getvalue() == ""
+    command.warn_about_hosts("0.0.0.0")
+    assert "TASKOS_ALLOWED_HOSTS" in out.getvalue()

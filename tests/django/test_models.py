@@ -1,4 +1,5 @@
 """The domain models (SPEC W1): fields, constraints, helpers and the default profile."""
+import datetime
 from decimal import Decimal
 
 import pytest
@@ -48,6 +49,17 @@ def test_session_defaults_and_progress_helpers(make_session):
     assert not session.is_active
 
 
+def test_each_session_has_its_own_workspace_folder(make_session, workspaces_in_tmp):
+    session = make_session()
+    assert session.workspace.parent == workspaces_in_tmp
+    assert session.workspace.name.startswith(f"{session.pk}-")
+    before = session.workspace
+    # Same number, other creation time (a recreated database): another folder, so a new
+    # session never inherits an older session's files.
+    session.created_at -= datetime.timedelta(days=1)
+    assert session.workspace != before
+
+
 def test_task_ids_are_unique_per_session(make_session):
     first, second = make_session(), make_session()
     Task.objects.create(session=first, task_id="1", subject="a")
@@ -93,6 +105,7 @@ def test_binary_rows_index_only_their_tool_name():
 
 
 def test_anchor_tiers_have_labels(make_session):
-    anchor = Anchor.objects.create(session=make_session(), tier=1, text="output must include a table")
+    anchor = Anchor.objects.create(session=make_session(), tier=1,
+                                   text="output must include a table")
     assert anchor.get_tier_display().startswith("Tier 1")
     assert anchor.source == "user" and anchor.active

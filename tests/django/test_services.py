@@ -22,17 +22,17 @@ def test_create_session_with_a_goal_defaults_to_the_profile_window(sim_profile):
     assert session.goal == "Summarise the CSV" and session.window == sim_profile.context_size
 
 
-@pytest.mark.parametrize("goal, scenario, window, settings, message", [
+@pytest.mark.parametrize("goal, scenario, window, context, message", [
     ("", "", None, {}, "Give a goal or choose a scenario"),
     ("x", "no-such-scenario", None, {}, "Unknown scenario 'no-such-scenario'"),
     ("x", "", 500, {}, "at least 1000 tokens"),
     ("x", "", 200_000, {}, "larger than the context size"),
     ("x", "", None, {"trigger_ratio": 1.0}, "trigger_ratio must be greater than 0 and at most 0.9"),
 ])
-def test_create_session_explains_what_is_wrong(sim_profile, goal, scenario, window, settings,
+def test_create_session_explains_what_is_wrong(sim_profile, goal, scenario, window, context,
                                                message):
     with pytest.raises(SessionError, match=message):
-        services.create_session(None, goal, scenario, sim_profile, window, settings)
+        services.create_session(None, goal, scenario, sim_profile, window, context)
     assert Session.objects.count() == 0
 
 

@@ -1,14 +1,8 @@
 """Fixtures for the dashboard, drawer and consumer tests."""
 from __future__ import annotations
 
-import os
-
 import pytest
 from channels.layers import channel_layers, get_channel_layer
-
-from .factories import make_session
-
-TEST_REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
 
 
 @pytest.fixture(autouse=True)
@@ -34,16 +28,14 @@ def ann_client(client, ann):
 
 
 @pytest.fixture
-def session(ann):
-    return make_session(ann)
+def session(ann, make_session):
+    return make_session(owner=ann, goal="Analyse regional sales", status="running",
+                        context_settings={"trigger_ratio": 0.8})
 
 
 @pytest.fixture
-def redis_layer(settings):
+def redis_layer(channels_redis_url):
     """The Redis channel layer on the test Redis, rebuilt so no earlier layer leaks in."""
-    settings.CHANNEL_LAYERS = {"default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [TEST_REDIS_URL], "prefix": f"taskos-test-{os.getpid()}"}}}
     channel_layers.backends.clear()
     yield get_channel_layer()
     channel_layers.backends.clear()

@@ -6,24 +6,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from taskos.runs.models import ModelProfile, Session, SessionEvent
+from taskos.runs.models import Session, SessionEvent
 
 ZONE_ORDER = ("system", "snapshot", "summary", "history", "hints")
-
-
-def sim_profile() -> ModelProfile:
-    """The built-in profile; transactional tests flush the row its migration created."""
-    profile, _ = ModelProfile.objects.get_or_create(
-        name="sim", defaults={"model": "taskos-sim", "context_size": 128_000})
-    return profile
-
-
-def make_session(owner, **fields: Any) -> Session:
-    defaults = {"goal": "Analyse regional sales", "scenario": "", "window": 8000,
-                "profile": sim_profile(),
-                "status": Session.Status.RUNNING,
-                "context_settings": {"trigger_ratio": 0.8}}
-    return Session.objects.create(owner=owner, **{**defaults, **fields})
 
 
 def add_events(session: Session, *events: tuple[str, dict[str, Any]] | tuple[str, dict, int]

@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.db import connections
 
 from agents.events import Event
 from taskos.live.publisher import ChannelsPublisher, group_name
@@ -18,6 +19,14 @@ from .factories import add_events, budget
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("redis_layer")]
 
 TIMEOUT = 20  # generous: a busy CI machine renders slowly, nothing here measures time
+
+
+@pytest.fixture(autouse=True)
+async def close_consumer_connections():
+    """The consumer's queries run on asgiref's worker thread; close its connection after
+    each test, or PostgreSQL refuses to drop the test database at the end."""
+    yield
+    await database_sync_to_async(connections.close_all)()
 
 
 def communicator(session, user, query: str = "") -> WebsocketCommunicator:

@@ -7,7 +7,7 @@ import pytest
 
 from taskos.runs.models import ArchivedTurn, PendingMessage, Session
 
-from .factories import add_events, budget, compaction, make_session, model_call
+from .factories import add_events, budget, compaction, model_call
 
 pytestmark = pytest.mark.django_db
 
@@ -62,14 +62,14 @@ def test_inspect_pins_a_call_out_of_reach_of_live_updates(ann_client, session):
     assert following.startswith('<div id="panel-inspector-body"') and 'data-call="2"' in following
 
 
-def test_ref_reads_archived_text_in_pages(ann_client, ann, session, settings):
+def test_ref_reads_archived_text_in_pages(make_session, ann_client, ann, session, settings):
     row = ArchivedTurn.objects.create(session=session, turn=3, role="tool", tool_name="read_file",
                                       content="A" * 20_000 + "B" * 5)
     first = ann_client.get(f"/sessions/{session.pk}/refs/{row.ref}").content.decode()
     second = ann_client.get(f"/sessions/{session.pk}/refs/{row.ref}?page=2").content.decode()
     assert "page 1 of 2" in first and "BBBBB" not in first
     assert "BBBBB" in second
-    other = make_session(ann)
+    other = make_session(owner=ann)
     # A ref of another session is not readable through this one.
     assert ann_client.get(f"/sessions/{other.pk}/refs/{row.ref}").status_code == 404
 
@@ -98,15 +98,15 @@ def test_htmx_actions_answer_with_a_notice(ann_client, session):
     assert session.compact_request == "keep Q3" and session.cancel_requested
 
 
-def test_actions_on_a_finished_session_explain_why_not(ann_client, ann):
-    done = make_session(ann, status=Session.Status.FINISHED)
+def test_actions_on_a_finished_session_explain_why_not(make_session, ann_client, ann):
+    done = make_session(owner=ann, status=Session.Status.FINISHED)
     response = ann_client.post(f"/sessions/{done.pk}/compact", {}, HTTP_HX_REQUEST="true")
     assert response.status_code == 422
     assert f"Cannot compact: session #{done.pk} is finished." in response.content.decode()
 
 
-def test_plain_form_posts_redirect_back_with_the_message(ann_client, ann):
-    queued = make_session(ann, status=Session.Status.QUEUED)
+def test_plain_form_posts_redirect_back_with_the_message(make_session, ann_client, ann):
+    queued = make_session(owner=ann, status=Session.Status.QUEUED)
     response = ann_client.post(f"/sessions/{queued.pk}/cancel", follow=True)
     assert response.redirect_chain[-1][0] == f"/sessions/{queued.pk}/"
     assert "Cancelled before it started." in response.content.decode()

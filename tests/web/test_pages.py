@@ -5,7 +5,7 @@ import pytest
 
 from taskos.runs.models import ModelProfile, Session
 
-from .factories import add_events, budget, make_session
+from .factories import add_events, budget
 
 pytestmark = pytest.mark.django_db
 
@@ -46,8 +46,8 @@ def test_someone_elses_session_cannot_be_acted_on(client, bob, session, action):
     assert not session.cancel_requested and session.compact_request is None
 
 
-def test_dashboard_lists_only_own_sessions_with_progress(ann_client, ann, bob, session):
-    make_session(bob, goal="Bob's secret goal")
+def test_dashboard_lists_only_own_sessions_with_progress(make_session, ann_client, ann, bob, session):
+    make_session(owner=bob, goal="Bob's secret goal")
     session.tasks.create(task_id="1", subject="a", state="completed")
     session.tasks.create(task_id="2", subject="b")
     Session.objects.filter(pk=session.pk).update(turns=7, total_input_tokens=12345, cost=0.25)
@@ -58,8 +58,8 @@ def test_dashboard_lists_only_own_sessions_with_progress(ann_client, ann, bob, s
     assert 'hx-trigger="every 3s"' in html  # a running session keeps the table polling
 
 
-def test_goal_is_escaped_everywhere(ann_client, ann):
-    hostile = make_session(ann, goal=XSS)
+def test_goal_is_escaped_everywhere(make_session, ann_client, ann):
+    hostile = make_session(owner=ann, goal=XSS)
     add_events(hostile, ("USER_MESSAGE", {"text": XSS, "source": "user"}),
                ("TOOL_RESULT", {"call_id": "c", "name": "read_file", "original_chars": 10,
                                 "kept_chars": 10, "original_tokens": 3, "kept_tokens": 3,
@@ -141,7 +141,7 @@ def test_session_page_renders_transcript_drawer_and_socket(ann_client, session):
     assert "Compact now" in html
 
 
-def test_finished_session_page_has_no_socket_or_controls(ann_client, ann):
-    done = make_session(ann, status=Session.Status.FINISHED)
+def test_finished_session_page_has_no_socket_or_controls(make_session, ann_client, ann):
+    done = make_session(owner=ann, status=Session.Status.FINISHED)
     html = ann_client.get(f"/sessions/{done.pk}/").content.decode()
     assert "ws-connect" not in html and "Compact now" not in html and "Cancel" not in html

@@ -205,3 +205,14 @@ def test_model_call_messages_stay_in_the_database_for_charting(session):
     [event] = load_events(session, ["MODEL_CALL"])
     assert "messages" not in event.payload
     assert event.payload["zones"]["system"] == 300 and event.payload["over_window"] is False
+
+
+def test_older_compactions_shrink_to_one_line_each(session):
+    add_events(session, *[compaction("rolling") for _ in range(11)],
+               compaction("manual", noop=True, instructions="keep Q3"))
+    context, html = panel_view(CompactionsPanel(), session)
+    assert [row["number"] for row in context["rows"]] == list(range(12, 4, -1))
+    assert [row["number"] for row in context["older"]] == [4, 3, 2, 1]
+    assert "diff" not in context["older"][0] and context["rows"][0]["noop"]
+    assert html.count('class="compaction-brief"') == 4 and "4 earlier compactions" in html
+    assert "Focus: keep Q3" in html and "no-op" in html

@@ -87,7 +87,9 @@ class CompactionsPanel(Panel):
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
         done = [ev for ev in events if ev.type == "COMPACTION"]
         newest_first = list(enumerate(done, start=1))[::-1]
-        running = bool(events) and events[-1].type == "COMPACTION_STARTED"
+        # A start with no end is running only while the session is; else it failed midway.
+        running = (bool(events) and events[-1].type == "COMPACTION_STARTED"
+                   and session.is_active)
         return {
             "rows": [detailed_row(n, ev) for n, ev in newest_first[:DETAILED]],
             "older": [brief_row(n, ev) for n, ev in newest_first[DETAILED:]],

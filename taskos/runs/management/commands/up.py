@@ -67,6 +67,15 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=2,
                             help="sessions the worker runs at once (2)")
 
+    def warn_about_hosts(self, host: str) -> None:
+        allowed = settings.ALLOWED_HOSTS
+        if host in ("127.0.0.1", "localhost") or host in allowed or "*" in allowed:
+            return
+        self.stdout.write(self.style.WARNING(
+            f"Listening on {host}: requests are answered only for the host names in "
+            f"TASKOS_ALLOWED_HOSTS (now {','.join(allowed) or 'empty'}); add the name or "
+            "address people will use."))
+
     def handle(self, *args, **options):
         launcher = Launcher(host=options["host"], port=options["port"],
                             redis_port=options["redis_port"],
@@ -75,6 +84,7 @@ class Command(BaseCommand):
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             launcher.check_ports()
+            self.warn_about_hosts(options["host"])
             call_command("migrate", interactive=False, verbosity=0)
             login = ensure_admin()
             redis_url = launcher.resolve_redis(os.environ.get("REDIS_URL"))
@@ -85,7 +95,8 @@ class Command(BaseCommand):
             if launcher.started_own_redis:
                 resumed = resume_interrupted(redis_url)
                 if resumed:
-                    self.stdout.write(f"Resuming {resumed} session(s) interrupted by the last stop.")
+                    self.stdout.write(f"Resuming {resumed} session(s) interrupted by the "
+                                      "last stop.")
             url = f"http://{options['host']}:{options['port']}/"
             self.stdout.write(self.style.SUCCESS(f"\nTaskOS is running at {url}"))
             self.stdout.write(f"Log in as {login}")
