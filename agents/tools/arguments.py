@@ -97,9 +97,9 @@ def parse_arguments(tool: Tool, arguments_json: str | dict[str, Any] | None) -> 
 def example_arguments(tool: Tool) -> str:
     """A JSON object with the required arguments, to show in error messages."""
     params = tool.schema()["function"]["parameters"]
-    placeholders = {"string": "...", "integer": 1, "number": 1.0, "boolean": True,
+    sample_values = {"string": "...", "integer": 1, "number": 1.0, "boolean": True,
                     "array": [], "object": {}}
-    example = {name: placeholders.get(params["properties"][name].get("type"), "...")
+    example = {name: sample_values.get(params["properties"][name].get("type"), "...")
                for name in params.get("required", [])}
     return json.dumps(example, ensure_ascii=False)
 

@@ -27,6 +27,7 @@ class Update:
 
     html: str
     last_seq: int
+    active: bool  # the session was still queued or running when this was rendered
 
 
 def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
@@ -67,7 +68,7 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
     """
     new = load_events(session, after=after)
     if not new and not full:
-        return Update("", after)
+        return Update("", after, session.is_active)
     # A browser claiming more than is stored (a reset database) is set back to what is.
     last = new[-1].seq if new else min(max(after, 0), latest_seq(session))
     if full:
@@ -82,7 +83,7 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
     parts.append(render_panels(session, panels, oob=True))
     parts.append(render_status(session, oob=True))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
-    return Update("\n".join(parts), last)
+    return Update("\n".join(parts), last, session.is_active)
 
 
 def page_state(session: Session) -> dict[str, object]:

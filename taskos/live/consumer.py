@@ -40,6 +40,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     session_pk: int
     group: str | None = None
     synced_seq: int | None = None  # last seq sent to this page; None until it said where it is
+    active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
 
     async def connect(self) -> None:
@@ -89,8 +90,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """Send stored events whose announcements the channel layer dropped."""
         while True:
             await asyncio.sleep(self.IDLE_CHECK_S)
-            if self.synced_seq is not None and await self.stored_seq() > self.synced_seq:
-                await self.sync()
+            if self.synced_seq is None:
+                continue
+            try:
+                if await self.stored_seq() > self.synced_seq:
+                    await self.sync()
+                elif not self.active:
+                    return  # the session ended and the page has all of it
+            except Exception:  # noqa: BLE001 - a failed check must not end the live page
+                log.warning("Checking session %s for unsent events failed", self.session_pk,
+                            exc_info=True)
 
     async def sync(self, after: int | None = None, *, full: bool = False) -> None:
         """Send the fragments after seq `after` (default: after what was sent last)."""
@@ -102,7 +111,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if update is None:
                 await self.close(code=FORBIDDEN)  # the session was deleted meanwhile
                 return
-            self.synced_seq = update.last_seq
+            self.synced_seq, self.active = update.last_seq, update.active
             if update.html:
                 await self.send(text_data=update.html)
 

@@ -101,3 +101,37 @@ def test_a_session_cancelled_while_queued_never_starts(sim_profile, monkeypatch)
     session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
     services.request_cancel(session)
     assert run_session.apply(args=[session.pk]).get() == {"status": "cancelled"}
+
+
+class WorkerKilled(BaseException):
+    """Stands in for SIGKILL: not an Exception, so nothing marks the session failed."""
+
+
+def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, channels_redis_url,
+                                                               monkeypatch):
+    from taskos.runs.store import DjangoStore
+    save_state = DjangoStore.save_state
+    saved = []
+
+    def dies_after_the_fourth_turn(self, session_id, state):
+        save_state(self, session_id, state)
+        saved.append(state)
+        if len(saved) == 4:
+            raise WorkerKilled
+
+    monkeypatch.setattr(DjangoStore, "save_state", dies_after_the_fourth_turn)
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    with pytest.raises(WorkerKilled):
+        run_session.apply(args=[session.pk], throw=True)
+    session.refresh_from_db()
+    assert session.status == "running" and session.engine_state is not None
+    monkeypatch.setattr(DjangoStore, "save_state", save_state)
+
+    run_session.apply(args=[session.pk])  # the redelivered message
+    session.refresh_from_db()
+    assert session.status == "finished" and session.final_answer
+    started = list(session.events.filter(type="SESSION_STARTED")
+                   .values_list("payload__resumed", flat=True))
+    assert started == [False, True]
+    seqs = list(session.events.values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))  # one unbroken event log across both runs
