@@ -13,6 +13,7 @@ from agents.compaction import CompactionOutcome, Compactor
 from agents.context import Request
 from agents.events import Event, EventType
 from agents.history import Msg
+from agents.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
@@ -29,6 +30,10 @@ class ContextKeeper:
         self.ctx = loop.ctx
         self.compactor = Compactor(self.ctx, self._summarize)
         self.handoff: dict[str, Any] = {}
+        self.metrics = CompactionMetrics()
+        # Onion order: publishing sees the final state, after rescue and metrics ran.
+        self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
+                                          self._anchor_rescue_hook, *loop.spec.compress_hooks]
 
     # --- the per-iteration pipeline
     def prepare(self, hints: bool = True) -> tuple[Request, int]:
@@ -42,6 +47,8 @@ class ContextKeeper:
             self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
                                            summary_after=ctx.summary_text), before)
         manual = loop.store.take_compaction_request(loop.session_id)
+        if manual is None:  # the model asked through compress_context (C13)
+            manual = loop.tool_state.pop("compaction_request", None)
         trigger = "manual" if manual is not None else self.trigger()
         if trigger:
             self.compact(trigger, instructions=manual or "")
@@ -79,23 +86,41 @@ class ContextKeeper:
         return None
 
     def compact(self, trigger: str, instructions: str = "", emergency: bool = False) -> None:
+        call = CompressCall(trigger=trigger, instructions=instructions, emergency=emergency)
+        run_with_hooks(self.hooks, call, lambda: self.compactor.compact(
+            trigger, constraints=self.loop.book.hard_constraints(), instructions=instructions,
+            emergency=emergency))
+
+    # --- the built-in hooks, outermost first
+    def _publish_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
+        """Emit COMPACTION_STARTED before and COMPACTION (with its audit) after."""
         loop = self.loop
         before = self.ctx.zones()
-        loop.emit(Event(EventType.COMPACTION_STARTED, {"trigger": trigger}))
-        outcome = self.compactor.compact(trigger, constraints=loop.book.hard_constraints(),
-                                         instructions=instructions, emergency=emergency)
+        loop.emit(Event(EventType.COMPACTION_STARTED, {"trigger": call.trigger}))
+        outcome = proceed()
         if outcome is None:
-            if trigger == "manual":  # a person asked: say that nothing was old enough
-                self._report(CompactionOutcome(trigger=trigger, summary_before=self.ctx.summary_text,
+            if call.trigger == "manual":  # a person asked: say that nothing was old enough
+                self._report(CompactionOutcome(trigger=call.trigger,
+                                               summary_before=self.ctx.summary_text,
                                                summary_after=self.ctx.summary_text), before,
-                             instructions, noop=True)
-            return
+                             call.instructions, noop=True)
+            return None
         if outcome.fallback:
             loop.emit(Event(EventType.ERROR, error_payload("summary_failed",
                                                            outcome.fallback_reason, fatal=False)))
-        self.refresh_snapshot()
         self._write_handoff(outcome)
-        self._report(outcome, before, instructions)
+        self._report(outcome, before, call.instructions)
+        return outcome
+
+    def _anchor_rescue_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
+        """After compacting, rebuild the snapshot so every tier-1 anchor is back in view."""
+        outcome = proceed()
+        if outcome is not None:
+            self.refresh_snapshot()
+            missing = [a for a in self.loop.book.hard_constraints()
+                       if a not in self.ctx.snapshot_text]
+            call.extra["rescued_anchors"] = missing
+        return outcome
 
     def fit(self, hint_msgs: list[Msg]) -> None:
         """Make the request fit, in order: compact all, shrink summary, cut the newest turn."""

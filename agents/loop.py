@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -44,6 +44,7 @@ class SessionSpec:
     config: ContextConfig
     system_prompt: str = DEFAULT_SYSTEM
     scenario: Scenario | None = None
+    compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
 
 
 @dataclass

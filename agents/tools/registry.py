@@ -14,7 +14,7 @@ import traceback
 from typing import Any
 
 from agents.config import ContextConfig
-from agents.tools import data, documents, notes, recall, sql, tasks, workspace
+from agents.tools import compress, data, documents, notes, recall, sql, tasks, workspace
 from agents.tools.arguments import hidden_parameters, parse_arguments
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome
 from agents.tools.bounding import bound_rendered
@@ -168,6 +168,8 @@ def default_registry(config: ContextConfig | None = None,
     """A registry with every TaskOS tool (or the named ones); results capped by the config."""
     registry = ToolRegistry(result_limit=config.tool_result_limit if config else None)
     tools = all_tools()
+    if config is not None and config.compression_tool_enabled:
+        tools += compress.tools()
     unknown = set(only or ()) - {t.name for t in tools}
     if unknown:
         raise ValueError(f"unknown tools {sorted(unknown)}; available: "
