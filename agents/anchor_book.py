@@ -13,7 +13,7 @@ from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
-CONCLUSION_SCAN_CHARS = 1500  # findings lead a result; scanning all of it costs milliseconds
+CONCLUSION_SCAN_CHARS = 1000  # findings lead a result; scoring every line costs milliseconds
 
 
 def _anchor_sig(a: AnchorRecord) -> tuple:

@@ -74,13 +74,20 @@ class WorkingContext:
         self._tools_tokens = self.counter.tools(self.tools)
         self._snapshot_msg: Msg | None = None
         self._summary_msg: Msg | None = None
+        self._budget_key: tuple | None = None
+        self._budget: Budget | None = None
         self.set_summary(self.summary, self.summary_text)
 
     # --- budget
     def budget(self) -> Budget:
-        effective = int(self.window / self.correction)
-        return plan_budget(effective, self.config, final_phase=self.final_phase,
-                           extra_reserve=self.extra_reserve)
+        """The budget for the current window and phase; recomputed only when those change."""
+        key = (self.window, self.correction, self.final_phase, self.extra_reserve)
+        if self._budget_key != key:
+            self._budget_key = key
+            self._budget = plan_budget(int(self.window / self.correction), self.config,
+                                       final_phase=self.final_phase,
+                                       extra_reserve=self.extra_reserve)
+        return self._budget
 
     # --- the layers
     def set_snapshot(self, text: str) -> None:

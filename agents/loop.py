@@ -230,7 +230,7 @@ class AgentLoop:
             "turn": self.turn, "delivered_through": self.delivered_through,
             "context": self.ctx.to_state(), "hints": self.hints.to_state(),
             "handoff": self.keeper.handoff, "calls": self.ledger.calls,
-            "tool_state": self.tool_state})
+            "tool_state": dict(self.tool_state)})
 
     def _resume(self) -> bool:
         state = self.store.load_state(self.session_id)

