@@ -58,7 +58,8 @@ class RunResult:
 class AgentLoop:
     def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
                  model: ModelClient, tools: ToolRegistry, workspace: Path,
-                 clock: Callable[[], dt.datetime] | None = None) -> None:
+                 clock: Callable[[], dt.datetime] | None = None,
+                 companions: list | None = None) -> None:
         self.session_id, self.spec, self.store, self.events = session_id, spec, store, events
         self.tools, self.workspace = tools, workspace
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
@@ -74,6 +75,8 @@ class AgentLoop:
         self.turn = 0
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
+        # Objects with state_key / to_state / from_state saved and resumed with the loop.
+        self.companions = list(companions or [])
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn
@@ -230,7 +233,8 @@ class AgentLoop:
             "turn": self.turn, "delivered_through": self.delivered_through,
             "context": self.ctx.to_state(), "hints": self.hints.to_state(),
             "handoff": self.keeper.handoff, "calls": self.ledger.calls,
-            "tool_state": dict(self.tool_state)})
+            "tool_state": dict(self.tool_state),
+            "companions": {c.state_key: c.to_state() for c in self.companions}})
 
     def _resume(self) -> bool:
         state = self.store.load_state(self.session_id)
@@ -243,6 +247,8 @@ class AgentLoop:
         self.keeper.handoff = state.get("handoff") or {}
         self.ledger.calls = state.get("calls", 0)
         self.tool_state = state.get("tool_state", {})
+        for companion in self.companions:
+            companion.from_state(state.get("companions", {}).get(companion.state_key, {}))
         self.add_user_message(
             f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
             "task snapshot, summary and recent turns. Re-check external facts (files, data, "

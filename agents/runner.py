@@ -45,6 +45,22 @@ class ReportSink:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
 
+    # The report survives a resume: the loop saves this with its own state every turn.
+    state_key = "report"
+
+    def to_state(self) -> dict[str, Any]:
+        return {"model_calls": self.model_calls, "compactions": self.compactions,
+                "stated_turn": self.stated_turn,
+                "present": {k: [list(p) for p in v] for k, v in self.present.items()}}
+
+    def from_state(self, state: dict[str, Any]) -> None:
+        self.model_calls = list(state.get("model_calls", []))
+        self.compactions = state.get("compactions", 0)
+        self.stated_turn = dict(state.get("stated_turn", {}))
+        for key, pairs in state.get("present", {}).items():
+            if key in self.present:
+                self.present[key] = [tuple(p) for p in pairs]
+
     def anchor_survival(self) -> float | None:
         if not self.expect:
             return None
@@ -113,7 +129,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                        **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
-                     workspace=workspace)
+                     workspace=workspace, companions=[sink])
     result = loop.run(progress=progress)
     calls = sink.model_calls
     inputs = [c["input_tokens"] for c in calls]

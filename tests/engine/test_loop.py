@@ -150,11 +150,14 @@ def test_cut_answer_is_continued_not_returned_cut():
     assert any(e["code"] == "finish_reason_length" for e in out.payloads(EventType.ERROR))
 
 
-def test_resume_continues_from_the_saved_turn():
+def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
     from agents.memory_store import MemoryStore
     import agents.sim.transport as sim
 
     store = MemoryStore()
+    scenario = docs(8)
+    scenario["steps"].insert(0, {"user": "The report must include a table."})
+    scenario["expect"] = {"tier1": ["must include a table"]}
     original = sim.SimTransport.handle_request
     calls = {"n": 0}
 
@@ -170,15 +173,18 @@ def test_resume_continues_from_the_saved_turn():
     sim.SimTransport.handle_request = dying
     try:
         try:
-            run_scenario(docs(8), window=6000, store=store)
+            run_scenario(scenario, window=6000, store=store)
         except WorkerKilled:
             pass
     finally:
         sim.SimTransport.handle_request = original
     saved = store.load_state("t1")
     assert saved and saved["turn"] >= 2
-    out = run_scenario(docs(8), window=6000, store=store)
+    out = run_scenario(scenario, window=6000, store=store)
     assert out.run.status == "finished"
+    # stated before the crash, counted after it: the report resumed with the loop
+    assert out.run.report["anchor_survival"] == 1.0
+    assert len(out.run.report["model_calls"]) > len(out.transport.requests)
     started = out.payloads(EventType.SESSION_STARTED)[0]
     assert started["resumed"] is True
     fetched = [r for r in store.archived_rows("t1") if r["role"] == "tool"]
