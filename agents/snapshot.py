@@ -33,8 +33,13 @@ def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskR
     if hard:
         must.append("Hard constraints (never drop):")
         must.extend(f"- {a.text}" for a in hard)
+    # A person's edit in the admin must reach the agent whatever the budget (W4).
+    edited = [a for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
+    if edited:
+        must.append("Set by a person (keep in mind):")
+        must.extend(f"- {a.text}" for a in edited)
     optional: list[list[str]] = []
-    key_data = [a for a in anchors if a.active and a.tier == 2]
+    key_data = [a for a in anchors if a.active and a.tier == 2 and a.source != "admin"]
     if key_data:
         optional.append(["Key data:"] + [f"- {a.text}" for a in reversed(key_data)])
     task_lines = _task_lines(tasks)
@@ -42,7 +47,7 @@ def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskR
         optional.append(["Tasks:"] + [f"- {line}" for line in task_lines])
     if notes_text:
         optional.append(["Notes:", notes_text])
-    details = [a for a in anchors if a.active and a.tier == 3]
+    details = [a for a in anchors if a.active and a.tier == 3 and a.source != "admin"]
     if details:
         optional.append(["Details:"] + [f"- {a.text}" for a in reversed(details)])
     lines = list(must)
