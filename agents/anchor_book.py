@@ -107,7 +107,20 @@ class AnchorBook:
             self._report(turn, shown, old_text, change.action, shown.source or source,
                          trigger=fires)
 
+    def _edited_by_a_person(self, anchor: AnchorRecord) -> bool:
+        """True when the stored anchor differs from what the engine last saw of it."""
+        if anchor.id is None:
+            return False
+        stored = next((a for a in self.store.load_anchors(self.session_id) if a.id == anchor.id),
+                      None)
+        return stored is None or _anchor_sig(stored) != self._known.get(anchor.id)
+
     def _save(self, anchor: AnchorRecord) -> None:
+        if self._edited_by_a_person(anchor):
+            # Edited in the admin since this turn began: the person's edit wins over the
+            # engine's automatic update; the next sync reports it and rebuilds the snapshot.
+            self.anchors = [a for a in self.anchors if a.id != anchor.id]
+            return
         saved = self.store.save_anchor(self.session_id, anchor)
         anchor.id = saved.id
         self.anchors = [a for a in self.anchors if a is not anchor]

@@ -192,3 +192,31 @@ def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
     agent_requests = [r["messages"] for r in out.transport.requests
                       if not r["messages"][0]["content"].startswith("[taskos:summary-request]")]
     assert any("[resumed]" in str(m.get("content")) for m in agent_requests[0])
+
+
+def test_an_admin_edit_mid_turn_is_not_overwritten_by_the_engine():
+    from agents.memory_store import MemoryStore
+
+    class EditingStore(MemoryStore):
+        """A person edits the oldest tool finding while the engine is mid-turn."""
+
+        edited = None
+
+        def save_anchor(self, session_id, anchor):
+            saved = super().save_anchor(session_id, anchor)
+            tool = [a for a in self.load_anchors(session_id) if a.source == "tool"]
+            if self.edited is None and len(tool) > 10:  # the cap is about to retire the oldest
+                target = tool[0]
+                target.text, target.source = target.text + " (EUR)", "admin"
+                super().save_anchor(session_id, target)
+                self.edited = target.id
+            return saved
+
+    store = EditingStore()
+    out = run_scenario(docs(12), window=128_000, store=store)
+    assert store.edited is not None
+    kept = [a for a in store.load_anchors("t1") if a.id == store.edited]
+    assert kept and kept[0].text.endswith("(EUR)")
+    admin = [p for p in out.payloads(EventType.ANCHOR_CHANGED) if p["source"] == "admin"]
+    assert admin and admin[0]["new"].endswith("(EUR)")
+    assert any("(EUR)" in str(m.get("content")) for m in out.transport.requests[-1]["messages"])
