@@ -71,6 +71,11 @@ def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
         out(f"  seed (AgentScope): {SEED_MANAGED_4000}")
         out(f"  TaskOS unmanaged : {r['unmanaged_sequence']}")
         out(f"  seed unmanaged   : {SEED_UNMANAGED}")
+    for name, r in results.items():
+        if "engine_ms_first_quarter" in r:
+            out(f"{name}: engine ms per call, first quarter of the run "
+                f"{r['engine_ms_first_quarter']} vs last quarter {r['engine_ms_last_quarter']} "
+                "(flat = the cost of a turn does not grow with the archive)")
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2, ensure_ascii=False))
         out(f"wrote {json_path}")
