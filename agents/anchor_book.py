@@ -34,6 +34,7 @@ class AnchorBook:
         self._known = {a.id: _anchor_sig(a) for a in self.anchors}
         self._tasks_known = _tasks_sig(self.tasks)
         self.trigger_pending = False  # a tier-1/2 change since the last snapshot rebuild
+        self._stored: dict | None = None  # the Store's anchors, read lazily per batch
 
     # --- what people changed
     def sync(self, turn: int) -> None:
@@ -92,6 +93,7 @@ class AnchorBook:
     # --- internals
     def _apply(self, changes: list[AnchorChange], turn: int, source: str,
                trigger: bool = True) -> None:
+        self._stored = None
         for change in changes:
             if change.old is not None and change.action in ("changed", "removed"):
                 change.old.active = False
@@ -111,9 +113,9 @@ class AnchorBook:
         """True when the stored anchor differs from what the engine last saw of it."""
         if anchor.id is None:
             return False
-        stored = next((a for a in self.store.load_anchors(self.session_id) if a.id == anchor.id),
-                      None)
-        return stored is None or _anchor_sig(stored) != self._known.get(anchor.id)
+        if self._stored is None:  # one read per batch of changes, not one per anchor
+            self._stored = {a.id: _anchor_sig(a) for a in self.store.load_anchors(self.session_id)}
+        return self._stored.get(anchor.id) != self._known.get(anchor.id)
 
     def _save(self, anchor: AnchorRecord) -> None:
         if self._edited_by_a_person(anchor):
