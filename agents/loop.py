@@ -33,6 +33,7 @@ from agents.tools.registry import ToolRegistry
 DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
                   "constraints in the task snapshot. When you are done, answer without tool calls.")
 MAX_CONTINUATIONS = 5
+MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
 MAX_OVERFLOW_RETRIES = 3
 TRANSIENT = {"rate_limited", "provider_error", "connection", "deadline_exceeded"}
 
@@ -75,6 +76,7 @@ class AgentLoop:
         self.turn = 0
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
+        self.empty_answers = 0
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or [])
 
@@ -146,7 +148,8 @@ class AgentLoop:
         self.ctx.add({"role": "user", "content": text}, self.turn, ref,
                      cap=self.ctx.budget().message_cap)
         self.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
-        self.book.from_user(text, self.turn)
+        if source != "engine":  # the engine's own nudges state no constraints
+            self.book.from_user(text, self.turn)
 
     # --- the model
     def _call_agent(self, request, limit) -> ModelReply:
@@ -168,6 +171,9 @@ class AgentLoop:
 
     def _handle_reply(self, reply: ModelReply) -> str | None:
         """Record the answer, run its tools; return the final answer when there is one."""
+        if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
+            return self._empty_answer()
+        self.empty_answers = 0
         if not reply.tool_calls:
             return self._final_answer(reply)
         data = {"role": "assistant", "content": reply.content or None, "tool_calls": [
@@ -205,6 +211,17 @@ class AgentLoop:
             self.book.tasks_written_by_agent()
         if outcome.error is None:
             self.book.from_tool(outcome.conclusions, content, self.turn, call["name"])
+
+    def _empty_answer(self) -> None:
+        """A model that answers nothing is asked once more, then the session fails clearly."""
+        self.empty_answers += 1
+        message = f"the model returned an empty answer ({self.empty_answers} in a row)"
+        if self.empty_answers > MAX_EMPTY_ANSWERS:
+            raise ModelError("bad_response", message)
+        self.emit(Event(EventType.ERROR, error_payload("bad_response", message, fatal=False)))
+        self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
+                              "or give the final answer.", source="engine")
+        return None
 
     def _final_answer(self, reply: ModelReply) -> str:
         parts = [reply.content]
@@ -252,5 +269,5 @@ class AgentLoop:
         self.add_user_message(
             f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
             "task snapshot, summary and recent turns. Re-check external facts (files, data, "
-            "dates) before relying on them.", source="user")
+            "dates) before relying on them.", source="engine")
         return True

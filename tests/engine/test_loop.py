@@ -220,3 +220,14 @@ def test_an_admin_edit_mid_turn_is_not_overwritten_by_the_engine():
     admin = [p for p in out.payloads(EventType.ANCHOR_CHANGED) if p["source"] == "admin"]
     assert admin and admin[0]["new"].endswith("(EUR)")
     assert any("(EUR)" in str(m.get("content")) for m in out.transport.requests[-1]["messages"])
+
+
+def test_an_empty_model_answer_is_asked_again_then_fails_clearly():
+    scenario = {"name": "mute", "goal": "Say something.", "steps": [{"final": ""}]}
+    out = run_scenario(scenario)
+    assert out.run.status == "failed"
+    assert "empty answer" in out.run.result.error
+    nudges = [e for e in out.payloads(EventType.ERROR) if e["code"] == "bad_response"]
+    assert len(nudges) == 3 and [n["fatal"] for n in nudges] == [False, False, True]
+    assert any("Your last answer was empty" in str(m.get("content"))
+               for m in out.transport.requests[-1]["messages"])
