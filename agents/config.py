@@ -19,7 +19,7 @@ class ContextConfig:
     trigger_ratio: float = 0.8
     reserve_ratio: float = 0.1
     context_buffer_ratio: float = 0.2
-    tool_result_limit: int = 50_000
+    tool_result_limit: int = 50_000  # tokens of one tool result allowed into the context
     compression_fallback_to_truncation: bool = True
     compression_tool_enabled: bool = False
     max_image_num: int = 5
@@ -45,7 +45,7 @@ class ContextConfig:
                 f"context_buffer_ratio must be in [0, 1) (got {self.context_buffer_ratio}).")
         if self.tool_result_limit < 100:
             raise ConfigError(
-                f"tool_result_limit must be at least 100 characters (got {self.tool_result_limit}).")
+                f"tool_result_limit must be at least 100 tokens (got {self.tool_result_limit}).")
         if self.max_rounds < 1:
             raise ConfigError(f"max_rounds must be at least 1 (got {self.max_rounds}).")
         if self.max_image_num < 0:

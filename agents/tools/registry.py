@@ -157,6 +157,9 @@ class ToolRegistry:
                            conclusions=rendered.conclusions)
 
 
+CHARS_PER_TOKEN = 4
+
+
 def all_tools() -> list[Tool]:
     """Fresh Tool objects from every tool module, in the order the model sees them."""
     modules = (tasks, notes, recall, workspace, data, sql, documents)
@@ -166,7 +169,11 @@ def all_tools() -> list[Tool]:
 def default_registry(config: ContextConfig | None = None,
                      only: list[str] | None = None) -> ToolRegistry:
     """A registry with every TaskOS tool (or the named ones); results capped by the config."""
-    registry = ToolRegistry(result_limit=config.tool_result_limit if config else None)
+    # tool_result_limit is in tokens (SPEC C4). Tools bound their output in characters,
+    # cheaply, at a generous 4 characters a token; the engine then enforces the exact token
+    # limit when the result enters the context (Budget.message_cap).
+    registry = ToolRegistry(
+        result_limit=config.tool_result_limit * CHARS_PER_TOKEN if config else None)
     tools = all_tools()
     if config is not None and config.compression_tool_enabled:
         tools += compress.tools()

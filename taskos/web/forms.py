@@ -48,7 +48,7 @@ class NewSessionForm(forms.Form):
                                             help_text="Width of the warning band below the "
                                                       "trigger line.")
     tool_result_limit = forms.IntegerField(initial=DEFAULTS.tool_result_limit,
-                                           help_text="Characters of one tool result kept in "
+                                           help_text="Tokens of one tool result kept in "
                                                      "context; the rest is offloaded.")
     max_rounds = forms.IntegerField(initial=DEFAULTS.max_rounds,
                                     help_text="Tool rounds kept before the rolling window "

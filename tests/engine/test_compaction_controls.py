@@ -105,3 +105,16 @@ def test_results_far_over_their_limits_stay_bounded_and_readable():
     for body in out.transport.requests:
         for m in body["messages"]:
             assert len(json.dumps(m)) < 16_000 * 6
+
+
+def test_tool_result_limit_is_enforced_in_tokens_in_the_request():
+    from agents.tokens import TokenCounter
+    counter = TokenCounter()
+    scenario = {"name": "big", "goal": "Read.", "steps": [
+        {"tool": "fetch_document", "args": {"tokens": 1800, "topic": "grid storage"}},
+        {"final": "done"}]}
+    out = run_scenario(scenario, window=128_000, config=ContextConfig(tool_result_limit=300))
+    tool_messages = [m for m in out.transport.requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_messages and counter.message(tool_messages[0]) <= 300
+    result = out.payloads(EventType.TOOL_RESULT)[0]
+    assert result["truncated"] and result["ref"] in tool_messages[0]["content"]

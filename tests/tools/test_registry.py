@@ -201,11 +201,13 @@ def test_list_of_dicts_is_a_table(ctx):
 
 
 def test_tool_result_limit_caps_every_tool(ctx):
+    # The limit is in tokens; tools bound characters at 4 a token, the engine exact tokens.
     registry = default_registry(ContextConfig(tool_result_limit=500))
     for name in registry.names():
-        assert registry.boundary(registry.get(name)).max_result_length <= 500
+        assert registry.boundary(registry.get(name)).max_result_length <= 2000
+    assert registry.boundary(registry.get("fetch_document")).max_result_length == 2000
     outcome = registry.run("fetch_document", '{"tokens": 2000, "topic": "grid storage"}', ctx)
-    assert outcome.truncated and len(outcome.content) <= 500
+    assert outcome.truncated and len(outcome.content) <= 2000
 
 
 def test_a_failing_store_still_yields_an_outcome(ctx):
