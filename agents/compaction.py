@@ -7,7 +7,6 @@ is invalid or is cut short falls back to truncation with the SPEC marker.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -182,6 +181,3 @@ class Compactor:
 class CompactionFailed(RuntimeError):
     """History could not be shrunk and the configuration forbids truncation."""
 
-
-def summary_json(summary: dict[str, Any] | None) -> str:
-    return json.dumps(summary or {}, ensure_ascii=False)

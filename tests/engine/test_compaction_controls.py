@@ -60,7 +60,6 @@ def test_model_calls_compress_context_and_the_next_turn_compacts():
 
 
 def test_hooks_wrap_compaction_in_onion_order():
-    from agents.runner import run_session  # noqa: F401  (hooks travel on the SessionSpec)
     import agents.loop as loop_module
 
     order = []

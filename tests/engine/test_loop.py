@@ -1,5 +1,4 @@
 """The loop end to end: real SDK, simulated model, real tools, in-memory store."""
-import json
 
 from agents.config import ContextConfig
 from agents.events import EventType
