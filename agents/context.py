@@ -111,9 +111,8 @@ class WorkingContext:
     def shortened(self, msg: Msg, cap: int) -> Msg:
         """A copy of `msg` whose content keeps head and tail so the message costs ≤ cap."""
         text = msg.text
-        overhead = msg.tokens - self.counter.text(text)
-        room = max(16, cap - overhead)
         total = self.counter.text(text)
+        room = max(16, cap - (msg.tokens - total))
         keep_chars = int(len(text) * room / max(1, total))
         while True:
             note = CUT_NOTE.format(cut=max(0, total - room), ref=msg.ref or "the archive")

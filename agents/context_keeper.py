@@ -40,7 +40,7 @@ class ContextKeeper:
         loop, ctx = self.loop, self.ctx
         tasks = loop.book.tasks
         ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
-        before = ctx.zones()
+        before = ctx.zones() if loop.book.trigger_pending else {}
         self.refresh_snapshot()
         if loop.book.trigger_pending:
             loop.book.trigger_pending = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -195,9 +196,9 @@ class AgentLoop:
         tool_ctx = ToolContext(session_id=self.session_id, store=self.store,
                                workspace=self.workspace, events=self, turn=self.turn,
                                state=self.tool_state)
-        started = dt.datetime.now().timestamp()
+        started = time.perf_counter()
         outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
-        self.ledger.outside(dt.datetime.now().timestamp() - started)
+        self.ledger.outside(time.perf_counter() - started)
         self.hints.record_tool_call(call["name"], call["arguments"], outcome.error is not None)
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
