@@ -45,6 +45,10 @@ class ReportSink:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
 
+    def discard_after(self, seq: int) -> int:
+        discard = getattr(self.inner, "discard_after", None)
+        return discard(seq) if discard else 0
+
     # The report survives a resume: the loop saves this with its own state every turn.
     state_key = "report"
 
