@@ -20,4 +20,5 @@ def start_session_sweeper(sender=None, **kwargs):
     if float(getattr(settings, "TASKOS_SWEEP_SECONDS", 0)) > 0:
         from taskos.runs.sweeper import Sweeper
 
-        Sweeper().start()
+        return Sweeper().start()
+    return None

@@ -77,13 +77,13 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
     now = now or timezone.now()
     orphaned = orphaned_sessions(now, broker_started(now))
     sent = []
-    for pk in Session.objects.filter(orphaned).values_list("pk", flat=True):
+    for pk, previous in Session.objects.filter(orphaned).values_list("pk", "enqueued_at"):
         if not _claim(pk, orphaned, now):
             continue
         try:
             send(pk)
         except Exception as exc:  # noqa: BLE001 - broker down: the next sweep tries again
-            Session.objects.filter(pk=pk, enqueued_at=now).update(enqueued_at=None)
+            Session.objects.filter(pk=pk, enqueued_at=now).update(enqueued_at=previous)
             log.warning("Could not queue orphaned session %s again: %s", pk, exc)
             continue
         sent.append(pk)
