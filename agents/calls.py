@@ -8,7 +8,8 @@ from typing import Any, Callable
 from agents.config import ModelProfile
 from agents.context import Request
 from agents.events import Event, EventType
-from agents.model import ModelClient, ModelReply
+from agents.interrupt import CallDeadline, run_interruptible
+from agents.model import ModelClient, ModelError, ModelReply
 
 
 @dataclass
@@ -35,11 +36,13 @@ class CallLedger:
 
 class CallRunner:
     def __init__(self, model: ModelClient, profile: ModelProfile, ledger: CallLedger,
-                 emit: Callable[[Event], None]) -> None:
+                 emit: Callable[[Event], None],
+                 should_stop: Callable[[], bool] | None = None) -> None:
         self.model = model
         self.profile = profile
         self.ledger = ledger
         self.emit = emit
+        self.should_stop = should_stop  # read while a call is in flight: cancel cuts it short
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         reply = self._timed(request.messages, request.tools, max_tokens, None)
@@ -58,9 +61,21 @@ class CallRunner:
     def _timed(self, messages, tools, max_tokens, model) -> ModelReply:
         started = time.perf_counter()
         try:
-            return self.model.complete(messages, tools, max_tokens, model=model)
+            return self._interruptible(messages, tools, max_tokens, model)
+        except ModelError as exc:
+            exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
+            raise
         finally:
             self.ledger.outside(time.perf_counter() - started)
+
+    def _interruptible(self, messages, tools, max_tokens, model) -> ModelReply:
+        """One call, cut short by a cancel request or the profile's total call_timeout."""
+        try:
+            return run_interruptible(
+                lambda: self.model.complete(messages, tools, max_tokens, model=model),
+                deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
+        except CallDeadline as exc:
+            raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:

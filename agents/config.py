@@ -88,6 +88,19 @@ class ModelProfile:
     summary_model: str = ""  # cheaper model for summaries; empty: the same model
     num_ctx: int | None = None  # local servers (Ollama) that need their window set
     warnings: list[str] = field(default_factory=list)
+    # Model faults: the SDK's own retries are off, so these bound everything (issue 9).
+    connect_timeout: float = 10.0  # seconds to open the connection
+    read_timeout: float = 120.0  # seconds without a byte from the server (prefill is slow)
+    call_timeout: float = 300.0  # seconds for one whole call, however the bytes trickle
+    retry_budget: float = 300.0  # seconds a session may spend on failed calls and waits
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "read_timeout", "call_timeout"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be more than 0 seconds "
+                                  f"(got {getattr(self, name)}).")
+        if self.retry_budget < 0:
+            raise ConfigError(f"retry_budget must be 0 or more seconds (got {self.retry_budget}).")
 
     @property
     def simulated(self) -> bool:

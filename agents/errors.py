@@ -25,9 +25,10 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "Lower the context size (num_ctx for Ollama, --ctx-size for llama.cpp) or the "
         "window in the profile, or free GPU memory."),
     "deadline_exceeded": ErrorAdvice(
-        "The model call took longer than the client's timeout (context deadline exceeded).",
-        "Long prompts take long to prefill: lower the window or raise the timeout; check "
-        "that the server is not overloaded."),
+        "The model call took longer than the profile's timeouts (context deadline exceeded).",
+        "TaskOS retried within the session's retry budget. Long prompts take long to "
+        "prefill: lower the window or raise the profile's read/call timeouts; check that "
+        "the server is not overloaded."),
     "insecure_context": ErrorAdvice(
         "The browser refused a feature because the page is not a secure context "
         "(served over plain HTTP from a non-localhost address).",
@@ -40,7 +41,8 @@ REFERENCE: dict[str, ErrorAdvice] = {
     "auth": ErrorAdvice("The endpoint refused the API key.",
                         "Set the environment variable named by the profile's api_key_env."),
     "rate_limited": ErrorAdvice("The provider is rate-limiting this key.",
-                                "TaskOS retried with backoff; wait or raise your quota."),
+                                "TaskOS retried with backoff, honouring Retry-After, within "
+                                "the session's retry budget; wait or raise your quota."),
     "provider_error": ErrorAdvice("The model server failed (5xx).",
                                   "TaskOS retried; check the server's logs if it persists."),
     "connection": ErrorAdvice("The model endpoint could not be reached.",
@@ -49,6 +51,19 @@ REFERENCE: dict[str, ErrorAdvice] = {
                                "Read the message: often an unknown model name or parameter."),
     "bad_response": ErrorAdvice("The model's answer could not be used (empty or malformed).",
                                 "TaskOS asked again; a weaker model may need a simpler prompt."),
+    "malformed_response": ErrorAdvice(
+        "The endpoint's answer was cut off mid-body, was not JSON or held no choices.",
+        "TaskOS waited and asked again within the session's retry budget; if it persists, "
+        "check the server or a proxy in front of it."),
+    "key_env_refused": ErrorAdvice(
+        "The profile's api_key_env names a variable that may not hold a model key.",
+        "Put the key in a variable named TASKOS_KEY_<NAME> (or ask the operator to list it "
+        "in TASKOS_ALLOWED_KEY_ENVS) and set api_key_env to that name."),
+    "answer_incomplete": ErrorAdvice(
+        "The final answer was still cut off by the output limit after every allowed "
+        "continuation.",
+        "The pieces are in the archive. Raise the profile's context size or ask for a "
+        "shorter answer (e.g. a summary table first, details in files)."),
     "summary_failed": ErrorAdvice(
         "The summary call failed or returned an invalid or too long summary.",
         "TaskOS fell back to truncating the oldest messages (all raw messages stay in the "

@@ -24,7 +24,9 @@ from agents.errors import error_payload
 from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.retry import CallCancelled, RetryBudget
 from agents.scenarios import Scenario
+from agents.secrets import RedactingStore, redact_value
 from agents.sim.transport import CONTINUE_MARKER
 from agents.store import Store
 from agents.tokens import TokenCounter
@@ -36,7 +38,6 @@ DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Kee
 MAX_CONTINUATIONS = 5
 MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
 MAX_OVERFLOW_RETRIES = 3
-TRANSIENT = {"rate_limited", "provider_error", "connection", "deadline_exceeded"}
 
 
 @dataclass
@@ -61,13 +62,16 @@ class AgentLoop:
     def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
                  model: ModelClient, tools: ToolRegistry, workspace: Path,
                  clock: Callable[[], dt.datetime] | None = None,
-                 companions: list | None = None) -> None:
-        self.session_id, self.spec, self.store, self.events = session_id, spec, store, events
+                 companions: list | None = None, retries: RetryBudget | None = None) -> None:
+        self.session_id, self.spec, self.events = session_id, spec, events
+        self.store = RedactingStore(store)  # no API key reaches the archive
         self.tools, self.workspace = tools, workspace
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
         self.counter = TokenCounter(spec.profile.model, spec.profile.encoding)
         self.ledger = CallLedger()
-        self.calls = CallRunner(model, spec.profile, self.ledger, self.emit)
+        self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
+                                should_stop=lambda: store.cancel_requested(session_id))
+        self.retries = retries or RetryBudget(spec.profile.retry_budget)
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
@@ -81,11 +85,12 @@ class AgentLoop:
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
-        self.companions = list(companions or [])
+        self.companions = list(companions or []) + [self.retries]
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn
         event.session_id = self.session_id
+        event.payload = redact_value(event.payload)  # no API key reaches an event
         self.events.emit(event)
         self.last_seq = event.seq or self.last_seq
 
@@ -108,6 +113,8 @@ class AgentLoop:
             result = self._fail("compaction_failed", str(exc))
         except ModelError as exc:
             result = self._fail(exc.code, str(exc))
+        except CallCancelled:
+            result = RunResult("cancelled", "", self.turn, "cancelled by a person")
         return self._finish(result)
 
     def _finish(self, result: RunResult) -> RunResult:
@@ -164,21 +171,26 @@ class AgentLoop:
 
     # --- the model
     def _call_agent(self, request, limit) -> ModelReply:
-        for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+        overflows = 0
+        while True:
             budget = self.ctx.budget()
             try:
-                return self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
-                                             turn=self.turn)
+                reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
+                                              turn=self.turn)
             except ContextOverflow as exc:
                 self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
-                if attempt == MAX_OVERFLOW_RETRIES:
+                overflows += 1
+                if overflows > MAX_OVERFLOW_RETRIES:
                     raise
                 request, limit = self.keeper.recover_overflow(exc, request.total)
             except ModelError as exc:
-                if exc.code not in TRANSIENT or attempt == MAX_OVERFLOW_RETRIES:
+                if not exc.transient:
                     raise
-                self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
-        raise AssertionError("unreachable")
+                self.retries.wait_or_give_up(exc, self.emit, lambda: self.store.cancel_requested(
+                    self.session_id))
+            else:
+                self.retries.succeeded()
+                return reply
 
     def _handle_reply(self, reply: ModelReply) -> str | None:
         """Record the answer, run its tools; return the final answer when there is one."""
@@ -249,11 +261,25 @@ class AgentLoop:
             request, limit = self.keeper.prepare(hints=False)
             reply = self._call_agent(request, limit)
             parts.append(reply.content)
+        if reply.finish_reason == "length":
+            self._incomplete_answer(parts)
         answer = "".join(parts)
         ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
         self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
         return answer
+
+    def _incomplete_answer(self, parts: list[str]) -> None:
+        """Keep the cut pieces in the archive, apart, and end the session as failed."""
+        for number, piece in enumerate(parts, 1):
+            self.store.archive(self.session_id, self.turn, "assistant", piece,
+                               tool_args={"incomplete_answer_piece": number})
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": "".join(parts), "tool_calls": [],
+                                                      "incomplete": True}))
+        raise ModelError("answer_incomplete", (
+            f"the answer was still cut off by the output limit after {MAX_CONTINUATIONS} "
+            f"continuations ({len(parts)} pieces, kept separately in the archive of turn "
+            f"{self.turn}); it is not reported as a final answer"))
 
     # --- persistence
     def _save_state(self) -> None:
@@ -301,3 +327,4 @@ class AgentLoop:
             "task snapshot, summary and recent turns. Re-check external facts (files, data, "
             "dates) before relying on them.", source="engine")
         return True
+

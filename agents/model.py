@@ -5,27 +5,45 @@ the same SDK with an in-process HTTP transport, so every run exercises this code
 """
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 
 from agents.config import ModelProfile
+from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
 
 _OVERFLOW = re.compile(
     r"maximum context length is (\d[\d,]*) tokens.*?(?:resulted in|requested) (\d[\d,]*) tokens",
     re.IGNORECASE | re.DOTALL)
 
 
-class ModelError(RuntimeError):
-    """A model call failed; `code` classifies it for the error reference (W8)."""
+# Codes worth asking again after a wait; anything else ends the session at once.
+TRANSIENT_CODES = frozenset({"rate_limited", "provider_error", "connection",
+                             "deadline_exceeded", "malformed_response"})
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
+
+class ModelError(RuntimeError):
+    """A model call failed; `code` classifies it for the error reference (W8).
+
+    The message is redacted here, where the error becomes text, so a provider that echoes
+    the API key cannot carry it into an event, the session row or a log line."""
+
+    def __init__(self, code: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(redact(message))
         self.code = code
+        self.retry_after = retry_after  # seconds the provider asked us to wait, if it did
+        self.elapsed_s = 0.0  # how long the failed call took (set by the caller that timed it)
+
+    @property
+    def transient(self) -> bool:
+        return self.code in TRANSIENT_CODES
 
 
 class ContextOverflow(ModelError):
@@ -62,10 +80,19 @@ class ModelClient:
     def __init__(self, profile: ModelProfile, *, http_client: Any = None,
                  base_url: str | None = None, api_key: str | None = None) -> None:
         self.profile = profile
-        key = api_key or os.environ.get(profile.api_key_env or "OPENAI_API_KEY") or "not-needed"
+        self._key_error: ModelError | None = None
+        if api_key is None:
+            try:
+                api_key = resolve_api_key(profile)
+            except KeyEnvRefused as exc:
+                # Raised at the first call, so the session ends with a clear ERROR event.
+                self._key_error = ModelError("key_env_refused", str(exc))
+        register_secret(api_key)
+        # max_retries=0: the loop retries within the session's budget; SDK retries on top
+        # would multiply every wait (120 s x 3 tries x 4 loop tries made 24 minutes).
         self._client = openai.OpenAI(
-            api_key=key, base_url=base_url or profile.base_url or None,
-            http_client=http_client, max_retries=0 if http_client else 2, timeout=120)
+            api_key=api_key or "not-needed", base_url=base_url or profile.base_url or None,
+            http_client=http_client, max_retries=0, timeout=client_timeout(profile))
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  max_tokens: int, model: str | None = None) -> ModelReply:
@@ -75,6 +102,8 @@ class ModelClient:
             kwargs["tools"] = tools
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
+        if self._key_error is not None:
+            raise self._key_error
         started = time.perf_counter()
         try:
             response = self._client.chat.completions.create(**kwargs)
@@ -83,13 +112,58 @@ class ModelClient:
             window = parse_overflow(text)
             if window:
                 raise ContextOverflow(window[0], window[1], text) from exc
-            raise ModelError(_classify_status(exc.status_code, text), text) from exc
+            raise ModelError(_classify_status(exc.status_code, text), text,
+                             retry_after=retry_after_seconds(exc.response)) from exc
         except openai.APITimeoutError as exc:
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
         except openai.APIConnectionError as exc:
             raise ModelError("connection", f"cannot reach the model endpoint: {exc}") from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            # A body cut off mid-JSON (or not JSON at all): the next try is usually whole.
+            raise ModelError("malformed_response",
+                             f"the model endpoint sent a malformed response: {exc}") from exc
         latency = (time.perf_counter() - started) * 1000
         return _to_reply(response, latency)
+
+
+def resolve_api_key(profile: ModelProfile) -> str | None:
+    """The key from the variable the profile names, after checking the name is allowed."""
+    if profile.simulated or not profile.api_key_env:
+        return None  # the simulated model and keyless local servers read no variable
+    check_key_env(profile.api_key_env)
+    return os.environ.get(profile.api_key_env) or None
+
+
+def client_timeout(profile: ModelProfile) -> httpx2.Timeout:
+    """Connect and read limits from the profile; the total per call is watched by the caller."""
+    return httpx2.Timeout(profile.read_timeout, connect=profile.connect_timeout)
+
+
+def retry_after_seconds(response: Any) -> float | None:
+    """The wait a 429/503 asked for (`Retry-After` seconds or HTTP date, `retry-after-ms`)."""
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return max(0.0, (when - dt.datetime.now(dt.timezone.utc)).total_seconds())
 
 
 def _error_text(exc: Any) -> str:
@@ -115,10 +189,15 @@ def _classify_status(status: int, text: str) -> str:
 
 
 def _to_reply(response: Any, latency_ms: float) -> ModelReply:
+    if isinstance(response, str):  # the SDK hands back the text of a non-JSON body
+        raise ModelError("malformed_response",
+                         f"the model endpoint answered with non-JSON text: {response[:200]!r}")
     if not getattr(response, "choices", None):
-        raise ModelError("bad_response", "the model returned no choices")
+        raise ModelError("malformed_response", "the model returned no choices")
     choice = response.choices[0]
-    message = choice.message
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ModelError("malformed_response", "the model returned a choice without a message")
     calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
              for c in (message.tool_calls or []) if getattr(c, "function", None)]
     usage = response.usage

@@ -11,6 +11,7 @@ from agents.config import ContextConfig, ModelProfile
 from agents.events import Event, EventSink, EventType
 from agents.loop import AgentLoop, RunResult, SessionSpec
 from agents.model import ModelClient
+from agents.retry import RetryBudget
 from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
 from agents.sim.transport import sim_http_client
 from agents.store import Store
@@ -116,7 +117,7 @@ def prepare_workspace(workspace: Path) -> None:
 def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
-                http_client: Any = None) -> SessionRun:
+                http_client: Any = None, retries: RetryBudget | None = None) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -133,12 +134,13 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                        **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
-                     workspace=workspace, companions=[sink])
+                     workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     calls = sink.model_calls
     inputs = [c["input_tokens"] for c in calls]
     report = {
-        "status": result.status, "turns": result.turns, "model_calls": calls,
+        "status": result.status, "turns": result.turns, "error": result.error,
+        "model_calls": calls,
         "total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
         "compactions": sink.compactions,
         "over_window_requests": sum(1 for c in calls if c["over_window"]),
