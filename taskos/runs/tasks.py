@@ -18,8 +18,10 @@ log = logging.getLogger("taskos.runs")
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
 
 
-def execute_session(session: Session, progress=None) -> dict:
-    """Run (or resume) a session through the engine in this process; return its report."""
+def execute_session(session: Session, progress=None, summarizer: str | None = None) -> dict:
+    """Run (or resume) a session through the engine in this process; return its report.
+
+    `summarizer` picks the simulated model's summary mode (faithful, lossy, hostile)."""
     publisher = ChannelsPublisher(session)
     Session.objects.filter(pk=session.pk).update(
         status=Session.Status.RUNNING,
@@ -33,7 +35,7 @@ def execute_session(session: Session, progress=None) -> dict:
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
             store=DjangoStore(), events=publisher,
-            workspace=session.workspace, progress=progress)
+            workspace=session.workspace, progress=progress, summarizer=summarizer)
     except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
         mark_failed(session, publisher, exc)
         raise
