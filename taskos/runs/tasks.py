@@ -19,11 +19,13 @@ log = logging.getLogger("taskos.runs")
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
 
 
-def execute_session(session: Session, progress=None, lease: Lease | None = None) -> dict:
+def execute_session(session: Session, progress=None, lease: Lease | None = None,
+                    summarizer: str | None = None) -> dict:
     """Run (or resume) a session through the engine in this process; return its report.
 
     With a lease, every write is fenced by it; losing it stops the run without touching the
-    session row, which belongs to the new executor then.
+    session row, which belongs to the new executor then. `summarizer` picks the simulated
+    model's summary mode (faithful, lossy, hostile).
     """
     publisher = ChannelsPublisher(session)
     Session.objects.filter(pk=session.pk).update(
@@ -38,7 +40,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None)
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
             store=DjangoStore(lease=lease), events=publisher,
-            workspace=session.workspace, progress=progress)
+            workspace=session.workspace, progress=progress, summarizer=summarizer)
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
