@@ -15,14 +15,14 @@ from typing import Any
 import httpx2
 
 from agents.scenarios import Scenario
+from agents.sim.cache import PromptCache
 from agents.sim.summarizer import build_summary
+from agents.sim.summary_request import SUMMARY_MARKER, is_tail_request, to_labelled
 from agents.tokens import TokenCounter
 
-SUMMARY_MARKER = "[taskos:summary-request]"
 CONTINUE_MARKER = "[taskos:continue]"
 SIM_MODEL = "taskos-sim"
 _CALL_ID = re.compile(r"^call_(\d+)_\d+$")
-CACHE_MIN_TOKENS = 1024  # providers cache prefixes from about this length on
 
 
 class SimTransport(httpx2.BaseTransport):
@@ -31,7 +31,7 @@ class SimTransport(httpx2.BaseTransport):
         self.window = window
         self.counter = counter or TokenCounter()
         self.requests: list[dict[str, Any]] = []  # every request body, for tests and audits
-        self._previous_prefix: list[tuple[str, int]] = []
+        self.cache = PromptCache(self.counter.message, self.counter.tools)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
@@ -53,9 +53,12 @@ class SimTransport(httpx2.BaseTransport):
         if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
             message, finish = self._limit(json.dumps(build_summary(messages[1:]),
                                                      ensure_ascii=False), max_tokens)
+        elif is_tail_request(messages):  # the agent's own prefix, the instruction last
+            message, finish = self._limit(json.dumps(build_summary(to_labelled(messages)),
+                                                     ensure_ascii=False), max_tokens)
         else:
             message, finish = self._play(messages, max_tokens)
-        cached = self._cached_prefix(messages)
+        cached = self.cache.cached_tokens(messages, body.get("tools"))
         output = self.counter.text(message.get("content") or "") + sum(
             self.counter.text(c["function"]["arguments"]) for c in message.get("tool_calls", []))
         return httpx2.Response(200, json={
@@ -99,16 +102,6 @@ class SimTransport(httpx2.BaseTransport):
             return {"role": "assistant", "content": text}, "stop"
         cut = self.counter.encoding.decode(tokens[:max(0, max_tokens)])
         return {"role": "assistant", "content": cut}, "length"
-
-    def _cached_prefix(self, messages: list[dict[str, Any]]) -> int:
-        prefix = [(json.dumps(m, sort_keys=True), self.counter.message(m)) for m in messages]
-        cached = 0
-        for (now, tokens), (before, _) in zip(prefix, self._previous_prefix):
-            if now != before:
-                break
-            cached += tokens
-        self._previous_prefix = prefix
-        return cached if cached >= CACHE_MIN_TOKENS else 0
 
 
 def next_step_index(messages: list[dict[str, Any]]) -> int:
