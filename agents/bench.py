@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -10,13 +9,17 @@ from typing import Any, Callable
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
 from agents.memory_store import MemoryStore
+from agents.pricing import PRICE_TABLES
 from agents.runner import run_session
 from agents.scenarios import load_scenario
 
 # AgentScope's published figures for the 6 × 1600 retrieval workload (seed 000).
 SEED_UNMANAGED = [144, 1652, 3160, 4668, 6176, 7684, 9192]
 SEED_MANAGED_4000 = [144, 1652, 3160, 4936, 258, 1766, 3542, 258, 1766]
-BENCH_SCENARIOS = [("retrieval-6x1600", 4000), ("sales-report", 128_000), ("long-200", 128_000)]
+BENCH_SCENARIOS = [("retrieval-6x1600", 4000), ("sales-report", 128_000), ("long-200", 128_000),
+                   ("long-1000", 128_000)]
+# Unmanaged, long-1000 would send ~800M tokens: only its engine cost is measured.
+MANAGED_ONLY = {"long-1000"}
 UNLIMITED_WINDOW = 100_000_000
 
 
@@ -26,20 +29,40 @@ class _NullSink:
 
 
 def run_once(name: str, window: int, *, managed: bool) -> Any:
+    """One run; unmanaged is the same agent with an append-only history, no snapshot, no
+    hints and no compaction (a window nothing reaches), like a naive peer."""
     scenario = load_scenario(name)
-    config = ContextConfig() if managed else ContextConfig(max_rounds=10**9)
+    config = ContextConfig(max_turns=max(ContextConfig().max_turns, len(scenario.model_steps)))
     profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW)
     with tempfile.TemporaryDirectory() as tmp:
         return run_session(session_id="bench", goal=scenario.goal, scenario=scenario,
                            profile=profile, config=config, store=MemoryStore(),
-                           events=_NullSink() if not managed else ListSink(),
-                           workspace=Path(tmp))
+                           events=_NullSink(), workspace=Path(tmp), unmanaged=not managed)
 
 
-def bench_scenario(name: str, window: int) -> dict[str, Any]:
+def engine_tenths(run: Any) -> dict[str, float]:
+    """Engine ms per model call in the first and the last tenth of the turns: flat or not."""
+    ms, calls = run.engine_ms, run.engine_calls
+    if len(ms) < 20:
+        return {}
+    tenth = len(ms) // 10
+
+    def per_call(part_ms, part_calls):
+        return round(sum(part_ms) / max(1, sum(part_calls)), 3)
+
+    return {"engine_ms_per_call_first_tenth": per_call(ms[:tenth], calls[:tenth]),
+            "engine_ms_per_call_last_tenth": per_call(ms[-tenth:], calls[-tenth:])}
+
+
+def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True) -> dict[str, Any]:
     managed = run_once(name, window, managed=True)
-    unmanaged = run_once(name, window, managed=False)
     report = dict(managed.report)
+    report.update({"scenario": name, "window": window,
+                   "input_sequence": [c["input_tokens"] for c in report["model_calls"]]})
+    report.update(engine_tenths(managed))
+    if not with_unmanaged:
+        return report
+    unmanaged = run_once(name, window, managed=False)
     unmanaged_inputs = [c["input_tokens"] for c in unmanaged.report["model_calls"]]
     total = sum(unmanaged_inputs)
     report.update({
@@ -49,20 +72,31 @@ def bench_scenario(name: str, window: int) -> dict[str, Any]:
         "unmanaged_first_overflow_call": next(
             (i + 1 for i, t in enumerate(unmanaged_inputs) if t > window), None),
         "reduction": round(1 - report["total_input_tokens"] / total, 4) if total else None,
-        "input_sequence": [c["input_tokens"] for c in report["model_calls"]],
         "unmanaged_sequence": unmanaged_inputs,
+        "unmanaged_cached_input_tokens": unmanaged.report["cached_input_tokens"],
+        "unmanaged_output_tokens": unmanaged.report["output_tokens"],
+        "unmanaged_cost": unmanaged.report["cost"],
+        "unmanaged_cost_sequence": cost_sequence(unmanaged.report["model_calls"]),
+        "cost_sequence": cost_sequence(report["model_calls"]),
+        "cost_ratio": {table: round(report["cost"][table] / unmanaged.report["cost"][table], 3)
+                       for table in PRICE_TABLES if unmanaged.report["cost"][table]},
     })
-    ms = managed.engine_ms
-    if len(ms) >= 8:  # cost per iteration early vs late: must not grow with the archive
-        quarter = len(ms) // 4
-        report["engine_ms_first_quarter"] = round(statistics.median(ms[:quarter]), 3)
-        report["engine_ms_last_quarter"] = round(statistics.median(ms[-quarter:]), 3)
     return report
+
+
+def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") -> list[float]:
+    """Cumulative cost after each call under one price table (for the plot)."""
+    prices, total, out = PRICE_TABLES[table], 0.0, []
+    for c in calls:
+        total += prices.cost(c["input_tokens"], c.get("cached_tokens", 0), c.get("output_tokens", 0))
+        out.append(round(total, 6))
+    return out
 
 
 def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
               scenarios: list[tuple[str, int]] | None = None) -> dict[str, Any]:
-    results = {name: bench_scenario(name, window) for name, window in scenarios or BENCH_SCENARIOS}
+    results = {name: bench_scenario(name, window, with_unmanaged=name not in MANAGED_ONLY)
+               for name, window in scenarios or BENCH_SCENARIOS}
     out(format_table(results))
     if "retrieval-6x1600" in results:
         r = results["retrieval-6x1600"]
@@ -72,25 +106,44 @@ def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
         out(f"  TaskOS unmanaged : {r['unmanaged_sequence']}")
         out(f"  seed unmanaged   : {SEED_UNMANAGED}")
     for name, r in results.items():
-        if "engine_ms_first_quarter" in r:
-            out(f"{name}: engine ms per call, first quarter of the run "
-                f"{r['engine_ms_first_quarter']} vs last quarter {r['engine_ms_last_quarter']} "
-                "(flat = the cost of a turn does not grow with the archive)")
+        if "engine_ms_per_call_first_tenth" in r:
+            out(f"{name}: engine ms per model call, first tenth of the turns "
+                f"{r['engine_ms_per_call_first_tenth']} vs last tenth "
+                f"{r['engine_ms_per_call_last_tenth']} (flat = a turn does not cost more as "
+                "the session grows)")
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2, ensure_ascii=False))
         out(f"wrote {json_path}")
     return results
 
 
+def _money(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def format_table(results: dict[str, dict[str, Any]]) -> str:
-    head = (f"{'scenario':<18}{'window':>9}{'calls':>7}{'total in':>11}{'unmanaged':>12}"
-            f"{'reduct.':>9}{'peak':>8}{'over':>6}{'compact':>9}{'anchors':>9}{'eng ms':>8}")
+    """Tokens, cache, summary calls, money (managed vs unmanaged) and engine time."""
+    head = (f"{'scenario':<17}{'window':>7}{'calls':>6}{'sum.':>5}{'input':>10}{'cached':>7}"
+            f"{'unmanaged':>11}{'cached':>7}{'peak':>7}{'over':>5}{'anch.':>6}"
+            f"{'$ oai':>7}{'$ unm':>7}{'$ ant':>7}{'$ unm':>7}{'ms/call':>8}{'ms/turn':>8}")
     rows = [head, "-" * len(head)]
     for name, r in results.items():
         survival = "-" if r["anchor_survival"] is None else f"{r['anchor_survival']:.2f}"
+        unmanaged = r.get("unmanaged_total_input_tokens")
+        unm_cost = r.get("unmanaged_cost") or {}
+
+        def share(cached, total):
+            return f"{100 * cached / total:.0f}%" if total else "-"
+
         rows.append(
-            f"{name:<18}{r['window']:>9}{len(r['model_calls']):>7}{r['total_input_tokens']:>11}"
-            f"{r['unmanaged_total_input_tokens']:>12}{(r['reduction'] or 0) * 100:>8.1f}%"
-            f"{r['peak_input_tokens']:>8}{r['over_window_requests']:>6}{r['compactions']:>9}"
-            f"{survival:>9}{r['engine_ms_per_call'] or 0:>8.3f}")
+            f"{name:<17}{r['window']:>7}{len(r['model_calls']):>6}{r['summary_calls']:>5}"
+            f"{r['total_input_tokens']:>10}"
+            f"{share(r['cached_input_tokens'], r['total_input_tokens']):>7}"
+            f"{unmanaged if unmanaged is not None else '-':>11}"
+            f"{share(r.get('unmanaged_cached_input_tokens', 0), unmanaged or 0):>7}"
+            f"{r['peak_input_tokens']:>7}{r['over_window_requests']:>5}{survival:>6}"
+            f"{_money(r['cost']['openai-like']):>7}{_money(unm_cost.get('openai-like')):>7}"
+            f"{_money(r['cost']['anthropic-like']):>7}"
+            f"{_money(unm_cost.get('anthropic-like')):>7}"
+            f"{r['engine_ms_per_call'] or 0:>8.3f}{r['engine_ms_per_turn_median'] or 0:>8.3f}")
     return "\n".join(rows)

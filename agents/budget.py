@@ -47,8 +47,13 @@ class Budget:
 
     def budgets(self) -> dict[str, int]:
         return {"system": self.system, "snapshot": self.snapshot, "summary": self.summary_cap,
-                "history": self.history, "hints": max(64, self.snapshot // 4),
-                "reserve": self.reserve}
+                "history": self.history, "since": self.since,
+                "hints": max(64, self.snapshot // 4), "reserve": self.reserve}
+
+    @property
+    def since(self) -> int:
+        """Room for the "since then" block; past it the snapshot is frozen anew (C17)."""
+        return max(64, self.snapshot // 2)
 
 
 def plan_budget(window: int, config: ContextConfig, *, final_phase: bool = False,

@@ -14,24 +14,38 @@ from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
 
 @dataclass
 class CallLedger:
-    """Counts calls and the engine's own time (model and tools excluded)."""
+    """Counts calls and the engine's own time per turn (model and tools excluded; the
+    snapshot, triggers, compaction bookkeeping and the state save included)."""
 
     calls: int = 0
-    engine_ms: list[float] = field(default_factory=list)
+    turn_ms: list[float] = field(default_factory=list)
+    turn_calls: list[int] = field(default_factory=list)  # model calls in each turn
     _mark: float = field(default_factory=time.perf_counter)
     _outside: float = 0.0  # time spent in the model or tools since the mark
+    _calls_at_mark: int = 0
+
+    @property
+    def engine_ms(self) -> list[float]:
+        return self.turn_ms
 
     def start(self) -> None:
         self._mark, self._outside = time.perf_counter(), 0.0
+        self._calls_at_mark = self.calls
 
     def outside(self, seconds: float) -> None:
         self._outside += seconds
 
     def lap(self) -> None:
-        """Close one agent call's engine time and start the next."""
+        """Close one turn's engine time and start the next."""
         now = time.perf_counter()
-        self.engine_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
-        self._mark, self._outside = now, 0.0
+        self.turn_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
+        self.turn_calls.append(self.calls - self._calls_at_mark)
+        self._mark, self._outside, self._calls_at_mark = now, 0.0, self.calls
+
+    def per_call_ms(self, first: int = 0, last: int | None = None) -> float | None:
+        """Mean engine time per model call over turns [first, last), summary calls counted."""
+        ms, calls = self.turn_ms[first:last], self.turn_calls[first:last]
+        return sum(ms) / sum(calls) if sum(calls) else None
 
 
 class CallRunner:
@@ -56,11 +70,15 @@ class CallRunner:
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
-                     max_tokens: int, turn: int) -> ModelReply:
+                     max_tokens: int, turn: int,
+                     tools: list[dict[str, Any]] | None = None) -> ModelReply:
+        """A summary request; with `tools` it repeats the agent's prefix, tools offered but
+        not callable (tool_choice "none"), so the provider's cache still matches."""
         model = self.profile.summary_model or None
         described = [{**m, "zone": "summary_request"} for m in messages]
         try:
-            reply = self._timed(messages, None, max_tokens, model)
+            reply = self._timed(messages, tools, max_tokens, model,
+                                tool_choice="none" if tools else None)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
                           described, turn)
@@ -68,21 +86,22 @@ class CallRunner:
         self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described, turn)
         return reply
 
-    def _timed(self, messages, tools, max_tokens, model) -> ModelReply:
+    def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
         started = time.perf_counter()
         try:
-            return self._interruptible(messages, tools, max_tokens, model)
+            return self._interruptible(messages, tools, max_tokens, model, tool_choice)
         except ModelError as exc:
             exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
             raise
         finally:
             self.ledger.outside(time.perf_counter() - started)
 
-    def _interruptible(self, messages, tools, max_tokens, model) -> ModelReply:
+    def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout."""
+        extra = {"tool_choice": tool_choice} if tool_choice else {}
         try:
             return run_interruptible(
-                lambda: self.model.complete(messages, tools, max_tokens, model=model),
+                lambda: self.model.complete(messages, tools, max_tokens, model=model, **extra),
                 deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
         except CallDeadline as exc:
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc

@@ -13,14 +13,18 @@ from typing import Any, Callable
 from agents.context import WorkingContext
 from agents.history import Msg, Unit, flatten
 from agents.model import ModelError, ModelReply
-from agents.sim.transport import SUMMARY_MARKER
+from agents.sim.summary_request import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE,
+                                        SUMMARY_MARKER, label_line)
 from agents.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
                             SummaryError, merge, parse_model_summary, render, shrink_to)
 from agents.tokens import REPLY_PRIMING
 
-# summarize(messages, max_tokens, request_tokens) -> reply; raises ModelError
-Summarize = Callable[[list[dict[str, Any]], int, int], ModelReply]
+# summarize(messages, max_tokens, request_tokens, tools) -> reply; raises ModelError
+Summarize = Callable[[list[dict[str, Any]], int, int, list | None], ModelReply]
 PER_MESSAGE_SLACK = 2  # the turn/ref prefix can merge a token or two with the text after it
+_FRESH_FORM = "The messages after this one are"
+_PREFIX_FORM = ("The messages to fold (their number and archive labels are at the end of "
+                "this message) are")
 
 
 @dataclass
@@ -114,6 +118,13 @@ class Compactor:
         budget = ctx.budget()
         current = (StructuredSummary.from_dict(ctx.summary) if ctx.summary else None)
         pending = [u for u in old if not all(is_marker(m) for m in u.messages)]
+        if pending:
+            reused = self._prefix_request(old, constraints, instructions)
+            if reused is not None:  # one request that repeats the agent's cached prefix
+                request, tokens = reused
+                reply = self.summarize(request, budget.summary_output, tokens, ctx.tools or None)
+                outcome.summary_calls += 1
+                return self._merged(current, reply)
         while pending:
             head = self._head_messages(current, constraints, instructions)
             tail = {"role": "user", "content": "Write the summary JSON now."}
@@ -134,15 +145,48 @@ class Compactor:
                 pending.pop(0)
             request = head + chunk + [tail]
             tokens = ctx.counter.request(request)
-            reply = self.summarize(request, budget.summary_output, tokens)
+            reply = self.summarize(request, budget.summary_output, tokens, None)
             outcome.summary_calls += 1
-            if reply.finish_reason == "length":
-                raise SummaryError("the summary was cut off by its output limit")
-            merged = merge(current, parse_model_summary(reply.content))
-            current = shrink_to(merged, budget.summary_cap, ctx.count)
-            if ctx.count(render(current)) > budget.summary_max:
-                raise SummaryError("the summary is longer than its zone allows")
+            current = self._merged(current, reply)
         return current
+
+    def _merged(self, current: StructuredSummary | None, reply: ModelReply) -> StructuredSummary:
+        budget = self.ctx.budget()
+        if reply.finish_reason == "length":
+            raise SummaryError("the summary was cut off by its output limit")
+        merged = merge(current, parse_model_summary(reply.content))
+        current = shrink_to(merged, budget.summary_cap, self.ctx.count)
+        if self.ctx.count(render(current)) > budget.summary_max:
+            raise SummaryError("the summary is longer than its zone allows")
+        return current
+
+    def _prefix_request(self, old: list[Unit], constraints: list[str],
+                        instructions: str) -> tuple[list[dict[str, Any]], int] | None:
+        """The agent's stable head and the units to fold, unchanged, then the instruction.
+
+        Everything before the instruction is byte-identical to the start of the agent's
+        last request, so a provider bills it as cached (C17). None when it would not fit
+        the window minus the summary's output room: then fresh, chunked requests are used.
+        """
+        ctx = self.ctx
+        folded = flatten(old)
+        head = [m for _, m in ctx.stable_head()]
+        labels = [label_line(i, m.turn, m.ref) for i, m in enumerate(folded, start=1)]
+        body = SUMMARY_INSTRUCTIONS.replace(_FRESH_FORM, _PREFIX_FORM)
+        if not body.startswith(SUMMARY_MARKER):
+            body = f"{SUMMARY_MARKER}\n{body}"
+        lines = [body.rstrip(), FOLD_LINE.format(count=len(folded)), LABELS_LINE, *labels]
+        if instructions:
+            lines.append(f"Focus for this summary (from the person running the task): "
+                         f"{instructions}")
+        if constraints:
+            lines.extend([CONSTRAINTS_LINE, *(f"- {c}" for c in constraints)])
+        tail = {"role": "user", "content": "\n".join(lines)}
+        tokens = (REPLY_PRIMING + ctx._tools_tokens + ctx.counter.message(tail)
+                  + sum(m.tokens for m in head) + sum(m.tokens for m in folded))
+        if tokens > ctx.budget().summary_input_limit:
+            return None
+        return [m.data for m in head] + [m.data for m in folded] + [tail], tokens
 
     def _head_messages(self, current: StructuredSummary | None, constraints: list[str],
                        instructions: str) -> list[dict[str, Any]]:

@@ -1,6 +1,20 @@
 """The working context (SPEC C1, C5, C17): what goes into the next request, zone by zone.
 
-Layout by attention: system prompt → task snapshot → summary → recent turns → hints last.
+Layout by attention and by cache (C17). Providers bill a request's prefix that repeats an
+earlier request at 10–25 % of the price, so what stays the same between compactions
+comes first and what changes every turn comes last:
+
+    stable  system prompt · (tools) · task snapshot as of the last compaction ·
+            [the person's words block goes here, right after the snapshot] ·
+            summary · recent turns, append-only
+    tail    "since then" (what changed in the snapshot since it was frozen) · hints
+
+Between two compactions every request starts with the previous request minus its tail,
+so all of it but the newest round and the tail is billed as cached. The snapshot is
+frozen again at each compaction (when everything after the system prompt changes anyway),
+when a hard constraint or a person's anchor changes (they must be in the snapshot, not
+only in the tail), and when the "since then" block outgrows its budget.
+
 Every message carries its token count from the moment it arrives, so building and
 measuring a request is a sum over a short list, not a re-encode of the history.
 """
@@ -63,7 +77,8 @@ class WorkingContext:
     history: list[Msg] = field(default_factory=list)
     summary: dict[str, Any] | None = None
     summary_text: str = ""
-    snapshot_text: str = ""
+    snapshot_text: str = ""  # the frozen snapshot, in the stable part of every request
+    live_snapshot: str = ""  # the snapshot as rendered this turn
     final_phase: bool = False
     extra_reserve: int = 0
     correction: float = 1.0  # provider's count / ours, raised after an overflow error
@@ -73,6 +88,7 @@ class WorkingContext:
         self._system_msg = Msg.build(self.counter, {"role": "system", "content": self.system_prompt})
         self._tools_tokens = self.counter.tools(self.tools)
         self._snapshot_msg: Msg | None = None
+        self._since_msg: Msg | None = None
         self._summary_msg: Msg | None = None
         self._budget_key: tuple | None = None
         self._budget: Budget | None = None
@@ -91,9 +107,27 @@ class WorkingContext:
 
     # --- the layers
     def set_snapshot(self, text: str) -> None:
-        if text != self.snapshot_text or self._snapshot_msg is None:
-            self.snapshot_text = text
-            self._snapshot_msg = Msg.build(self.counter, {"role": "system", "content": text})
+        """Take this turn's snapshot; what differs from the frozen one goes to the tail."""
+        if self._snapshot_msg is None:
+            self.live_snapshot = text
+            self.freeze_snapshot()
+            return
+        if text == self.live_snapshot:
+            return
+        self.live_snapshot = text
+        since = since_block(self.snapshot_text, text)
+        self._since_msg = (Msg.build(self.counter, {"role": "user", "content": since})
+                           if since else None)
+
+    def freeze_snapshot(self) -> None:
+        """Put this turn's snapshot into the stable part (a new cached prefix starts here)."""
+        self.snapshot_text = self.live_snapshot
+        self._snapshot_msg = Msg.build(self.counter, {"role": "system",
+                                                      "content": self.snapshot_text})
+        self._since_msg = None
+
+    def since_tokens(self) -> int:
+        return self._since_msg.tokens if self._since_msg else 0
 
     def set_summary(self, summary: dict[str, Any] | None, text: str) -> None:
         self.summary, self.summary_text = summary, text
@@ -139,21 +173,32 @@ class WorkingContext:
             "snapshot": self._snapshot_msg.tokens if self._snapshot_msg else 0,
             "summary": self._summary_msg.tokens if self._summary_msg else 0,
             "history": sum(m.tokens for m in self.history),
+            "since": self.since_tokens(),
             "hints": sum(m.tokens for m in hints or ()),
             "reserve": budget.reserve,
         }
+
+    def stable_head(self) -> list[tuple[str, Msg]]:
+        """The part before the history, in order: identical in every request until the
+        next compaction or freeze, and the start of every summary request too."""
+        parts: list[tuple[str, Msg]] = [("system", self._system_msg)]
+        if self._snapshot_msg is not None:
+            parts.append(("snapshot", self._snapshot_msg))
+        # The person's words block (their own messages, verbatim) belongs here: stable
+        # between compactions, right after the snapshot, before the summary.
+        if self._summary_msg is not None:
+            parts.append(("summary", self._summary_msg))
+        return parts
 
     def input_tokens(self, hints: list[Msg] | None = None) -> int:
         zones = self.zones(hints)
         return sum(v for k, v in zones.items() if k != "reserve")
 
     def build(self, hints: list[Msg] | None = None) -> Request:
-        parts: list[tuple[str, Msg]] = [("system", self._system_msg)]
-        if self._snapshot_msg is not None:
-            parts.append(("snapshot", self._snapshot_msg))
-        if self._summary_msg is not None:
-            parts.append(("summary", self._summary_msg))
+        parts = self.stable_head()
         parts.extend(("history", m) for m in self.history)
+        if self._since_msg is not None:
+            parts.append(("since", self._since_msg))
         parts.extend(("hints", m) for m in hints or ())
         zones = self.zones(hints)
         return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
@@ -163,6 +208,7 @@ class WorkingContext:
     # --- persistence (resume, SPEC T8)
     def to_state(self) -> dict[str, Any]:
         return {"history": [m.to_state() for m in self.history], "summary": self.summary,
+                "snapshot": self.snapshot_text,
                 "summary_text": self.summary_text, "final_phase": self.final_phase,
                 "extra_reserve": self.extra_reserve, "correction": self.correction,
                 "window": self.window}
@@ -170,7 +216,29 @@ class WorkingContext:
     def restore(self, state: dict[str, Any]) -> None:
         self.history = [Msg.from_state(m) for m in state.get("history", [])]
         self.set_summary(state.get("summary"), state.get("summary_text", ""))
+        if state.get("snapshot"):  # the frozen snapshot, so the cached prefix stays the same
+            self.live_snapshot = state["snapshot"]
+            self.freeze_snapshot()
         self.final_phase = state.get("final_phase", False)
         self.extra_reserve = state.get("extra_reserve", 0)
         self.correction = state.get("correction", 1.0)
         self.window = state.get("window", self.window)
+
+
+SINCE_OPEN = "<snapshot-update>"
+SINCE_INTRO = "Changes since the task snapshot above was written (these lines win over it):"
+
+
+def since_block(frozen: str, live: str) -> str:
+    """The snapshot lines that are new since `frozen`; "" when there are none.
+
+    Only additions: a line that left the snapshot (an older finding rolled out of its
+    budget) is still true, and one that was corrected has its newer line here, which the
+    intro says wins. Hard constraints never rely on this block (the snapshot is frozen
+    anew when they change).
+    """
+    before = set(frozen.splitlines())
+    added = [line for line in live.splitlines() if line not in before and not line.startswith("<")]
+    if not added:
+        return ""
+    return "\n".join([SINCE_OPEN, SINCE_INTRO, *added, "</snapshot-update>"])

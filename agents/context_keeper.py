@@ -19,6 +19,8 @@ from agents.errors import error_payload
 from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
 from agents.tools.notes import render_notes
 
+ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
+
 if TYPE_CHECKING:
     from agents.loop import AgentLoop
     from agents.model import ContextOverflow
@@ -30,6 +32,7 @@ class ContextKeeper:
         self.ctx = loop.ctx
         self.compactor = Compactor(self.ctx, self._summarize)
         self.handoff: dict[str, Any] = {}
+        self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
         self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
@@ -38,6 +41,9 @@ class ContextKeeper:
     # --- the per-iteration pipeline
     def prepare(self, hints: bool = True) -> tuple[Request, int]:
         loop, ctx = self.loop, self.ctx
+        if loop.spec.unmanaged:  # the benchmark's baseline: append-only, nothing added
+            request = ctx.build([])
+            return request, ctx.budget().input_limit
         tasks = loop.book.tasks
         ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
         before = ctx.zones() if loop.book.trigger_pending else {}
@@ -63,25 +69,46 @@ class ContextKeeper:
             "free": budget.window - request.total - budget.reserve}))
         return request, budget.input_limit
 
-    def refresh_snapshot(self) -> None:
-        loop = self.loop
+    def refresh_snapshot(self, freeze: bool = False) -> None:
+        """Render this turn's snapshot; freeze it into the stable part when it must be there."""
+        loop, ctx = self.loop, self.ctx
         text = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors,
                                tasks=loop.book.tasks,
                                notes_text=render_notes(loop.store.load_notes(loop.session_id)),
-                               budget_tokens=max(200, self.ctx.budget().snapshot),
-                               count=self.ctx.count)
-        self.ctx.set_snapshot(text)
+                               budget_tokens=max(200, ctx.budget().snapshot),
+                               count=ctx.count)
+        ctx.set_snapshot(text)
+        # Hard constraints and a person's anchors are never only in the tail (C17): when
+        # they changed, the frozen snapshot is rewritten even though the cache restarts.
+        must = {f"- {a.text}" for a in loop.book.anchors
+                if a.active and (a.tier == 1 or a.source == "admin")}
+        frozen = set(ctx.snapshot_text.splitlines())
+        if (freeze or not must <= frozen or (self._frozen_must - must)
+                or ctx.since_tokens() > ctx.budget().since):
+            ctx.freeze_snapshot()
+            self._frozen_must = must
+        elif not self._frozen_must:
+            self._frozen_must = must & frozen
 
     def trigger(self) -> str | None:
-        """Which trigger fires now, if any: budget (c) before rolling window (a)."""
+        """Which trigger fires now, if any: budget (c) before rolling window (a).
+
+        The rolling window counts tokens: the history may use its own zone plus whatever
+        the system, snapshot and summary zones leave unused, so a compaction (a summary
+        call, and a new cached prefix) comes only when a real amount of history is there
+        to fold. Many small rounds still roll over at ROUNDS_PER_MAX_ROUNDS × max_rounds.
+        """
         ctx, budget = self.ctx, self.ctx.budget()
-        projected = ctx.input_tokens()
+        zones = ctx.zones()
+        projected = sum(v for k, v in zones.items() if k != "reserve")
         if projected >= budget.trigger_line or projected >= budget.budget_line:
             return "budget"
         units = ctx.units()
         rounds = sum(1 for u in units if u.is_round)
-        history = sum(u.tokens for u in units)
-        if rounds > budget.max_rounds or (history > budget.history and rounds > 1):
+        allowance = budget.history + sum(max(0, budget.budgets()[zone] - zones[zone])
+                                         for zone in ("system", "snapshot", "summary"))
+        if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
+                zones["history"] > allowance and rounds > 1):
             return "rolling"
         return None
 
@@ -115,8 +142,8 @@ class ContextKeeper:
     def _anchor_rescue_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
         """After compacting, rebuild the snapshot so every tier-1 anchor is back in view."""
         outcome = proceed()
-        if outcome is not None:
-            self.refresh_snapshot()
+        if outcome is not None:  # everything after the system prompt changes: refreeze
+            self.refresh_snapshot(freeze=True)
             missing = [a for a in self.loop.book.hard_constraints()
                        if a not in self.ctx.snapshot_text]
             call.extra["rescued_anchors"] = missing
@@ -175,10 +202,11 @@ class ContextKeeper:
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
                           loop.turn)]
 
-    def _summarize(self, messages, max_tokens, tokens):
+    def _summarize(self, messages, max_tokens, tokens, tools=None):
         budget = self.ctx.budget()
         return self.loop.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
-                                            max_tokens=max_tokens, turn=self.loop.turn)
+                                            max_tokens=max_tokens, turn=self.loop.turn,
+                                            tools=tools)
 
     def _write_handoff(self, outcome: CompactionOutcome) -> None:
         loop = self.loop

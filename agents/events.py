@@ -41,7 +41,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-ZONES = ("system", "snapshot", "summary", "history", "hints", "reserve")
+# In layout order (SPEC C17): the stable part, then what changes every turn.
+ZONES = ("system", "snapshot", "summary", "history", "since", "hints", "reserve")
 
 
 class EventType(StrEnum):

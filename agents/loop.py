@@ -48,6 +48,8 @@ class SessionSpec:
     system_prompt: str = DEFAULT_SYSTEM
     scenario: Scenario | None = None
     compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
+    # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
+    unmanaged: bool = False
 
 
 @dataclass
@@ -106,7 +108,7 @@ class AgentLoop:
             "warnings": self.spec.profile.warnings}))
         if not resumed and self.spec.goal:
             self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
-        total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.spec.config.max_turns
+        total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.max_turns()
         try:
             result = self._iterate(progress, total)
         except CompactionFailed as exc:
@@ -123,8 +125,13 @@ class AgentLoop:
             "error": result.error}))
         return result
 
+    def max_turns(self) -> int:
+        """The turn cap; a scenario longer than it raises it to fit its steps."""
+        steps = len(self.spec.scenario.model_steps) if self.spec.scenario else 0
+        return max(self.spec.config.max_turns, steps)
+
     def _iterate(self, progress, total) -> RunResult:
-        while self.turn < self.spec.config.max_turns:
+        while self.turn < self.max_turns():
             if self.store.cancel_requested(self.session_id):
                 return RunResult("cancelled", "", self.turn, "cancelled by a person")
             self.ledger.start()
@@ -135,15 +142,15 @@ class AgentLoop:
             request, limit = self.keeper.prepare()
             reply = self._call_agent(request, limit)
             answer = self._handle_reply(reply)
-            self.ledger.lap()
             self.turn += 1
             self.finished = answer
             self._save_state()
+            self.ledger.lap()
             if progress:
                 progress(min(self.turn, total), total)
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
-        return self._fail("turn_limit", f"no final answer after {self.spec.config.max_turns} turns")
+        return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
 
     def _fail(self, code: str, message: str) -> RunResult:
         self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))

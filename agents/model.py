@@ -105,11 +105,14 @@ class ModelClient:
             http_client=http_client, max_retries=0, timeout=client_timeout(profile))
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 max_tokens: int, model: str | None = None) -> ModelReply:
+                 max_tokens: int, model: str | None = None,
+                 tool_choice: str | None = None) -> ModelReply:
         kwargs: dict[str, Any] = {"model": model or self.profile.model, "messages": messages,
                                   "max_tokens": max_tokens}
         if tools:
             kwargs["tools"] = tools
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
         if self._key_error is not None:

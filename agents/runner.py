@@ -11,6 +11,7 @@ from agents.config import ContextConfig, ModelProfile
 from agents.events import Event, EventSink, EventType
 from agents.loop import AgentLoop, RunResult, SessionSpec
 from agents.model import ModelClient
+from agents.pricing import CostMeter
 from agents.retry import RetryBudget
 from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
 from agents.sim.transport import sim_http_client
@@ -19,28 +20,43 @@ from agents.tools.registry import default_registry
 
 
 class ReportSink:
-    """Forwards every event and keeps what the run report needs (the runtask keys)."""
+    """Forwards every event and keeps what the run report needs (the runtask keys).
 
-    def __init__(self, inner: EventSink, expect_tier1: list[str]) -> None:
+    Everything is a running total updated per event, so saving it with the loop state
+    every turn costs the same at turn 10 and at turn 1000 (the per-call list is shared
+    with the saved state, not copied).
+    """
+
+    def __init__(self, inner: EventSink, expect_tier1: list[str],
+                 profile: ModelProfile | None = None) -> None:
         self.inner = inner
         self.expect = expect_tier1
         self.model_calls: list[dict[str, Any]] = []
         self.compactions = 0
         self.stated_turn: dict[str, int] = {}
-        self.present: dict[str, list[tuple[int, bool]]] = {s: [] for s in expect_tier1}
+        # per expected anchor: [calls that should show it, calls that did]
+        self.present: dict[str, list[int]] = {s: [0, 0] for s in expect_tier1}
+        self.meter = CostMeter(profile or ModelProfile())
 
     def emit(self, event: Event) -> None:
         payload = event.payload
         if event.type == EventType.MODEL_CALL:
+            cached, output = int(payload.get("cached_tokens") or 0), int(payload.get("output_tokens") or 0)
             self.model_calls.append({"input_tokens": payload["input_tokens"],
                                      "kind": payload["kind"],
                                      "over_window": payload["over_window"],
+                                     "cached_tokens": cached, "output_tokens": output,
                                      **({"refused": True} if payload.get("refused") else {})})
             if payload.get("refused"):  # never sent on to the model: nothing to check in it
                 return self.inner.emit(event)
-            text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
-            for expected in self.expect:
-                self.present[expected].append((event.turn, expected in text))
+            self.meter.add(payload["input_tokens"], cached, output)
+            if self.expect:
+                text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
+                for expected in self.expect:
+                    stated = self.stated_turn.get(expected)
+                    if stated is not None and event.turn >= stated:
+                        self.present[expected][0] += 1
+                        self.present[expected][1] += expected in text
         elif event.type == EventType.COMPACTION and not payload.get("noop"):
             self.compactions += 1
         elif event.type == EventType.USER_MESSAGE:
@@ -58,33 +74,47 @@ class ReportSink:
 
     def to_state(self) -> dict[str, Any]:
         return {"model_calls": self.model_calls, "compactions": self.compactions,
-                "stated_turn": self.stated_turn,
-                "present": {k: [list(p) for p in v] for k, v in self.present.items()}}
+                "stated_turn": self.stated_turn, "present": self.present,
+                "cost": self.meter.totals}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.model_calls = list(state.get("model_calls", []))
         self.compactions = state.get("compactions", 0)
         self.stated_turn = dict(state.get("stated_turn", {}))
-        for key, pairs in state.get("present", {}).items():
-            if key in self.present:
-                self.present[key] = [tuple(p) for p in pairs]
+        for key, pair in state.get("present", {}).items():
+            if (key in self.present and isinstance(pair, list) and len(pair) == 2
+                    and all(isinstance(x, int) for x in pair)):
+                self.present[key] = [int(pair[0]), int(pair[1])]
+        for name, value in (state.get("cost") or {}).items():
+            if name in self.meter.totals:
+                self.meter.totals[name] = float(value)
 
     def anchor_survival(self) -> float | None:
         if not self.expect:
             return None
-        survived = 0
-        for expected in self.expect:
-            stated = self.stated_turn.get(expected)
-            seen = [ok for turn, ok in self.present[expected] if stated is not None and turn >= stated]
-            survived += bool(seen) and all(seen)
+        survived = sum(1 for expected in self.expect
+                       if self.present[expected][0] and
+                       self.present[expected][1] == self.present[expected][0])
         return survived / len(self.expect)
+
+    def totals(self) -> dict[str, Any]:
+        calls = self.model_calls
+        inputs = [c["input_tokens"] for c in calls]
+        return {"total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
+                "cached_input_tokens": sum(c.get("cached_tokens", 0) for c in calls),
+                "output_tokens": sum(c.get("output_tokens", 0) for c in calls),
+                "summary_calls": sum(1 for c in calls if c["kind"] == "summary"),
+                "compactions": self.compactions,
+                "over_window_requests": sum(1 for c in calls if c["over_window"]),
+                "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded()}
 
 
 @dataclass
 class SessionRun:
     result: RunResult
     report: dict[str, Any] = field(default_factory=dict)
-    engine_ms: list[float] = field(default_factory=list)  # per agent call, in order
+    engine_ms: list[float] = field(default_factory=list)  # per turn, in order
+    engine_calls: list[int] = field(default_factory=list)  # model calls per turn
 
     @property
     def status(self) -> str:
@@ -121,7 +151,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
                 http_client: Any = None, retries: RetryBudget | None = None,
-                summarizer: str | None = None) -> SessionRun:
+                summarizer: str | None = None, unmanaged: bool = False) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -132,24 +162,21 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     model = ModelClient(profile, http_client=http_client,
                         base_url="http://sim.taskos.invalid/v1" if profile.simulated else None)
     prepare_workspace(workspace)
-    sink = ReportSink(events, plan.expect_tier1 if plan else [])
+    sink = ReportSink(events, plan.expect_tier1 if plan else [], profile)
     system = (plan.system if plan and plan.system else None)
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
-                       **({"system_prompt": system} if system else {}))
+                       unmanaged=unmanaged, **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
-    calls = sink.model_calls
-    inputs = [c["input_tokens"] for c in calls]
-    report = {
-        "status": result.status, "turns": result.turns, "error": result.error,
-        "model_calls": calls,
-        "total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
-        "compactions": sink.compactions,
-        "over_window_requests": sum(1 for c in calls if c["over_window"]),
-        "anchor_survival": sink.anchor_survival(),
-        "engine_ms_per_call": round(statistics.median(loop.ledger.engine_ms), 3)
-        if loop.ledger.engine_ms else None,
-    }
-    return SessionRun(result=result, report=report, engine_ms=list(loop.ledger.engine_ms))
+    ledger = loop.ledger
+    per_call = ledger.per_call_ms()
+    report = {"status": result.status, "turns": result.turns, "error": result.error,
+              "model_calls": sink.model_calls,
+              **sink.totals(),
+              "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,
+              "engine_ms_per_turn_median": round(statistics.median(ledger.turn_ms), 3)
+              if ledger.turn_ms else None}
+    return SessionRun(result=result, report=report, engine_ms=list(ledger.turn_ms),
+                      engine_calls=list(ledger.turn_calls))

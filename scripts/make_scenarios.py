@@ -43,8 +43,29 @@ def long_200() -> dict:
             "steps": steps}
 
 
+def long_1000() -> dict:
+    """1000 rounds written compactly with `repeat` steps (docs/SCENARIOS.md)."""
+    fetch = {"tool": "fetch_document", "args": {"tokens": 1600, "topic": "energy source #{n}"}}
+    steps = [{"repeat": 1, "from": 1, **fetch},
+             {"user": "Hard constraints: the final report must include a table. "
+                      "The budget is at most 50k tokens."},
+             {"repeat": 399, "from": 2, **fetch},
+             {"user": "另外，数据必须截止到2026年10月31日。报告一定要用中文写摘要。"},
+             {"repeat": 200, "from": 401, **fetch},
+             {"user": "Change of plan: the budget is at most 80k tokens now."},
+             {"repeat": 400, "from": 601, **fetch},
+             {"final": "| source | key figure |\n|---|---|\n| 1000 documents | see notes |\n\n"
+                       "摘要：一千轮检索完成，数据截止到2026年10月31日。"}]
+    return {"name": "long-1000", "window": 128000,
+            "tools": ["fetch_document", "recall", "read_ref", "notes"],
+            "goal": "Read 1000 documents on the energy transition and write a report.",
+            "expect": {"tier1": ["must include a table", "数据必须截止到2026年10月31日",
+                                 "at most 80k"]},
+            "steps": steps}
+
+
 if __name__ == "__main__":
-    for scenario in (retrieval(), long_200()):
+    for scenario in (retrieval(), long_200(), long_1000()):
         path = OUT / f"{scenario['name']}.json"
         path.write_text(json.dumps(scenario, ensure_ascii=False, indent=1) + "\n",
                         encoding="utf-8")

@@ -74,6 +74,36 @@ def _parse_step(raw: Any, where: str) -> tuple[str, Any]:
     return "tools", (parsed, raw.get("say", ""))
 
 
+MAX_REPEAT = 100_000
+
+
+def _fill(value: Any, n: int) -> Any:
+    if isinstance(value, str):
+        return value.replace("{n}", str(n))
+    if isinstance(value, dict):
+        return {k: _fill(v, n) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, n) for v in value]
+    return value
+
+
+def expand_repeats(steps: list[Any], origin: str) -> list[Any]:
+    """`{"repeat": N, "from": K, "tool": …, "args": …}` is N tool steps, "{n}" in its
+    strings numbered K, K+1, …: long load scenarios stay a few lines long."""
+    out: list[Any] = []
+    for i, raw in enumerate(steps):
+        if not (isinstance(raw, dict) and "repeat" in raw):
+            out.append(raw)
+            continue
+        count, first = raw["repeat"], raw.get("from", 1)
+        if not (isinstance(count, int) and 1 <= count <= MAX_REPEAT and isinstance(first, int)):
+            raise ScenarioError(f"{origin} step {i + 1}: 'repeat' must be a whole number from "
+                                f"1 to {MAX_REPEAT} and 'from' a whole number")
+        step = {k: v for k, v in raw.items() if k not in ("repeat", "from")}
+        out.extend(_fill(step, n) for n in range(first, first + count))
+    return out
+
+
 def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{origin}: the scenario must be a JSON object")
@@ -82,6 +112,7 @@ def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
             raise ScenarioError(f"{origin}: missing required key {key!r}")
     if not isinstance(data["steps"], list) or not data["steps"]:
         raise ScenarioError(f"{origin}: 'steps' must be a non-empty list")
+    data = {**data, "steps": expand_repeats(data["steps"], origin)}
     window = data.get("window")
     if window is not None and (not isinstance(window, int) or window < 1000):
         raise ScenarioError(f"{origin}: 'window' must be an integer of at least 1000")

@@ -18,13 +18,13 @@ import httpx2
 
 from agents.scenarios import Scenario
 from agents.sim import counting
+from agents.sim.cache import PromptCache
 from agents.sim.summarizer import SummaryPlayer
+from agents.sim.summary_request import SUMMARY_MARKER, is_tail_request, to_labelled
 
-SUMMARY_MARKER = "[taskos:summary-request]"
 CONTINUE_MARKER = "[taskos:continue]"
 SIM_MODEL = "taskos-sim"
 _CALL_ID = re.compile(r"^call_(\d+)_\d+$")
-CACHE_MIN_TOKENS = 1024  # providers cache prefixes from about this length on
 
 
 class SimTransport(httpx2.BaseTransport):
@@ -35,7 +35,7 @@ class SimTransport(httpx2.BaseTransport):
         self.requests: list[dict[str, Any]] = []  # every accepted request body
         self.prompt_tokens: list[int] = []  # this provider's count of each accepted request
         self.refused: list[tuple[int, int]] = []  # (prompt, max_tokens) of refused requests
-        self._previous_prefix: list[tuple[str, int]] = []
+        self.cache = PromptCache(counting.message_tokens, counting.tools_tokens)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
@@ -61,9 +61,12 @@ class SimTransport(httpx2.BaseTransport):
         if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
             message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
                                                      ensure_ascii=False), max_tokens)
+        elif is_tail_request(messages):  # the agent's own prefix, the instruction last
+            message, finish = self._limit(json.dumps(self.summaries.answer(to_labelled(messages)),
+                                                     ensure_ascii=False), max_tokens)
         else:
             message, finish = self._play(messages, max_tokens)
-        cached = self._cached_prefix(messages)
+        cached = self.cache.cached_tokens(messages, body.get("tools"))
         output = _output_tokens(message)
         return httpx2.Response(200, json={
             "id": f"simcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
@@ -109,16 +112,6 @@ class SimTransport(httpx2.BaseTransport):
             return {"role": "assistant", "content": text}, "stop"
         cut = counting.decode(tokens[:max(0, max_tokens)])
         return {"role": "assistant", "content": cut}, "length"
-
-    def _cached_prefix(self, messages: list[dict[str, Any]]) -> int:
-        prefix = [(json.dumps(m, sort_keys=True), counting.message_tokens(m)) for m in messages]
-        cached = 0
-        for (now, tokens), (before, _) in zip(prefix, self._previous_prefix):
-            if now != before:
-                break
-            cached += tokens
-        self._previous_prefix = prefix
-        return cached if cached >= CACHE_MIN_TOKENS else 0
 
 
 def _output_tokens(message: dict[str, Any]) -> int:

@@ -14,6 +14,16 @@ from agents.scenarios import Scenario, load_scenario, parse_scenario
 from agents.sim.transport import SimTransport, sim_http_client
 
 
+def summary_instruction(body: dict[str, Any]) -> str | None:
+    """The instruction text of a summary request body (it comes last, after the agent's
+    own prefix, or first in a fresh chunked request), else None."""
+    for message in (body["messages"][-1], body["messages"][0]):
+        content = message.get("content")
+        if isinstance(content, str) and content.startswith("[taskos:summary-request]"):
+            return content
+    return None
+
+
 @dataclass
 class Outcome:
     run: SessionRun

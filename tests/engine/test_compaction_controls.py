@@ -6,7 +6,7 @@ from agents.events import EventType
 from agents.memory_store import MemoryStore
 from agents.tools.registry import default_registry
 
-from .helpers import run_scenario
+from .helpers import run_scenario, summary_instruction
 
 
 def docs(n):
@@ -31,9 +31,9 @@ def test_compact_now_from_the_dashboard_runs_with_its_instructions():
     manual = [c for c in out.payloads(EventType.COMPACTION) if c["trigger"] == "manual"]
     assert len(manual) == 1 and manual[0]["instructions"] == "keep the unit costs"
     assert manual[0]["archived_turns"] and not manual[0]["noop"]
-    summary_requests = [r for r in out.transport.requests
-                        if r["messages"][0]["content"].startswith("[taskos:summary-request]")]
-    assert "keep the unit costs" in summary_requests[0]["messages"][0]["content"]
+    instructions = [summary_instruction(r) for r in out.transport.requests
+                    if summary_instruction(r)]
+    assert "keep the unit costs" in instructions[0]
 
 
 def test_compact_now_with_nothing_old_is_reported_as_a_noop():

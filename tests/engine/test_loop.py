@@ -5,7 +5,7 @@ from agents.events import EventType
 from agents.summary import TRUNCATION_MARKER
 from agents.tokens import TokenCounter
 
-from .helpers import run_scenario
+from .helpers import run_scenario, summary_instruction
 
 COUNTER = TokenCounter()
 
@@ -189,7 +189,7 @@ def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
     fetched = [r for r in store.archived_rows("t1") if r["role"] == "tool"]
     assert len(fetched) <= 8 + 1  # at most the turn in flight is repeated
     agent_requests = [r["messages"] for r in out.transport.requests
-                      if not r["messages"][0]["content"].startswith("[taskos:summary-request]")]
+                      if not summary_instruction(r)]
     assert any("[resumed]" in str(m.get("content")) for m in agent_requests[0])
 
 

@@ -191,7 +191,7 @@ def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
 def test_cached_tokens_fill_zones_in_layout_order():
     zones = {"system": 100, "snapshot": 50, "summary": 200, "history": 1000, "hints": 10}
     assert split_cached(zones, 400) == {"system": 100, "snapshot": 50, "summary": 200,
-                                        "history": 50, "hints": 0}
+                                        "history": 50, "since": 0, "hints": 0}
 
 
 def test_compacted_away_share_is_zero_without_compactions(session):
