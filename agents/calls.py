@@ -8,8 +8,12 @@ from typing import Any, Callable
 from agents.config import ModelProfile
 from agents.context import Request
 from agents.events import Event, EventType
+<<<<<<< HEAD
 from agents.interrupt import CallDeadline, run_interruptible
 from agents.model import ModelClient, ModelError, ModelReply
+=======
+from agents.model import ContextOverflow, ModelClient, ModelReply
+>>>>>>> i13
 
 
 @dataclass
@@ -45,7 +49,12 @@ class CallRunner:
         self.should_stop = should_stop  # read while a call is in flight: cancel cuts it short
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
-        reply = self._timed(request.messages, request.tools, max_tokens, None)
+        try:
+            reply = self._timed(request.messages, request.tools, max_tokens, None)
+        except ContextOverflow as exc:
+            self._refused("agent", exc, request.total, limit, request.zones,
+                          request.described(), turn)
+            raise
         self._record("agent", reply, request.total, limit, request.zones, request.described(),
                      turn)
         return reply
@@ -53,8 +62,13 @@ class CallRunner:
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
                      max_tokens: int, turn: int) -> ModelReply:
         model = self.profile.summary_model or None
-        reply = self._timed(messages, None, max_tokens, model)
         described = [{**m, "zone": "summary_request"} for m in messages]
+        try:
+            reply = self._timed(messages, None, max_tokens, model)
+        except ContextOverflow as exc:
+            self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
+                          described, turn)
+            raise
         self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described, turn)
         return reply
 
@@ -68,6 +82,7 @@ class CallRunner:
         finally:
             self.ledger.outside(time.perf_counter() - started)
 
+<<<<<<< HEAD
     def _interruptible(self, messages, tools, max_tokens, model) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout."""
         try:
@@ -76,17 +91,29 @@ class CallRunner:
                 deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
         except CallDeadline as exc:
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
+=======
+    def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
+                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:
+        """A request the provider refused as too long is still a call that was made: it is
+        recorded with the provider's own count, so peaks and over-window totals show it."""
+        reply = ModelReply(content="", finish_reason="refused",
+                           input_tokens=max(exc.requested, engine_tokens))
+        self._record(kind, reply, engine_tokens, limit, zones, messages, turn,
+                     refused=True, error=str(exc))
+>>>>>>> i13
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
-                zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:
+                zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
+                refused: bool = False, error: str = "") -> None:
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
+        extra = {"refused": True, "error": error} if refused else {}
         self.emit(Event(EventType.MODEL_CALL, {
             "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
             "engine_tokens": engine_tokens, "zones": zones,
             "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
             "finish_reason": reply.finish_reason, "latency_ms": round(reply.latency_ms, 2),
             "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
-            "over_window": input_tokens > limit, "limit": limit,
+            "over_window": refused or input_tokens > limit, "limit": limit, **extra,
             "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
             "messages": messages}, turn=turn))

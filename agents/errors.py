@@ -33,6 +33,11 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "The browser refused a feature because the page is not a secure context "
         "(served over plain HTTP from a non-localhost address).",
         "Open TaskOS through https or via localhost / 127.0.0.1."),
+    "turn_interrupted": ErrorAdvice(
+        "The worker running this session stopped (killed, restarted or lost its lease) in "
+        "the middle of a turn, before the turn was committed.",
+        "Nothing committed is lost: the half-done turn was undone and runs again from the "
+        "last committed state. Model calls it already made are kept as discarded events."),
     "auth": ErrorAdvice("The endpoint refused the API key.",
                         "Set the environment variable named by the profile's api_key_env."),
     "rate_limited": ErrorAdvice("The provider is rate-limiting this key.",

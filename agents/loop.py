@@ -82,6 +82,8 @@ class AgentLoop:
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
         self.empty_answers = 0
+        self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
+        self.finished: str | None = None  # the final answer, once a committed turn gave one
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or []) + [self.retries]
 
@@ -90,10 +92,13 @@ class AgentLoop:
         event.session_id = self.session_id
         event.payload = redact_value(event.payload)  # no API key reaches an event
         self.events.emit(event)
+        self.last_seq = event.seq or self.last_seq
 
     # --- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunResult:
         resumed = self._resume()
+        if self.finished is not None:  # killed after the last commit, before the report
+            return self._finish(RunResult("finished", self.finished, self.turn))
         self.emit(Event(EventType.SESSION_STARTED, {
             "goal": self.spec.goal, "profile": self.spec.profile.name,
             "model": self.spec.profile.model, "window": self.ctx.window,
@@ -110,6 +115,9 @@ class AgentLoop:
             result = self._fail(exc.code, str(exc))
         except CallCancelled:
             result = RunResult("cancelled", "", self.turn, "cancelled by a person")
+        return self._finish(result)
+
+    def _finish(self, result: RunResult) -> RunResult:
         self.emit(Event(EventType.SESSION_FINISHED, {
             "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
             "error": result.error}))
@@ -129,6 +137,7 @@ class AgentLoop:
             answer = self._handle_reply(reply)
             self.ledger.lap()
             self.turn += 1
+            self.finished = answer
             self._save_state()
             if progress:
                 progress(min(self.turn, total), total)
@@ -146,7 +155,8 @@ class AgentLoop:
         if self.spec.scenario and self.turn > self.delivered_through:
             texts += [(t, "scenario") for t in self.spec.scenario.user_messages_before(self.turn)]
             self.delivered_through = self.turn
-        texts += [(t, "user") for t in self.store.take_user_messages(self.session_id)]
+        texts += [(t, "user") for t in self.store.take_user_messages(self.session_id,
+                                                                     turn=self.turn)]
         for text, source in texts:
             self.add_user_message(text, source)
 
@@ -275,15 +285,34 @@ class AgentLoop:
     def _save_state(self) -> None:
         self.store.save_state(self.session_id, {
             "turn": self.turn, "delivered_through": self.delivered_through,
+            "events_seq": self.last_seq, "final_answer": self.finished,
             "context": self.ctx.to_state(), "hints": self.hints.to_state(),
             "handoff": self.keeper.handoff, "calls": self.ledger.calls,
             "tool_state": dict(self.tool_state),
             "companions": {c.state_key: c.to_state() for c in self.companions}})
 
+    def _discard_uncommitted(self, turn: int, events_seq: int | None) -> None:
+        """A worker died inside `turn`: drop what it wrote so the re-run cannot double it."""
+        undone = self.store.discard_uncommitted(self.session_id, turn)
+        discard_events = getattr(self.events, "discard_after", None)
+        undone["events"] = 0
+        if discard_events and events_seq is not None:  # None: a state saved before seqs
+            undone["events"] = discard_events(events_seq)
+            self.last_seq = events_seq
+        if any(undone.values()):
+            self.emit(Event(EventType.ERROR, error_payload(
+                "turn_interrupted",
+                f"turn {turn} was interrupted before it was committed; it runs again "
+                f"({undone['archive_rows']} archive rows removed, {undone['events']} events "
+                f"marked discarded, {undone['messages']} messages given back)", fatal=False)))
+
     def _resume(self) -> bool:
         state = self.store.load_state(self.session_id)
+        self._discard_uncommitted((state or {}).get("turn", 0),
+                                  state.get("events_seq") if state else 0)
         if not state:
             return False
+        self.finished = state.get("final_answer")
         self.turn = state.get("turn", 0)
         self.delivered_through = state.get("delivered_through", -1)
         self.ctx.restore(state.get("context", {}))

@@ -43,6 +43,7 @@ class MemoryStore:
         self._notes: dict[str, dict[str, Any]] = {}
         self._state: dict[str, dict[str, Any]] = {}
         self.user_messages: dict[str, list[str]] = defaultdict(list)
+        self._taken: dict[str, list[tuple[int, str]]] = defaultdict(list)  # (turn, text)
         self.compaction_requests: dict[str, str] = {}
         self.cancelled: set[str] = set()
         self._next_anchor_id = 1
@@ -65,7 +66,8 @@ class MemoryStore:
             prefix, sid, number = ref.split(":")
             if prefix != "arc" or sid != str(session_id):
                 return None
-            return self._archive[session_id][int(number) - 1]["content"]
+            row = self._archive[session_id][int(number) - 1]
+            return None if row.get("discarded") else row["content"]
         except (ValueError, IndexError):
             return None
 
@@ -86,7 +88,21 @@ class MemoryStore:
                 for r in best]
 
     def archived_rows(self, session_id) -> list[dict[str, Any]]:
-        return self._archive[session_id]
+        return [row for row in self._archive[session_id] if not row.get("discarded")]
+
+    def discard_uncommitted(self, session_id, from_turn) -> dict[str, int]:
+        # Rows become tombstones rather than disappearing: refs are list positions here.
+        removed = 0
+        for number, row in enumerate(self._archive[session_id], start=1):
+            if row["turn"] >= from_turn and not row.get("discarded"):
+                row["discarded"], removed = True, removed + 1
+                for word in keywords(row["content"][:200_000]):
+                    self._index[session_id][word].discard(number)
+        taken = self._taken[session_id]
+        back = [text for turn, text in taken if turn >= from_turn]
+        self._taken[session_id] = [(t, text) for t, text in taken if t < from_turn]
+        self.user_messages[session_id][:0] = back
+        return {"archive_rows": removed, "messages": len(back)}
 
     # anchors
     def load_anchors(self, session_id) -> list[AnchorRecord]:
@@ -133,8 +149,10 @@ class MemoryStore:
         self._state[session_id] = state
 
     # requests from people
-    def take_user_messages(self, session_id) -> list[str]:
-        return self.user_messages.pop(session_id, [])
+    def take_user_messages(self, session_id, turn=0) -> list[str]:
+        texts = self.user_messages.pop(session_id, [])
+        self._taken[session_id].extend((turn, text) for text in texts)
+        return texts
 
     def take_compaction_request(self, session_id):
         return self.compaction_requests.pop(session_id, None)

@@ -22,6 +22,9 @@ from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
 _OVERFLOW = re.compile(
     r"maximum context length is (\d[\d,]*) tokens.*?(?:resulted in|requested) (\d[\d,]*) tokens",
     re.IGNORECASE | re.DOTALL)
+# OpenAI-style servers split what was requested: "(P in the messages, C in the completion)".
+# P is the prompt the provider counted; M = P + C also holds the output room asked for.
+_PROMPT_PART = re.compile(r"\(\s*(\d[\d,]*) in the messages", re.IGNORECASE)
 
 
 # Codes worth asking again after a wait; anything else ends the session at once.
@@ -56,11 +59,18 @@ class ContextOverflow(ModelError):
 
 
 def parse_overflow(message: str) -> tuple[int, int] | None:
-    """(window, requested) from a "maximum context length" error text, else None."""
+    """(window, prompt tokens) from a "maximum context length" error text, else None.
+
+    When the text splits the request into messages and completion, the prompt part is
+    returned: comparing prompt + completion with the engine's prompt count would inflate
+    the correction for good (a 3 000-token prompt asking 900 out reads as 1.30).
+    """
     match = _OVERFLOW.search(message)
     if not match:
         return None
-    return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
+    prompt = _PROMPT_PART.search(message, match.end())
+    requested = prompt.group(1) if prompt else match.group(2)
+    return int(match.group(1).replace(",", "")), int(requested.replace(",", ""))
 
 
 @dataclass

@@ -34,7 +34,10 @@ class ReportSink:
         if event.type == EventType.MODEL_CALL:
             self.model_calls.append({"input_tokens": payload["input_tokens"],
                                      "kind": payload["kind"],
-                                     "over_window": payload["over_window"]})
+                                     "over_window": payload["over_window"],
+                                     **({"refused": True} if payload.get("refused") else {})})
+            if payload.get("refused"):  # never sent on to the model: nothing to check in it
+                return self.inner.emit(event)
             text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
             for expected in self.expect:
                 self.present[expected].append((event.turn, expected in text))
@@ -45,6 +48,10 @@ class ReportSink:
                 if expected in payload["text"] and expected not in self.stated_turn:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
+
+    def discard_after(self, seq: int) -> int:
+        discard = getattr(self.inner, "discard_after", None)
+        return discard(seq) if discard else 0
 
     # The report survives a resume: the loop saves this with its own state every turn.
     state_key = "report"
@@ -113,14 +120,18 @@ def prepare_workspace(workspace: Path) -> None:
 def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
+<<<<<<< HEAD
                 http_client: Any = None, retries: RetryBudget | None = None) -> SessionRun:
+=======
+                http_client: Any = None, summarizer: str | None = None) -> SessionRun:
+>>>>>>> i13
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
         plan = generic_scenario(goal)
     goal = goal or (plan.goal if plan else "")
     if profile.simulated and http_client is None:
-        http_client, _ = sim_http_client(plan, profile.context_size)
+        http_client, _ = sim_http_client(plan, profile.context_size, summarizer)
     model = ModelClient(profile, http_client=http_client,
                         base_url="http://sim.taskos.invalid/v1" if profile.simulated else None)
     prepare_workspace(workspace)
@@ -135,7 +146,11 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     calls = sink.model_calls
     inputs = [c["input_tokens"] for c in calls]
     report = {
+<<<<<<< HEAD
         "status": result.status, "turns": result.turns, "error": result.error,
+=======
+        "status": result.status, "error": result.error, "turns": result.turns,
+>>>>>>> i13
         "model_calls": calls,
         "total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
         "compactions": sink.compactions,

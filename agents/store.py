@@ -106,8 +106,14 @@ class Store(Protocol):
         """Persist the engine state at the end of a turn."""
 
     # --- requests from people while the task runs (SPEC W2, C13)
-    def take_user_messages(self, session_id: str) -> list[str]:
-        """Follow-up messages sent from the dashboard since the last call, oldest first."""
+    def take_user_messages(self, session_id: str, turn: int = 0) -> list[str]:
+        """Follow-up messages sent from the dashboard since the last call, oldest first;
+        `turn` is the turn taking them, so an uncommitted turn can give them back."""
+
+    def discard_uncommitted(self, session_id: str, from_turn: int) -> dict[str, int]:
+        """Remove the archive rows of turns >= from_turn and give back the messages they
+        took: a worker died before committing them and the turn is about to run again.
+        Returns {"archive_rows": n, "messages": m}."""
 
     def take_compaction_request(self, session_id: str) -> str | None:
         """Instructions of a pending "compact now" request ("" when none given), else None."""

@@ -2,9 +2,23 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "taskos.settings")
 
 app = Celery("taskos")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def start_session_sweeper(sender=None, **kwargs):
+    """Every worker looks for sessions nobody runs (runs/sweeper.py), at start and then
+    periodically, whoever started Redis."""
+    from django.conf import settings
+
+    if float(getattr(settings, "TASKOS_SWEEP_SECONDS", 0)) > 0:
+        from taskos.runs.sweeper import Sweeper
+
+        return Sweeper().start()
+    return None

@@ -130,12 +130,20 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis: broker, result backend and channel layer
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6390/0"
 
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_connect_timeout": 3}]},
-    },
-}
+
+
+def channel_layer(url: str) -> dict:
+    """The Redis channel layer. An idle consumer blocks in BZPOPMIN for up to 5 s
+    (channels_redis' brpop_timeout); redis-py's own default socket timeout is also 5 s, so
+    every idle websocket died with "Timeout reading". The read timeout must clear the
+    blocking read with room to spare."""
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_connect_timeout": 3,
+                                  "socket_timeout": 30, "socket_keepalive": True,
+                                  "health_check_interval": 15}]}}
+
+
+CHANNEL_LAYERS = {"default": channel_layer(REDIS_URL)}
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -146,6 +154,11 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# With acks_late, Redis hands an unacknowledged message to another worker after the
+# visibility timeout (one hour by default): a session running longer was run twice at once.
+# The lease (runs/lease.py) makes a second delivery exit; the long timeout keeps them rare,
+# and the sweeper (runs/sweeper.py) re-queues a dead worker's session within a minute.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 CELERY_RESULT_EXPIRES = 24 * 3600
 
 # --- auth
@@ -173,6 +186,12 @@ TASKOS_SERVE_STATIC = env_bool("TASKOS_SERVE_STATIC", True)
 
 # --- TaskOS
 TASKOS_WORKSPACES = Path(os.environ.get("TASKOS_WORKSPACES") or VAR_DIR / "workspaces")
+# One executor per session: lease length (renewed every quarter of it while a session runs),
+# how often each worker sweeps for orphaned sessions (0: never), and how long a sent
+# message may wait in the queue before the sweeper sends another.
+TASKOS_LEASE_SECONDS = float(os.environ.get("TASKOS_LEASE_SECONDS", 60))
+TASKOS_SWEEP_SECONDS = float(os.environ.get("TASKOS_SWEEP_SECONDS", 30))
+TASKOS_REQUEUE_AFTER_SECONDS = float(os.environ.get("TASKOS_REQUEUE_AFTER_SECONDS", 300))
 
 LOGGING = {
     "version": 1,

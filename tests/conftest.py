@@ -20,6 +20,9 @@ def pytest_configure(config):
     # own connections; with no max age they are closed after use instead of lingering, so
     # PostgreSQL can drop the test database at the end of the run.
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Workers started inside the test process must not sweep the test database behind the
+    # tests' backs; the sweeper has tests of its own.
+    settings.TASKOS_SWEEP_SECONDS = 0
 
 
 def redis_url_for(use: str) -> str:
@@ -45,9 +48,9 @@ def channels_redis_url(settings):
     url = redis_url_for("channels")
     _require_redis(url)
     redis.Redis.from_url(url).flushdb()
-    settings.CHANNEL_LAYERS = {"default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [{"address": url, "socket_connect_timeout": 3}]}}}
+    from taskos.settings import channel_layer
+
+    settings.CHANNEL_LAYERS = {"default": channel_layer(url)}
     return url
 
 

@@ -33,6 +33,7 @@ class Scenario:
     window: int | None = None
     expect_tier1: list[str] = field(default_factory=list)
     tools: list[str] | None = None  # offer only these tools (schemas cost tokens)
+    summarizer: str = ""  # the simulated model's summary mode: faithful | lossy | hostile
     model_steps: list[ModelStep] = field(default_factory=list)
     # user messages that arrive before the agent turn with this index
     user_before: dict[int, list[str]] = field(default_factory=dict)
@@ -87,7 +88,10 @@ def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
     scenario = Scenario(name=str(data["name"]), goal=str(data["goal"]), steps=data["steps"],
                         system=str(data.get("system", "")), window=window,
                         expect_tier1=list((data.get("expect") or {}).get("tier1", [])),
-                        tools=data.get("tools"))
+                        tools=data.get("tools"), summarizer=str(data.get("summarizer") or ""))
+    if scenario.summarizer not in ("", "faithful", "lossy", "hostile"):
+        raise ScenarioError(f"{origin}: 'summarizer' must be faithful, lossy or hostile, "
+                            f"not {scenario.summarizer!r}")
     if scenario.tools is not None and not (
             isinstance(scenario.tools, list) and all(isinstance(t, str) for t in scenario.tools)):
         raise ScenarioError(f"{origin}: 'tools' must be a list of tool names")

@@ -1,163 +1,233 @@
-"""The simulated model's answer to a summary request (SPEC C6, T7).
+"""The simulated model's answer to a summary request, in three modes (SPEC C6, T7, issue 13).
 
-It builds the structured summary extractively from exactly the messages of the request,
-so what the simulated model "remembers" after a compaction is what the engine sent it:
-a previous summary (`<system-info>` block) is read back and merged, user messages give the
-goal and constraints, tool calls the progress, tool results the discoveries, errors the
-ruled-out approaches. Every item is copied text, never an invented figure. Like a model
-following SUMMARY_INSTRUCTIONS, it lists only new discoveries, context and ruled-out
-approaches; the engine's `merge` keeps the earlier ones.
+The simulated provider shares no code with the engine: it reads the request as any model
+would (role, text, tool calls, the "[archive turn N, ref …]" labels and a previous
+`<system-info>` block) and answers with the summary JSON the instructions ask for.
 
-The engine labels compacted messages with a first line `[archive turn N, ref arc:S:K]`;
-items cite "(archive turn N)" from it. Deterministic: same messages, same summary.
+- faithful: simple extraction. The person's sentences are copied verbatim, each tool call
+  becomes a "called name(args)" line, error results become ruled-out approaches, and up to
+  three lines holding figures per tool result become discoveries. Nothing is invented.
+- lossy: the faithful answer with about a third of its items dropped, chosen by a hash of
+  the item so the same request always loses the same items, constraints included.
+- hostile: drops every constraint it was given or read, and adds discoveries whose figures
+  and names appear nowhere in the request. The invented figures are recorded so tests can
+  check that the engine's audit flagged every one of them.
+
+Like a model following the instructions, the growing sections (discoveries, context,
+ruled out) list only what this batch adds; the short "as of now" sections are whole.
 """
 from __future__ import annotations
 
 import json
 import re
+import zlib
 from typing import Any
 
-from agents.anchors import clip_text, extract_anchors, extract_conclusions
-from agents.summary import StructuredSummary, merge, parse_rendered
-
-ITEM_CHARS = 160
-FINDINGS_PER_RESULT = 3
-_LABEL = re.compile(r"^\s*\[(?:archive\s+)?turn\s+(\d+)(?:,\s*ref\s+([^\]\s]+))?\]\s*\n?", re.I)
-_BLOCK = re.compile(r"<system-info>.*?</system-info>", re.S)
-_CONSTRAINTS = re.compile(r"^hard constraints\b", re.I)
+MODES = ("faithful", "lossy", "hostile")
+ITEM_CHARS = 200
+FIGURE_LINES_PER_RESULT = 3
+LOSSY_SHARE = 3  # lossy drops the items whose hash is divisible by this
+SECTIONS = {"task overview": "task_overview", "current state": "current_state",
+            "important discoveries": "important_discoveries", "ruled out": "ruled_out",
+            "open questions": "open_questions", "next steps": "next_steps",
+            "context to preserve": "context_to_preserve"}
+GROWING = ("important_discoveries", "context_to_preserve", "ruled_out")
+_LABEL = re.compile(r"^\s*\[(?:archive\s+)?turn\s+(\d+)(?:,\s*ref\s+[^\]\s]+)?\]\s*\n?", re.I)
+_BLOCK = re.compile(r"<system-info>(.*?)</system-info>", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 _ERROR = re.compile(r"^\s*(?:error|exception|traceback)\b|^\s*错误", re.I)
-_PLAN = re.compile(r"\b(?:next|then|will|plan|going to|remaining)\b|接下来|下一步|然后|计划|准备", re.I)
-_SENTENCE = re.compile(r"(?<=[。！？!?])|(?<=\.)\s+|\n+")
+_DIGIT = re.compile(r"\d")
+_HARD_HEADING = re.compile(r"^\s*hard constraints\b", re.I)
+_RULED_LINE = re.compile(r"^(.*?) \| reason:\s?(.*?) \| evidence:\s?(.*)$")
+_INVENTED_NAMES = ("Zorvath Logistics", "Quillmere Analytics", "Brannock Holdings",
+                   "Ostrava-Keel Partners", "Velmont Dynamics")
+
+
+class SummaryPlayer:
+    """Answers summary requests in one mode; `invented` lists what hostile made up."""
+
+    def __init__(self, mode: str = "faithful") -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown summarizer mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.mode = mode
+        self.invented: list[str] = []  # figures the hostile mode made up, in order
+
+    def answer(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        reading = _Reading()
+        body = list(messages)
+        if body and _is_closing_instruction(body[-1]):
+            body.pop()
+        for message in body:
+            reading.add(message)
+        summary = reading.result()
+        if self.mode == "lossy":
+            summary = _drop_share(summary)
+        elif self.mode == "hostile":
+            summary = self._hostile(summary, json.dumps(messages, ensure_ascii=False))
+        return summary
+
+    def _hostile(self, summary: dict[str, Any], source: str) -> dict[str, Any]:
+        # Everything the person asked for goes, the previous summary's share of it too.
+        summary["task_overview"] = []
+        summary["context_to_preserve"] = []
+        seed = zlib.crc32(source.encode("utf-8"))
+        added = []
+        for k in range(2):
+            figure = _absent_figure(seed + 7919 * k, source)
+            name = _INVENTED_NAMES[(seed + k) % len(_INVENTED_NAMES)]
+            self.invented.append(figure)
+            added.append(f"{name} confirmed a total of {figure} units for the period")
+        summary["important_discoveries"] = added + summary["important_discoveries"]
+        return summary
+
+
+def _absent_figure(seed: int, source: str) -> str:
+    """A figure with thousands separators whose digits occur nowhere in `source`."""
+    digits = re.sub(r"\D", "", source)
+    value = 1_000_003 + seed % 8_000_000
+    while str(value) in digits or f"{value:,}" in source:
+        value += 7_777
+    return f"{value:,}"
+
+
+def _drop_share(summary: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, items in summary.items():
+        out[key] = [x for x in items
+                    if zlib.crc32(json.dumps(x, ensure_ascii=False).encode("utf-8")) % LOSSY_SHARE]
+    return out
 
 
 def _text(message: dict[str, Any]) -> str:
     content = message.get("content")
-    if isinstance(content, list):  # multi-part content: keep the text parts
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return content if isinstance(content, str) else ""
 
 
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= ITEM_CHARS:
+        return text
+    cut = text[:ITEM_CHARS - 1]
+    while cut and cut[-1].isdigit():  # never leave half a number behind
+        cut = cut[:-1]
+    return cut.rstrip(" ,.") + "…"
+
+
 def _cite(text: str, turn: int | None) -> str:
-    text = clip_text(text, ITEM_CHARS)
-    return f"{text} (archive turn {turn})" if turn is not None else text
+    return f"{_clip(text)} (archive turn {turn})" if turn is not None else _clip(text)
 
 
-def _call_text(call: dict[str, Any]) -> tuple[str, str]:
-    """(tool name, "name(arg=value, …)") of an OpenAI tool call, arguments shortened."""
-    function = call.get("function") or {}
-    name = str(function.get("name") or "tool")
-    try:
-        args = json.loads(function.get("arguments") or "{}")
-    except ValueError:
-        args = function.get("arguments") or ""
-    shown = (", ".join(f"{k}={v}" for k, v in args.items()) if isinstance(args, dict)
-             else str(args))
-    return name, f"{name}({clip_text(shown, 60)})"
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
-def _is_request_tail(message: dict[str, Any]) -> bool:
-    """The request's own closing instruction ("Write the summary JSON now."), not history."""
+def _is_closing_instruction(message: dict[str, Any]) -> bool:
     text = _text(message)
     return (message.get("role") == "user" and not _LABEL.match(text)
             and re.search(r"summary|摘要", text, re.I) is not None)
 
 
-class _Builder:
+def _read_previous(block: str) -> dict[str, list]:
+    found: dict[str, list] = {key: [] for key in SECTIONS.values()}
+    current = None
+    for line in block.splitlines():
+        if line.startswith("## "):
+            heading = line[3:].lower()
+            current = next((key for name, key in SECTIONS.items() if heading.startswith(name)),
+                           None)
+        elif current and line.startswith("- "):
+            item = line[2:].strip()
+            if current == "ruled_out":
+                match = _RULED_LINE.match(item)
+                found[current].append(
+                    dict(zip(("approach", "reason", "evidence"), match.groups())) if match
+                    else {"approach": item, "reason": "", "evidence": ""})
+            else:
+                found[current].append(item)
+    return found
+
+
+class _Reading:
     def __init__(self) -> None:
-        self.new = StructuredSummary()
-        self.previous: StructuredSummary | None = None
-        # tool_call_id -> (name, call text, turn); progress is written when the result
-        # arrives, because an assistant message without text carries no archive label.
-        self.calls: dict[str, tuple[str, str, int | None]] = {}
-        self.outcomes: list[tuple[str, int | None, str]] = []  # (tool, turn, error or "")
+        self.previous: dict[str, list] | None = None
+        self.new: dict[str, list] = {key: [] for key in SECTIONS.values()}
+        self.calls: dict[str, tuple[str, int | None]] = {}
+        self.user_seen = False
 
     def add(self, message: dict[str, Any]) -> None:
         role, text = message.get("role"), _text(message)
         for block in _BLOCK.findall(text):
-            found = parse_rendered(block)
-            if found is not None:
-                self.previous = merge(self.previous, found)
+            self.previous = _read_previous(block)
         text = _BLOCK.sub("", text)
         label = _LABEL.match(text)
         turn = int(label.group(1)) if label else None
         text = text[label.end():] if label else text
-        if role == "system" and _CONSTRAINTS.match(text.strip()):
-            self.new.task_overview.extend(
-                line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- "))
-        elif role == "user":
+        if role == "system" and _HARD_HEADING.match(text):
+            for line in text.splitlines()[1:]:
+                if line.strip().startswith("- "):
+                    self._constraint(line.strip()[2:])
+        elif role == "user" and text.strip():
             self._user(text, turn)
         elif role == "assistant":
             self._assistant(message, text, turn)
         elif role == "tool":
             self._tool(message, text, turn)
 
+    def _constraint(self, text: str) -> None:
+        item = _clip(text)
+        if item not in self.new["task_overview"]:
+            self.new["task_overview"].append(item)
+
     def _user(self, text: str, turn: int | None) -> None:
-        constraints = [a.text for a in extract_anchors(text) if a.tier == 1]
-        self.new.task_overview.extend(constraints)
-        rest = [s for s in (x.strip() for x in _SENTENCE.split(text))
-                if s and not any(s.rstrip(".。") in c or c in s for c in constraints)]
-        if not rest:
-            return
-        if self.previous is None and not any(i.startswith("User request") for i in
-                                             self.new.task_overview):
-            self.new.task_overview.append(_cite("User request: " + " ".join(rest), turn))
-        else:
-            self.new.context_to_preserve.append(_cite("User said: " + " ".join(rest), turn))
+        # The person's sentences are copied whole: a faithful model keeps what was asked.
+        for sentence in _sentences(text):
+            if not self.user_seen and self.previous is None:
+                self._constraint(sentence)
+            else:
+                self.new["context_to_preserve"].append(_cite("User said: " + sentence, turn))
+        self.user_seen = True
 
     def _assistant(self, message: dict[str, Any], text: str, turn: int | None) -> None:
-        for call in message.get("tool_calls") or []:
-            self.calls[str(call.get("id", ""))] = (*_call_text(call), turn)
-        if not text.strip():
-            return
-        findings = extract_conclusions(text, source="assistant", limit=2)
-        self.new.important_discoveries.extend(_cite(a.text, turn) for a in findings)
-        plans = [s.strip() for s in _SENTENCE.split(text) if s.strip() and _PLAN.search(s)]
-        if plans:
-            self.new.next_steps = [clip_text(p, ITEM_CHARS) for p in plans[-3:]]
-        elif not message.get("tool_calls"):
-            self.new.current_state.append(_cite("replied: " + text.strip(), turn))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            shown = f"{function.get('name') or 'tool'}({_clip(str(function.get('arguments') or ''))[:80]})"
+            self.calls[str(call.get("id", ""))] = (shown, turn)
+        if text.strip():
+            sentences = _sentences(text)
+            self.new["next_steps"] = [_clip(s) for s in sentences[-2:]]
 
     def _tool(self, message: dict[str, Any], text: str, turn: int | None) -> None:
-        name, shown, call_turn = self.calls.pop(
-            str(message.get("tool_call_id", "")), (str(message.get("name") or "tool"), "", None))
-        shown = shown or f"{name}(…)"
+        shown, call_turn = self.calls.pop(str(message.get("tool_call_id", "")), ("tool(…)", None))
         turn = turn if turn is not None else call_turn
+        name = shown.split("(", 1)[0]
         if _ERROR.match(text):
-            reason = clip_text(text.strip().splitlines()[0], ITEM_CHARS)
-            evidence = f"archive turn {turn}" if turn is not None else "this tool result"
-            self.new.ruled_out.append({"approach": f"calling {shown}", "reason": reason,
-                                       "evidence": evidence})
-            self.outcomes.append((name, turn, reason))
+            reason = _clip(text.strip().splitlines()[0])
+            self.new["ruled_out"].append({"approach": f"calling {shown}", "reason": reason,
+                                          "evidence": f"archive turn {turn}" if turn is not None
+                                          else "this tool result"})
             return
-        self.outcomes.append((name, turn, ""))
-        self.new.current_state.append(_cite(f"called {shown}", turn))
-        for anchor in extract_conclusions(text, tool_name=name, limit=FINDINGS_PER_RESULT):
-            self.new.important_discoveries.append(_cite(f"{name}: {anchor.text}", turn))
+        self.new["current_state"].append(_cite(f"called {shown}", turn))
+        lines = [ln.strip() for ln in text.splitlines() if _DIGIT.search(ln) and ln.strip()]
+        for line in lines[:FIGURE_LINES_PER_RESULT]:
+            self.new["important_discoveries"].append(_cite(f"{name}: {line}", turn))
 
     def result(self) -> dict[str, Any]:
-        for _, shown, turn in self.calls.values():  # calls whose results were not given
-            self.new.current_state.append(_cite(f"called {shown} (result not shown)", turn))
-        for i, (name, turn, reason) in enumerate(self.outcomes):
-            # A failure is still open when the same tool has not been called again since.
-            if reason and all(n != name for n, _, _ in self.outcomes[i + 1:]):
-                self.new.open_questions.append(
-                    _cite(f"{name} still fails ({reason}); another way is needed", turn))
-        # Answer as SUMMARY_INSTRUCTIONS ask: the short "as of now" sections in full, the
-        # growing ones (discoveries, context, ruled out) with what this batch adds only.
-        now = merge(self.previous, self.new)
-        if self.previous is not None:
-            for name in ("important_discoveries", "context_to_preserve", "ruled_out"):
-                known = getattr(self.previous, name)
-                setattr(now, name, [x for x in getattr(now, name) if x not in known])
-        return now.to_dict()
+        for shown, turn in self.calls.values():
+            self.new["current_state"].append(_cite(f"called {shown} (result not shown)", turn))
+        previous = self.previous or {key: [] for key in SECTIONS.values()}
+        out: dict[str, list] = {}
+        for key in SECTIONS.values():
+            if key in GROWING:
+                out[key] = [x for x in self.new[key] if x not in previous[key]]
+            elif key != "task_overview":  # "as of now": the newest view replaces
+                out[key] = self.new[key] or previous[key]
+            else:
+                out[key] = previous[key] + [x for x in self.new[key] if x not in previous[key]]
+        return out
 
 
-def build_summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def build_summary(messages: list[dict[str, Any]], mode: str = "faithful") -> dict[str, Any]:
     """The summary JSON the simulated model answers with, built from `messages` only."""
-    items = list(messages)
-    if items and _is_request_tail(items[-1]):
-        items.pop()
-    builder = _Builder()
-    for message in items:
-        builder.add(message)
-    return builder.result()
+    return SummaryPlayer(mode).answer(messages)

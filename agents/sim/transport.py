@@ -1,10 +1,12 @@
 """The simulated model as an HTTP transport the `openai` SDK talks to in-process.
 
-It behaves like a strict provider: it counts the request with tiktoken, refuses one longer
-than its window with the usual "maximum context length" error, honours `max_tokens`
-(cutting with finish_reason "length"), reports usage and prefix-cached tokens, and plays
-a scenario one step per agent turn. Summary requests are answered extractively from
-exactly the messages given (agents.sim.summarizer).
+It behaves like a strict provider and imports nothing from the engine: it counts the
+received JSON with its own code (agents.sim.counting), refuses a request whose prompt plus
+`max_tokens` exceeds its window with the text OpenAI-compatible servers use, honours
+`max_tokens` for every output, tool calls included (cutting with finish_reason "length"),
+reports usage and prefix-cached tokens, and plays a scenario one step per agent turn.
+Summary requests are answered from exactly the messages given, in the scenario's or the
+caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile).
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from typing import Any
 import httpx2
 
 from agents.scenarios import Scenario
-from agents.sim.summarizer import build_summary
-from agents.tokens import TokenCounter
+from agents.sim import counting
+from agents.sim.summarizer import SummaryPlayer
 
 SUMMARY_MARKER = "[taskos:summary-request]"
 CONTINUE_MARKER = "[taskos:continue]"
@@ -26,11 +28,13 @@ CACHE_MIN_TOKENS = 1024  # providers cache prefixes from about this length on
 
 
 class SimTransport(httpx2.BaseTransport):
-    def __init__(self, scenario: Scenario, window: int, counter: TokenCounter | None = None):
+    def __init__(self, scenario: Scenario, window: int, summarizer: str | None = None):
         self.scenario = scenario
         self.window = window
-        self.counter = counter or TokenCounter()
-        self.requests: list[dict[str, Any]] = []  # every request body, for tests and audits
+        self.summaries = SummaryPlayer(summarizer or scenario.summarizer or "faithful")
+        self.requests: list[dict[str, Any]] = []  # every accepted request body
+        self.prompt_tokens: list[int] = []  # this provider's count of each accepted request
+        self.refused: list[tuple[int, int]] = []  # (prompt, max_tokens) of refused requests
         self._previous_prefix: list[tuple[str, int]] = []
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -41,23 +45,26 @@ class SimTransport(httpx2.BaseTransport):
             messages = body["messages"]
         except (ValueError, KeyError) as exc:
             return _error(400, f"invalid request body: {exc}")
-        self.requests.append(body)
-        prompt = self.counter.request(messages, body.get("tools"))
-        if prompt > self.window:
+        prompt = counting.prompt_tokens(body)
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        max_tokens = int(asked) if asked else max(0, self.window - prompt)
+        if prompt + max_tokens > self.window:
+            self.refused.append((prompt, max_tokens))
             return _error(400, f"This model's maximum context length is {self.window} tokens. "
-                               f"However, your messages resulted in {prompt} tokens. "
-                               "Please reduce the length of the messages.",
+                               f"However, you requested {prompt + max_tokens} tokens ({prompt} "
+                               f"in the messages, {max_tokens} in the completion). Please reduce "
+                               "the length of the messages or completion.",
                           code="context_length_exceeded")
-        max_tokens = int(body.get("max_tokens") or self.window)
+        self.requests.append(body)
+        self.prompt_tokens.append(prompt)
         first = messages[0].get("content") if messages else ""
         if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
-            message, finish = self._limit(json.dumps(build_summary(messages[1:]),
+            message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
                                                      ensure_ascii=False), max_tokens)
         else:
             message, finish = self._play(messages, max_tokens)
         cached = self._cached_prefix(messages)
-        output = self.counter.text(message.get("content") or "") + sum(
-            self.counter.text(c["function"]["arguments"]) for c in message.get("tool_calls", []))
+        output = _output_tokens(message)
         return httpx2.Response(200, json={
             "id": f"simcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", SIM_MODEL),
@@ -83,7 +90,10 @@ class SimTransport(httpx2.BaseTransport):
         calls = [{"id": f"call_{step_index}_{k}", "type": "function",
                   "function": {"name": c["tool"], "arguments": json.dumps(c["args"], ensure_ascii=False)}}
                  for k, c in enumerate(step.tool_calls)]
-        return {"role": "assistant", "content": step.say or None, "tool_calls": calls}, "tool_calls"
+        message = {"role": "assistant", "content": step.say or None, "tool_calls": calls}
+        if _output_tokens(message) <= max_tokens:
+            return message, "tool_calls"
+        return _cut_tool_calls(message, max_tokens), "length"
 
     def _continue(self, partial: str, max_tokens: int) -> tuple[dict, str]:
         final = next((s.final for s in self.scenario.model_steps if s.final is not None), "")
@@ -94,14 +104,14 @@ class SimTransport(httpx2.BaseTransport):
         return self._limit(rest, max_tokens)
 
     def _limit(self, text: str, max_tokens: int) -> tuple[dict, str]:
-        tokens = self.counter.encoding.encode(text, disallowed_special=())
+        tokens = counting.encode(text)
         if len(tokens) <= max_tokens:
             return {"role": "assistant", "content": text}, "stop"
-        cut = self.counter.encoding.decode(tokens[:max(0, max_tokens)])
+        cut = counting.decode(tokens[:max(0, max_tokens)])
         return {"role": "assistant", "content": cut}, "length"
 
     def _cached_prefix(self, messages: list[dict[str, Any]]) -> int:
-        prefix = [(json.dumps(m, sort_keys=True), self.counter.message(m)) for m in messages]
+        prefix = [(json.dumps(m, sort_keys=True), counting.message_tokens(m)) for m in messages]
         cached = 0
         for (now, tokens), (before, _) in zip(prefix, self._previous_prefix):
             if now != before:
@@ -109,6 +119,38 @@ class SimTransport(httpx2.BaseTransport):
             cached += tokens
         self._previous_prefix = prefix
         return cached if cached >= CACHE_MIN_TOKENS else 0
+
+
+def _output_tokens(message: dict[str, Any]) -> int:
+    """Completion tokens of an answer: its text and every tool call's name and arguments."""
+    return counting.text_tokens(message.get("content")) + sum(
+        counting.text_tokens(c["function"]["name"]) + counting.text_tokens(c["function"]["arguments"])
+        for c in message.get("tool_calls") or ())
+
+
+def _cut_tool_calls(message: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """What a provider returns when tool calls run into max_tokens: the calls that fit, the
+    next one with its arguments cut where the limit fell, none after it."""
+    left = max_tokens - counting.text_tokens(message.get("content"))
+    if left < 0:
+        tokens = counting.encode(message.get("content") or "")
+        return {"role": "assistant", "content": counting.decode(tokens[:max_tokens])}
+    kept = []
+    for call in message["tool_calls"]:
+        name = call["function"]["name"]
+        args = counting.encode(call["function"]["arguments"])
+        cost = counting.text_tokens(name) + len(args)
+        if cost <= left:
+            kept.append(call)
+            left -= cost
+            continue
+        room = left - counting.text_tokens(name)
+        if room > 0:
+            kept.append({**call, "function": {"name": name,
+                                              "arguments": counting.decode(args[:room])}})
+        break
+    return {"role": "assistant", "content": message.get("content"), "tool_calls": kept} if kept \
+        else {"role": "assistant", "content": message.get("content") or ""}
 
 
 def next_step_index(messages: list[dict[str, Any]]) -> int:
@@ -127,6 +169,7 @@ def _error(status: int, message: str, code: str | None = None) -> httpx2.Respons
                                                    "code": code}})
 
 
-def sim_http_client(scenario: Scenario, window: int) -> tuple[httpx2.Client, SimTransport]:
-    transport = SimTransport(scenario, window)
+def sim_http_client(scenario: Scenario, window: int,
+                    summarizer: str | None = None) -> tuple[httpx2.Client, SimTransport]:
+    transport = SimTransport(scenario, window, summarizer)
     return httpx2.Client(transport=transport, base_url="http://sim.taskos.invalid/v1"), transport

@@ -81,8 +81,32 @@ class ChannelsPublisher:
         self._warned = False
 
     def _stored_max_seq(self) -> int:
-        return SessionEvent.objects.filter(session_id=self.session_pk).aggregate(
+        # Discarded rows count too: a seq a browser has seen is never given out again.
+        return SessionEvent.all_objects.filter(session_id=self.session_pk).aggregate(
             top=Max("seq"))["top"] or 0
+
+    def discard_after(self, seq: int) -> int:
+        """Mark the events after `seq` (an uncommitted turn's) discarded; fix the counters."""
+        with transaction.atomic():
+            count = SessionEvent.objects.filter(session_id=self.session_pk,
+                                                seq__gt=seq).update(discarded=True)
+            if count:
+                self._recount_session()
+        self._seq = max(self._seq, self._stored_max_seq())
+        return count
+
+    def _recount_session(self) -> None:
+        """The dashboard counters from the live MODEL_CALL and COMPACTION events."""
+        live = SessionEvent.objects.filter(session_id=self.session_pk)
+        calls = live.filter(type=str(EventType.MODEL_CALL)).values_list(
+            "payload__input_tokens", "payload__cost")
+        inputs = [int(tokens or 0) for tokens, _ in calls]
+        noops = live.filter(type=str(EventType.COMPACTION)).values_list("payload__noop",
+                                                                         flat=True)
+        Session.objects.filter(pk=self.session_pk).update(
+            total_input_tokens=sum(inputs), peak_input_tokens=max(inputs, default=0),
+            cost=sum(float(cost or 0) for _, cost in calls),
+            compactions=sum(1 for noop in noops if not noop))
 
     def emit(self, event: Event) -> None:
         event.session_id = str(self.session_pk)

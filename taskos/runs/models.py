@@ -107,6 +107,12 @@ class Session(models.Model):
     # None: no request pending; "": compact without instructions; text: focus instructions.
     compact_request = models.TextField(null=True, blank=True)
     celery_task_id = models.CharField(max_length=255, blank=True)
+    # One executor per session (taskos/runs/lease.py): whoever holds an unexpired lease runs
+    # the session; a second delivery of the same task finds it taken and exits.
+    lease_owner = models.CharField(max_length=200, blank=True, editable=False)
+    lease_expires = models.DateTimeField(null=True, blank=True, editable=False)
+    # When a run_session message was last sent; the sweeper re-sends only after a grace.
+    enqueued_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -237,8 +243,20 @@ class ArchivedTurn(models.Model):
         super().save(*args, **kwargs)
 
 
+class LiveEventManager(models.Manager):
+    """Events of committed turns, and of the turn in flight; never discarded ones."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(discarded=False)
+
+
 class SessionEvent(models.Model):
-    """An engine event as stored before it is streamed; the drawer's source of truth."""
+    """An engine event as stored before it is streamed; the drawer's source of truth.
+
+    Events of a turn that a killed worker never committed are kept (they record calls that
+    were paid for) but marked `discarded` when the turn is run again, so nothing counts or
+    shows them twice. `objects` hides them; `all_objects` sees every row.
+    """
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
@@ -246,8 +264,13 @@ class SessionEvent(models.Model):
     payload = models.JSONField(default=dict)
     turn = models.PositiveIntegerField(default=0)
     at = models.DateTimeField()
+    discarded = models.BooleanField(default=False)
+
+    objects = LiveEventManager()
+    all_objects = models.Manager()
 
     class Meta:
+        base_manager_name = "all_objects"
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"],
                                                name="runs_event_unique_seq_per_session")]
@@ -271,6 +294,8 @@ class PendingMessage(models.Model):
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
     taken = models.BooleanField(default=False)
+    # The turn that took it: a turn that never commits gives its messages back.
+    taken_turn = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -67,7 +67,8 @@ def start_session(session: Session) -> None:
                 error=f"Could not reach the task queue to start this session ({exc}). "
                       "Check that Redis is running (REDIS_URL) and start a new session.")
             return
-        Session.objects.filter(pk=pk).update(celery_task_id=result.id)
+        Session.objects.filter(pk=pk).update(celery_task_id=result.id,
+                                             enqueued_at=timezone.now())
 
     transaction.on_commit(enqueue)
 

@@ -46,11 +46,23 @@ def _json_safe(value: Any) -> Any:
 
 
 class DjangoStore:
-    """Every method of agents.store.Store; session ids are Session primary keys as str."""
+    """Every method of agents.store.Store; session ids are Session primary keys as str.
+
+    With a `lease` (taskos/runs/lease.py) every write of the loop is fenced: an executor
+    that lost the session to another one raises LeaseLost instead of writing.
+    """
+
+    def __init__(self, lease=None) -> None:
+        self.lease = lease
+
+    def _check_lease(self) -> None:
+        if self.lease is not None:
+            self.lease.check()
 
     # --- archive
     def archive(self, session_id, turn, role, content, *, tool_name="", tool_args=None,
                 tokens=0, raw_bytes=None) -> str:
+        self._check_lease()
         pk = session_pk(session_id)
         content = content or ""
         searchable = search_terms(content, tool_name)
@@ -153,6 +165,9 @@ class DjangoStore:
     def save_state(self, session_id, state) -> None:
         # Plain JSON or an error, as in MemoryStore: a state that does not serialise is an
         # engine bug, not something to paper over.
+        if self.lease is not None:
+            self.lease.fenced_update(engine_state=state)
+            return
         updated = Session.objects.filter(pk=session_pk(session_id)).update(engine_state=state)
         if not updated:
             raise UnknownSession(f"No session {session_id} to save the engine state of")
@@ -160,14 +175,30 @@ class DjangoStore:
     # --- requests from people
     # Both take_* run every turn and nearly always find nothing: a plain read first, and the
     # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
-    def take_user_messages(self, session_id) -> list[str]:
+    def take_user_messages(self, session_id, turn=0) -> list[str]:
         waiting = PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
         if not waiting.exists():
             return []
         with transaction.atomic():
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
-            PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(taken=True)
+            PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
+                taken=True, taken_turn=turn)
         return [text for _, text in pending]
+
+    def discard_uncommitted(self, session_id, from_turn) -> dict[str, int]:
+        """Undo what turns >= from_turn wrote before their worker died: the turn is run again.
+
+        Their archive rows go (the re-run writes them anew, so a ref never points at a
+        half-done attempt) and the people's messages they took wait again for the re-run.
+        """
+        self._check_lease()
+        pk = session_pk(session_id)
+        with transaction.atomic():
+            removed, _ = ArchivedTurn.objects.filter(session_id=pk, turn__gte=from_turn).delete()
+            returned = PendingMessage.objects.filter(
+                session_id=pk, taken=True, taken_turn__gte=from_turn).update(
+                    taken=False, taken_turn=None)
+        return {"archive_rows": removed, "messages": returned}
 
     def take_compaction_request(self, session_id) -> str | None:
         sessions = Session.objects.filter(pk=session_pk(session_id))

@@ -10,6 +10,7 @@ from django.utils import timezone
 from agents.events import Event, EventType
 from taskos.live.publisher import ChannelsPublisher
 
+from .lease import Lease, LeaseLost
 from .models import Session
 from .store import DjangoStore
 
@@ -18,8 +19,14 @@ log = logging.getLogger("taskos.runs")
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
 
 
-def execute_session(session: Session, progress=None) -> dict:
-    """Run (or resume) a session through the engine in this process; return its report."""
+def execute_session(session: Session, progress=None, lease: Lease | None = None,
+                    summarizer: str | None = None) -> dict:
+    """Run (or resume) a session through the engine in this process; return its report.
+
+    With a lease, every write is fenced by it; losing it stops the run without touching the
+    session row, which belongs to the new executor then. `summarizer` picks the simulated
+    model's summary mode (faithful, lossy, hostile).
+    """
     publisher = ChannelsPublisher(session)
     Session.objects.filter(pk=session.pk).update(
         status=Session.Status.RUNNING,
@@ -32,8 +39,11 @@ def execute_session(session: Session, progress=None) -> dict:
             session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
-            store=DjangoStore(), events=publisher,
-            workspace=session.workspace, progress=progress)
+            store=DjangoStore(lease=lease), events=publisher,
+            workspace=session.workspace, progress=progress, summarizer=summarizer)
+    except LeaseLost as exc:
+        log.warning("Session %s: stopped, %s.", session.pk, exc)
+        return {"status": "lease_lost"}
     except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
         mark_failed(session, publisher, exc)
         raise
@@ -46,7 +56,10 @@ def execute_session(session: Session, progress=None) -> dict:
             values[name] = report[name]
     if status == Session.Status.FAILED and not values["final_answer"]:
         values["error"] = report.get("error") or "The engine stopped without a final answer."
-    Session.objects.filter(pk=session.pk).update(**values)
+    if lease is not None:
+        lease.fenced_update(**values)
+    else:
+        Session.objects.filter(pk=session.pk).update(**values)
     return report
 
 
@@ -83,10 +96,23 @@ def run_session(self, session_id: int) -> dict:
         Session.objects.filter(pk=session.pk).update(status=Session.Status.CANCELLED,
                                                      finished_at=timezone.now())
         return {"status": Session.Status.CANCELLED}
+    lease = Lease(session.pk)
+    if not lease.take():
+        # A redelivered message (visibility timeout, a sweep) while the session runs
+        # elsewhere: the holder goes on, this delivery ends here without a single write.
+        log.info("Session %s is being run by another worker; this delivery exits.", session.pk)
+        return {"status": "leased_elsewhere"}
+    session.refresh_from_db()
+    if session.status in FINAL_STATUSES:  # the previous holder finished meanwhile
+        lease.release()
+        return {"status": session.status}
     if self.request.id:
         Session.objects.filter(pk=session.pk).update(celery_task_id=self.request.id)
+    lease.start_heartbeat()
     try:
-        return execute_session(session)
+        return execute_session(session, lease=lease)
     except Exception as exc:  # noqa: BLE001 - already recorded by execute_session
         # Not re-raised: a retry would replay a failure; the session row says what happened.
         return {"status": Session.Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        lease.release()

@@ -199,3 +199,20 @@ def test_cancel_flag(subject):
     subject.cancel()
     assert subject.store.cancel_requested(subject.session_id) is True
     assert subject.store.cancel_requested(subject.other_session_id) is False
+
+
+def test_an_uncommitted_turn_is_undone_and_its_messages_given_back(subject):
+    store, sid = subject.store, subject.session_id
+    kept = store.archive(sid, 2, "tool", "committed result of turn 2", tool_name="query")
+    subject.post_message("from turn 2")
+    assert store.take_user_messages(sid, turn=2) == ["from turn 2"]
+    dropped = store.archive(sid, 3, "tool", "half-done result of turn 3", tool_name="query")
+    subject.post_message("taken by the dying turn 3")
+    assert store.take_user_messages(sid, turn=3) == ["taken by the dying turn 3"]
+
+    assert store.discard_uncommitted(sid, 3) == {"archive_rows": 1, "messages": 1}
+    assert store.read_ref(sid, kept) == "committed result of turn 2"
+    assert store.read_ref(sid, dropped) is None
+    assert [h.ref for h in store.search_archive(sid, "result")] == [kept]
+    assert store.take_user_messages(sid, turn=3) == ["taken by the dying turn 3"]
+    assert store.discard_uncommitted(sid, 4) == {"archive_rows": 0, "messages": 0}

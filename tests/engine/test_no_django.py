@@ -12,7 +12,17 @@ def test_agents_never_import_django():
 
 
 def test_openai_and_tiktoken_are_imported_in_one_module_each():
-    for package, home in (("openai", "model.py"), ("tiktoken", "tokens.py")):
-        users = sorted(p.name for p in AGENTS.rglob("*.py")
+    # The simulated provider counts with its own tiktoken code (agents/sim/counting.py) on
+    # purpose: a provider that used the engine's counter would agree with it by construction.
+    for package, homes in (("openai", ["model.py"]), ("tiktoken", ["sim/counting.py", "tokens.py"])):
+        users = sorted(str(p.relative_to(AGENTS)) for p in AGENTS.rglob("*.py")
                        if re.search(rf"^\s*(from|import)\s+{package}\b", p.read_text(), re.M))
-        assert users == [home], (package, users)
+        assert users == homes, (package, users)
+
+
+def test_the_simulated_provider_imports_nothing_from_the_engine():
+    # Only its own modules and the scenario scripts it plays; no counter, extractor or summary.
+    allowed = re.compile(r"agents\.(sim|scenarios)\b")
+    for path in (AGENTS / "sim").rglob("*.py"):
+        for match in re.finditer(r"^\s*(?:from|import)\s+(agents[\w.]*)", path.read_text(), re.M):
+            assert allowed.match(match.group(1)), (path.name, match.group(1))

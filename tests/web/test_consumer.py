@@ -166,3 +166,25 @@ async def test_events_whose_announcement_was_dropped_still_arrive(session, ann, 
     html = await comm.receive_from(timeout=TIMEOUT)
     assert "announcement dropped" in html and 'id="last-seq" value="1"' in html
     await comm.disconnect()
+
+
+@pytest.mark.slow
+async def test_an_idle_socket_stays_open_for_30_seconds(session, ann, caplog):
+    """redis-py's default read timeout (5 s) equals channels_redis' blocking read: with it,
+    every idle page lost its socket every few seconds with "Timeout reading"."""
+    import asyncio
+
+    comm = communicator(session, ann, "?after=0")
+    connected, _ = await comm.connect(timeout=TIMEOUT)
+    assert connected
+    await comm.receive_from(timeout=TIMEOUT)
+    await asyncio.sleep(30)  # idle: no event, no message from the page
+    assert await comm.receive_nothing(timeout=0.5)  # not closed, nothing pending
+
+    def publish() -> None:
+        ChannelsPublisher(session).emit(Event(type="BUDGET", payload=budget(history=5678)[1],
+                                              turn=1))
+    await database_sync_to_async(publish)()
+    assert "5,678" in await comm.receive_from(timeout=TIMEOUT)  # the same socket, still live
+    await comm.disconnect()
+    assert "Timeout reading" not in caplog.text and "Traceback" not in caplog.text

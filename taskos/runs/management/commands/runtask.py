@@ -46,6 +46,9 @@ class Command(BaseCommand):
                             help="context window in tokens (default: the scenario's, else "
                                  "the profile's)")
         parser.add_argument("--profile", default="sim", help="model profile name (sim)")
+        parser.add_argument("--summarizer", choices=("faithful", "lossy", "hostile"),
+                            default=None, help="summary mode of the simulated model (default: "
+                                               "the scenario's, else faithful)")
         parser.add_argument("--json", action="store_true",
                             help="print the run report as one JSON object on stdout")
 
@@ -62,7 +65,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Session #{session.pk}: {session.goal} (window {session.window})")
         try:
-            report = execute_session(session, progress=ProgressBar(self.stderr._out))
+            report = execute_session(session, progress=ProgressBar(self.stderr._out),
+                                     summarizer=options["summarizer"])
         except Exception as exc:  # noqa: BLE001 - recorded on the session already
             raise CommandError(f"Session #{session.pk} failed: {type(exc).__name__}: {exc}")
         if options["json"]:

@@ -40,6 +40,7 @@ def ensure_admin() -> str:
 def resume_interrupted(redis_url: str) -> int:
     """Queue again the sessions a previous stop interrupted (their queue died with Redis)."""
     from taskos.celery import app
+    from taskos.runs.sweeper import mark_enqueued
     from taskos.runs.tasks import run_session
 
     app.conf.broker_url = redis_url
@@ -48,6 +49,7 @@ def resume_interrupted(redis_url: str) -> int:
                    .values_list("pk", flat=True))
     for pk in pending:
         run_session.delay(pk)
+        mark_enqueued(pk)
     return len(pending)
 
 
