@@ -8,12 +8,8 @@ from typing import Any, Callable
 from agents.config import ModelProfile
 from agents.context import Request
 from agents.events import Event, EventType
-<<<<<<< HEAD
 from agents.interrupt import CallDeadline, run_interruptible
-from agents.model import ModelClient, ModelError, ModelReply
-=======
-from agents.model import ContextOverflow, ModelClient, ModelReply
->>>>>>> i13
+from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
 
 
 @dataclass
@@ -82,7 +78,6 @@ class CallRunner:
         finally:
             self.ledger.outside(time.perf_counter() - started)
 
-<<<<<<< HEAD
     def _interruptible(self, messages, tools, max_tokens, model) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout."""
         try:
@@ -91,7 +86,7 @@ class CallRunner:
                 deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
         except CallDeadline as exc:
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
-=======
+
     def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
                  zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:
         """A request the provider refused as too long is still a call that was made: it is
@@ -100,7 +95,6 @@ class CallRunner:
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn,
                      refused=True, error=str(exc))
->>>>>>> i13
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,

@@ -120,11 +120,8 @@ def prepare_workspace(workspace: Path) -> None:
 def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
-<<<<<<< HEAD
-                http_client: Any = None, retries: RetryBudget | None = None) -> SessionRun:
-=======
-                http_client: Any = None, summarizer: str | None = None) -> SessionRun:
->>>>>>> i13
+                http_client: Any = None, summarizer: str | None = None,
+                retries: RetryBudget | None = None) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -146,11 +143,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     calls = sink.model_calls
     inputs = [c["input_tokens"] for c in calls]
     report = {
-<<<<<<< HEAD
-        "status": result.status, "turns": result.turns, "error": result.error,
-=======
         "status": result.status, "error": result.error, "turns": result.turns,
->>>>>>> i13
         "model_calls": calls,
         "total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
         "compactions": sink.compactions,
