@@ -17,7 +17,7 @@ from typing import Callable
 from agents.anchor_book import AnchorBook
 from agents.calls import CallLedger, CallRunner
 from agents.compaction import CompactionFailed
-from agents.config import ContextConfig, ModelProfile
+from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
 from agents.context import WorkingContext
 from agents.context_keeper import ContextKeeper
 from agents.errors import error_payload
@@ -48,6 +48,7 @@ class SessionSpec:
     system_prompt: str = DEFAULT_SYSTEM
     scenario: Scenario | None = None
     compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
+    max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
 
 
 @dataclass
@@ -99,11 +100,15 @@ class AgentLoop:
         resumed = self._resume()
         if self.finished is not None:  # killed after the last commit, before the report
             return self._finish(RunResult("finished", self.finished, self.turn))
+        goal_too_long = input_too_long(self.spec.goal, "goal", self.spec.max_input_chars)
         self.emit(Event(EventType.SESSION_STARTED, {
-            "goal": self.spec.goal, "profile": self.spec.profile.name,
+            "goal": self.spec.goal[:500] if goal_too_long else self.spec.goal,
+            "profile": self.spec.profile.name,
             "model": self.spec.profile.model, "window": self.ctx.window,
             "simulated": self.spec.profile.simulated, "resumed": resumed,
             "warnings": self.spec.profile.warnings}))
+        if goal_too_long:
+            return self._finish(self._fail("input_too_long", goal_too_long))
         if not resumed and self.spec.goal:
             self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
         total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.spec.config.max_turns
@@ -158,6 +163,11 @@ class AgentLoop:
         texts += [(t, "user") for t in self.store.take_user_messages(self.session_id,
                                                                      turn=self.turn)]
         for text, source in texts:
+            refused = input_too_long(text, "message", self.spec.max_input_chars)
+            if refused:  # reported, never archived
+                self.emit(Event(EventType.ERROR, error_payload("input_too_long", refused,
+                                                               fatal=False)))
+                continue
             self.add_user_message(text, source)
 
     def add_user_message(self, text: str, source: str = "user") -> None:

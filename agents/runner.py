@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.config import ContextConfig, ModelProfile
+from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
 from agents.events import Event, EventSink, EventType
 from agents.loop import AgentLoop, RunResult, SessionSpec
 from agents.model import ModelClient
@@ -121,7 +121,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
                 http_client: Any = None, summarizer: str | None = None,
-                retries: RetryBudget | None = None) -> SessionRun:
+                retries: RetryBudget | None = None,
+                max_input_chars: int = MAX_INPUT_CHARS) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -135,6 +136,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     sink = ReportSink(events, plan.expect_tier1 if plan else [])
     system = (plan.system if plan and plan.system else None)
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
+                       max_input_chars=max_input_chars,
                        **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
