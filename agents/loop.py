@@ -73,6 +73,7 @@ class AgentLoop:
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
+        self.calls.retries = self.retries
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())

@@ -7,6 +7,7 @@ the bounds are generous and the assertions count requests and events, not second
 from __future__ import annotations
 
 import datetime as dt
+import json
 import tempfile
 import threading
 import time
@@ -20,6 +21,8 @@ from agents.memory_store import MemoryStore
 from agents.model import retry_after_seconds
 from agents.retry import RetryBudget
 from agents.runner import run_session
+from agents.scenarios import load_scenario
+from agents.sim.transport import SUMMARY_MARKER, sim_http_client
 
 from .fake_provider import FakeProvider
 
@@ -176,3 +179,40 @@ def test_an_answer_still_cut_after_every_continuation_ends_failed_not_glued():
     assert len(provider.requests) == 6  # the answer and five continuations
     pieces = [r for r in store.archived_rows("f1") if r["tool_args"].get("incomplete_answer_piece")]
     assert [r["content"] for r in pieces] == ["piece of a long answ"] * 6
+
+
+class FirstSummaryRateLimited(httpx2.BaseTransport):
+    """The simulated model, except that the first summary request gets a 429."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.refused = 0
+
+    def handle_request(self, request):
+        body = json.loads(request.content or b"{}")
+        first = (body.get("messages") or [{}])[0].get("content") or ""
+        if not self.refused and isinstance(first, str) and first.startswith(SUMMARY_MARKER):
+            self.refused += 1
+            return httpx2.Response(429, headers={"Retry-After": "3"},
+                                   json={"error": {"message": "slow down"}})
+        return self.inner.handle_request(request)
+
+
+def test_a_rate_limited_summary_call_is_retried_instead_of_truncating():
+    scenario = load_scenario("retrieval-6x1600")
+    _, sim = sim_http_client(scenario, scenario.window)
+    flaky = FirstSummaryRateLimited(sim)
+    client = httpx2.Client(transport=flaky, base_url="http://sim.taskos.invalid/v1")
+    sink, sleep = ListSink(), FakeSleep()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_session(session_id="s", goal=scenario.goal, scenario=scenario,
+                          profile=ModelProfile(context_size=scenario.window),
+                          config=ContextConfig(), store=MemoryStore(), events=sink,
+                          workspace=Path(tmp), http_client=client,
+                          retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))
+    assert run.status == "finished" and flaky.refused == 1
+    assert [e["code"] for e in errors(sink, fatal=False)] == ["rate_limited"]
+    assert sum(sleep.calls) == 3
+    compactions = [e.payload for e in sink.of_type(EventType.COMPACTION)
+                   if e.payload.get("archived_turns")]
+    assert compactions and not any(c["fallback"] for c in compactions)
