@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
+import time
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.urls import reverse
 
 from agents.secrets import register_secret
@@ -113,3 +116,33 @@ def test_the_admin_refuses_a_goal_over_the_limit(make_session, settings):
     with pytest.raises(ValidationError) as error:
         session.full_clean()
     assert "too long" in str(error.value.message_dict["goal"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_from_the_dashboard_interrupts_a_hung_model_call(channels_redis_url):
+    from taskos.runs.tasks import execute_session
+    from tests.engine.fake_provider import FakeProvider
+
+    with FakeProvider(default="hang") as provider:
+        profile = ModelProfile.objects.create(
+            name="hung", model="m", base_url=provider.base_url, api_key_env="",
+            context_size=16_000, read_timeout=120, call_timeout=300)
+        session = services.create_session(None, "Say hello.", "", profile, None, {})
+
+        def cancel_when_the_call_is_in_flight() -> None:
+            try:
+                if provider.received.wait(60):
+                    services.request_cancel(Session.objects.get(pk=session.pk))
+            finally:
+                connection.close()  # this thread's own connection, so teardown can drop the db
+
+        helper = threading.Thread(target=cancel_when_the_call_is_in_flight, daemon=True)
+        helper.start()
+        started = time.monotonic()
+        report = execute_session(Session.objects.get(pk=session.pk))
+        elapsed = time.monotonic() - started
+        helper.join(10)
+    session.refresh_from_db()
+    assert report["status"] == "cancelled" and session.status == "cancelled"
+    assert elapsed < 60  # the hung call alone would take 120 s
+    assert session.events.filter(type="SESSION_FINISHED", payload__status="cancelled").exists()
