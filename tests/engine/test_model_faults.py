@@ -216,3 +216,13 @@ def test_a_rate_limited_summary_call_is_retried_instead_of_truncating():
     compactions = [e.payload for e in sink.of_type(EventType.COMPACTION)
                    if e.payload.get("archived_turns")]
     assert compactions and not any(c["fallback"] for c in compactions)
+
+
+def test_the_retry_notice_says_when_the_next_attempt_is():
+    with FakeProvider(script=["500"], default="ok") as provider:
+        run, sink, _ = run_against(provider, retries=RetryBudget(300, sleep=FakeSleep(),
+                                                                 rng=lambda: 0.0))
+    assert run.status == "finished" and len(provider.requests) == 2
+    [notice] = errors(sink, fatal=False)
+    assert notice["code"] == "provider_error"
+    assert f"retrying at {notice['next_attempt_at']} (in 0.5 s;" in notice["message"]
