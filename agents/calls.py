@@ -57,6 +57,9 @@ class CallRunner:
         self.ledger = ledger
         self.emit = emit
         self.should_stop = should_stop  # read while a call is in flight: cancel cuts it short
+        # The session's RetryBudget: a summary call that meets a transient fault waits and
+        # asks again like an agent call, instead of falling back to truncation at once.
+        self.retries = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         try:
@@ -77,14 +80,27 @@ class CallRunner:
         model = self.profile.summary_model or None
         described = [{**m, "zone": "summary_request"} for m in messages]
         try:
-            reply = self._timed(messages, tools, max_tokens, model,
-                                tool_choice="none" if tools else None)
+            reply = self._summary_with_retries(messages, tools, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
                           described, turn)
             raise
         self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described, turn)
         return reply
+
+    def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
+        while True:
+            try:
+                reply = self._timed(messages, tools, max_tokens, model,
+                                    tool_choice="none" if tools else None)
+            except ModelError as exc:
+                if self.retries is None or not exc.transient:
+                    raise
+                self.retries.wait_or_give_up(exc, self.emit, self.should_stop or (lambda: False))
+            else:
+                if self.retries is not None:
+                    self.retries.succeeded()
+                return reply
 
     def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
         started = time.perf_counter()

@@ -12,6 +12,17 @@ class ConfigError(ValueError):
     """A setting a person gave is out of range; the message says which and why."""
 
 
+MAX_INPUT_CHARS = 100_000  # longest goal or message (the dashboard's TASKOS_MAX_INPUT_CHARS)
+
+
+def input_too_long(text: str, what: str, limit: int = MAX_INPUT_CHARS) -> str | None:
+    """Why `text` is refused as longer than `limit` characters, or None when it fits."""
+    if len(text or "") <= limit:
+        return None
+    return (f"the {what} is too long: {len(text):,} characters, at most {limit:,}; it was "
+            "not used. Put long material in a workspace file and refer to it instead.")
+
+
 @dataclass
 class ContextConfig:
     """AgentScope's ContextConfig fields and defaults, plus TaskOS's zone knobs."""

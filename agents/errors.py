@@ -64,6 +64,9 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "continuation.",
         "The pieces are in the archive. Raise the profile's context size or ask for a "
         "shorter answer (e.g. a summary table first, details in files)."),
+    "input_too_long": ErrorAdvice(
+        "A goal or message was longer than the limit (TASKOS_MAX_INPUT_CHARS).",
+        "Put long material in a file of the session's workspace and refer to it."),
     "summary_failed": ErrorAdvice(
         "The summary call failed or returned an invalid or too long summary.",
         "TaskOS fell back to truncating the oldest messages (all raw messages stay in the "

@@ -17,7 +17,7 @@ from typing import Callable
 from agents.anchor_book import AnchorBook
 from agents.calls import CallLedger, CallRunner
 from agents.compaction import CompactionFailed
-from agents.config import ContextConfig, ModelProfile
+from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
 from agents.context import WorkingContext
 from agents.context_keeper import ContextKeeper
 from agents.errors import error_payload
@@ -50,6 +50,7 @@ class SessionSpec:
     compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
     # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
     unmanaged: bool = False
+    max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
 
 
 @dataclass
@@ -74,6 +75,7 @@ class AgentLoop:
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
+        self.calls.retries = self.retries
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
@@ -101,11 +103,15 @@ class AgentLoop:
         resumed = self._resume()
         if self.finished is not None:  # killed after the last commit, before the report
             return self._finish(RunResult("finished", self.finished, self.turn))
+        goal_too_long = input_too_long(self.spec.goal, "goal", self.spec.max_input_chars)
         self.emit(Event(EventType.SESSION_STARTED, {
-            "goal": self.spec.goal, "profile": self.spec.profile.name,
+            "goal": self.spec.goal[:500] if goal_too_long else self.spec.goal,
+            "profile": self.spec.profile.name,
             "model": self.spec.profile.model, "window": self.ctx.window,
             "simulated": self.spec.profile.simulated, "resumed": resumed,
             "warnings": self.spec.profile.warnings}))
+        if goal_too_long:
+            return self._finish(self._fail("input_too_long", goal_too_long))
         if not resumed and self.spec.goal:
             self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
         total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.max_turns()
@@ -165,6 +171,11 @@ class AgentLoop:
         texts += [(t, "user") for t in self.store.take_user_messages(self.session_id,
                                                                      turn=self.turn)]
         for text, source in texts:
+            refused = input_too_long(text, "message", self.spec.max_input_chars)
+            if refused:  # reported, never archived
+                self.emit(Event(EventType.ERROR, error_payload("input_too_long", refused,
+                                                               fatal=False)))
+                continue
             self.add_user_message(text, source)
 
     def add_user_message(self, text: str, source: str = "user") -> None:

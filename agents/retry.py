@@ -89,8 +89,10 @@ class RetryBudget:
             raise type(exc)(exc.code, f"{exc} — giving up: the session's retry budget of "
                             f"{self.seconds:g} s is spent ({self.attempts} failed attempts "
                             "in a row)") from exc
+        message = (f"{exc} — retrying at {plan.next_attempt_at} (in {plan.delay:.1f} s; "
+                   f"{plan.spent:.0f} of {plan.budget:g} s of the retry budget used)")
         emit(Event(EventType.ERROR, {
-            **error_payload(exc.code, str(exc), fatal=False),
+            **error_payload(exc.code, message, fatal=False),
             "attempt": plan.attempt, "retry_in_s": round(plan.delay, 2),
             "next_attempt_at": plan.next_attempt_at, "retry_after": exc.retry_after,
             "budget_spent_s": round(plan.spent, 2), "budget_s": plan.budget}))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.config import ContextConfig, ModelProfile
+from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
 from agents.events import Event, EventSink, EventType
 from agents.loop import AgentLoop, RunResult, SessionSpec
 from agents.model import ModelClient
@@ -151,7 +151,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
                 http_client: Any = None, retries: RetryBudget | None = None,
-                summarizer: str | None = None, unmanaged: bool = False) -> SessionRun:
+                summarizer: str | None = None, unmanaged: bool = False,
+                max_input_chars: int = MAX_INPUT_CHARS) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -165,7 +166,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     sink = ReportSink(events, plan.expect_tier1 if plan else [], profile)
     system = (plan.system if plan and plan.system else None)
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
-                       unmanaged=unmanaged, **({"system_prompt": system} if system else {}))
+                       unmanaged=unmanaged, max_input_chars=max_input_chars,
+                       **({"system_prompt": system} if system else {}))
     loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
                      workspace=workspace, companions=[sink], retries=retries)

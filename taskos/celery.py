@@ -2,7 +2,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "taskos.settings")
 
@@ -22,3 +22,13 @@ def start_session_sweeper(sender=None, **kwargs):
 
         return Sweeper().start()
     return None
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def redact_keys_in_worker_logs(logger=None, **kwargs):
+    """Celery installs its own handlers; mask API key values in their lines too."""
+    from agents.secrets import RedactingFilter
+
+    for handler in getattr(logger, "handlers", []):
+        handler.addFilter(RedactingFilter())

@@ -9,6 +9,9 @@ TASKOS_ALLOWED_HOSTS  comma-separated host names (default 127.0.0.1,localhost)
 TASKOS_WORKSPACES     folder holding one sandbox folder per session (default var/workspaces)
 TASKOS_TIMEZONE       time zone of the dashboard (default UTC)
 TASKOS_SERVE_STATIC   serve /static/ from daphne itself (default on; turn off behind a proxy)
+TASKOS_ALLOWED_KEY_ENVS  variables a model profile may name as api_key_env besides TASKOS_KEY_*
+                      (default OPENAI_API_KEY; read by agents/secrets.py)
+TASKOS_MAX_INPUT_CHARS   longest goal or message in characters (default 100000)
 """
 from __future__ import annotations
 
@@ -193,11 +196,17 @@ TASKOS_LEASE_SECONDS = float(os.environ.get("TASKOS_LEASE_SECONDS", 60))
 TASKOS_SWEEP_SECONDS = float(os.environ.get("TASKOS_SWEEP_SECONDS", 30))
 TASKOS_REQUEUE_AFTER_SECONDS = float(os.environ.get("TASKOS_REQUEUE_AFTER_SECONDS", 300))
 
+# Longest goal or follow-up message a person may send, in characters (refused, never stored).
+TASKOS_MAX_INPUT_CHARS = int(os.environ.get("TASKOS_MAX_INPUT_CHARS", 100_000))
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # API key values the engine read are masked in every line and traceback.
+    "filters": {"redact_keys": {"()": "agents.secrets.RedactingFilter"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                            "filters": ["redact_keys"]}},
     "loggers": {
         "taskos": {"handlers": ["stderr"], "level": os.environ.get("TASKOS_LOG_LEVEL", "INFO"),
                    "propagate": False},

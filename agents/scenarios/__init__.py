@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.scenarios.validate import MAX_ARGS_DEPTH, ScenarioShapeError, validate_scenario
+
 SCENARIO_DIR = Path(__file__).resolve().parent
 DATA_DIR = SCENARIO_DIR / "data"
 
@@ -105,6 +107,10 @@ def expand_repeats(steps: list[Any], origin: str) -> list[Any]:
 
 
 def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
+    try:
+        validate_scenario(data)
+    except ScenarioShapeError as exc:
+        raise ScenarioError(f"{origin}: {exc}") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{origin}: the scenario must be a JSON object")
     for key in ("name", "goal", "steps"):
@@ -160,4 +166,8 @@ def load_scenario(name_or_path: str) -> Scenario:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read the scenario ({exc})") from exc
+    except RecursionError:
+        raise ScenarioError(f"{path}: cannot read the scenario: it is nested too deeply "
+                            "(tool arguments may be nested at most "
+                            f"{MAX_ARGS_DEPTH} levels)") from None
     return parse_scenario(data, origin=str(path))

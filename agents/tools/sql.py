@@ -18,7 +18,13 @@ from agents.tools.data import load_csv
 from agents.tools.tabular import is_missing, to_number
 
 DATABASE_NAME = "session.sqlite3"
+# Files SQLite opens next to the database; each must be a real file of the workspace too.
+COMPANION_SUFFIXES = ("", "-journal", "-wal", "-shm")
 MAX_FETCH_ROWS = 1000
+# Caps applied while rows are read, before they pile up in memory or reach the archive.
+MAX_VALUE_BYTES = 100_000  # one text or blob value; SQLite refuses to build a longer one
+MAX_COLUMNS = 200  # so one row is at most MAX_COLUMNS x MAX_VALUE_BYTES however it is built
+MAX_RESULT_BYTES = 2_000_000  # all fetched values together
 QUERY_SECONDS = 15.0  # below the tool's timeout, so the query stops instead of being abandoned
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _COMMENTS = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/|\s)*", re.S)
@@ -40,6 +46,21 @@ def _table_name(path: str, table: str | None) -> str:
     return stem if not stem[0].isdigit() else f"t_{stem}"
 
 
+def session_database(workspace: Path) -> Path:
+    """The session database's real path, refusing one that is (or whose journal is) a
+    symlink or resolves outside the workspace: SQLite would follow it, read and write."""
+    root = workspace.resolve()
+    target = root / DATABASE_NAME
+    for suffix in COMPANION_SUFFIXES:
+        candidate = root / (DATABASE_NAME + suffix)
+        if candidate.is_symlink() or (candidate.exists() and (
+                not candidate.is_file() or not candidate.resolve().is_relative_to(root))):
+            raise ToolError(f"{candidate.name} in the workspace is a link or not a regular "
+                            "file; the SQL tools only use a real file inside the workspace. "
+                            "Remove it, then load the CSV again.")
+    return target
+
+
 def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
     columns, rows = load_csv(_ctx.workspace, path)
     name = _table_name(path, table)
@@ -51,7 +72,7 @@ def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
             types.append("INTEGER" if all(n == int(n) for n in numbers) else "REAL")
         else:
             types.append("TEXT")
-    target = _ctx.workspace.resolve() / DATABASE_NAME
+    target = session_database(_ctx.workspace)
 
     def cell(value: str | None, kind: str):
         if is_missing(value):
@@ -80,6 +101,9 @@ def _explain(exc: Exception) -> str:
     detail = str(exc).rstrip(".")
     if "one statement at a time" in detail:
         return "sql_query runs one statement at a time; send a single SELECT."
+    if "too big" in detail:
+        return (f"A value in the result is longer than {MAX_VALUE_BYTES:,} bytes, the most "
+                "sql_query returns; select a substr() of it or aggregate.")
     if "interrupted" in detail:
         return (f"The query ran longer than {QUERY_SECONDS:g} s and was stopped; add a LIMIT "
                 "or aggregate.")
@@ -94,7 +118,7 @@ def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
         shown = keyword or sql.strip()[:20]
         raise ToolError(f"sql_query is read-only: only SELECT or WITH queries are allowed "
                         f"(got {shown!r}). To add data, load a CSV with csv_load.")
-    target = _ctx.workspace.resolve() / DATABASE_NAME
+    target = session_database(_ctx.workspace)
     if not target.is_file():
         raise ToolError(f"There is no session database yet ({DATABASE_NAME}). Load a CSV first, "
                         "e.g. csv_load(path='sales.csv').")
@@ -105,17 +129,31 @@ def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
         db.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in _READ_ACTIONS
                           else sqlite3.SQLITE_DENY)
         db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        db.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
         try:
             cursor = db.execute(sql)
-            rows = cursor.fetchmany(MAX_FETCH_ROWS + 1)
+            rows, stopped = _fetch_capped(cursor)
         except (sqlite3.Error, sqlite3.Warning) as exc:
             raise ToolError(_explain(exc)) from None
         columns = [d[0] for d in cursor.description or ()]
-    more = len(rows) > MAX_FETCH_ROWS
-    rows = rows[:MAX_FETCH_ROWS]
-    title = f"{len(rows)} rows" + (f" (stopped after {MAX_FETCH_ROWS}; the query returns more — "
-                                   "add a LIMIT or aggregate)" if more else "") + "."
-    return Table(columns=columns, rows=[list(r) for r in rows], title=title)
+    title = f"{len(rows)} rows" + (f" ({stopped}; the query returns more — add a LIMIT or "
+                                   "aggregate)" if stopped else "") + "."
+    return Table(columns=columns, rows=rows, title=title)
+
+
+def _fetch_capped(cursor: sqlite3.Cursor) -> tuple[list[list], str]:
+    """Rows one at a time until the row or byte cap; the reason it stopped, or ""."""
+    rows: list[list] = []
+    size = 0
+    for row in cursor:
+        if len(rows) == MAX_FETCH_ROWS:
+            return rows, f"stopped after {MAX_FETCH_ROWS}"
+        size += sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row)
+        if size > MAX_RESULT_BYTES and rows:
+            return rows, f"stopped at {MAX_RESULT_BYTES:,} bytes of values"
+        rows.append(list(row))
+    return rows, ""
 
 
 def tools() -> list[Tool]:

@@ -43,7 +43,11 @@ def to_number(value: Any) -> float | None:
 
 def fmt_num(number: float) -> str:
     """Short, stable number text: integers without decimals, others with two."""
-    if number == int(number) and abs(number) < 1e15:
+    if not math.isfinite(number):  # a sum of huge values overflows to inf
+        return str(number)
+    if abs(number) >= 1e15:
+        return f"{number:.6g}"
+    if number == int(number):
         return str(int(number))
     if abs(number) >= 0.01:
         return f"{number:.2f}".rstrip("0").rstrip(".")

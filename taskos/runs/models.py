@@ -5,10 +5,13 @@ import datetime as dt
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
 import agents.config
+from agents.secrets import KeyEnvRefused, check_key_env
 from agents.memory_store import keywords
 
 # Words longer than this are ids, hashes or base64 runs: nobody searches for them by
@@ -26,6 +29,37 @@ def search_terms(content: str, tool_name: str = "", is_binary: bool = False) -> 
     return " ".join(sorted(w for w in words if len(w) <= MAX_INDEXED_WORD))
 
 
+def validate_key_env(name: str) -> None:
+    """Refuse a variable the operator has not allowed as an API key (agents.secrets)."""
+    try:
+        check_key_env(name)
+    except KeyEnvRefused as exc:
+        raise ValidationError(str(exc)) from None
+
+
+def max_input_chars() -> int:
+    """The longest goal or message a person may send (TASKOS_MAX_INPUT_CHARS)."""
+    return int(getattr(settings, "TASKOS_MAX_INPUT_CHARS", 100_000))
+
+
+def input_too_long(text: str, what: str) -> str | None:
+    """Why `text` is refused as too long (the engine's wording), or None when it fits."""
+    reason = agents.config.input_too_long(text, what, max_input_chars())
+    return reason[:1].upper() + reason[1:] if reason else None
+
+
+def validate_goal_length(text: str) -> None:
+    reason = input_too_long(text, "goal")
+    if reason:
+        raise ValidationError(reason)
+
+
+def validate_message_length(text: str) -> None:
+    reason = input_too_long(text, "message")
+    if reason:
+        raise ValidationError(reason)
+
+
 class ModelProfile(models.Model):
     """Where a model lives, its window and prices; the API key itself is never stored."""
 
@@ -36,8 +70,11 @@ class ModelProfile(models.Model):
         help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1. "
                   "Leave blank for the built-in simulated model.")
     api_key_env = models.CharField(
-        max_length=100, default="OPENAI_API_KEY",
-        help_text="Name of the environment variable holding the API key.")
+        max_length=100, default="OPENAI_API_KEY", blank=True,
+        validators=[validate_key_env],
+        help_text="Name of the environment variable holding the API key (blank: no key, for "
+                  "local servers). Allowed: names starting with TASKOS_KEY_ and those the "
+                  "operator lists in TASKOS_ALLOWED_KEY_ENVS.")
     context_size = models.PositiveIntegerField(default=128_000)
     encoding = models.CharField(max_length=50, blank=True,
                                 help_text="tiktoken encoding; blank: the model's own.")
@@ -51,6 +88,20 @@ class ModelProfile(models.Model):
                                      help_text="Cheaper model for summaries; blank: the same.")
     num_ctx = models.PositiveIntegerField(null=True, blank=True,
                                           help_text="Window to request from local servers.")
+    # Model faults (issue 9): the loop retries, never the SDK, so these bound a bad provider.
+    connect_timeout = models.FloatField(
+        default=10.0, validators=[MinValueValidator(0.1)],
+        help_text="Seconds to open a connection to the endpoint.")
+    read_timeout = models.FloatField(
+        default=120.0, validators=[MinValueValidator(0.1)],
+        help_text="Seconds to wait for the next byte; long prompts take long to prefill.")
+    call_timeout = models.FloatField(
+        default=300.0, validators=[MinValueValidator(0.1)],
+        help_text="Seconds one whole call may take, however slowly the bytes arrive.")
+    retry_budget = models.FloatField(
+        default=300.0, validators=[MinValueValidator(0)],
+        help_text="Seconds a session may spend on failed calls and backoff waits "
+                  "(rate limits, timeouts, 5xx, malformed answers) before it fails.")
 
     class Meta:
         ordering = ["name"]
@@ -70,7 +121,12 @@ class ModelProfile(models.Model):
             encoding=self.encoding, price_input=float(self.price_input),
             price_cached_input=float(self.price_cached_input),
             price_output=float(self.price_output), summary_model=self.summary_model,
-            num_ctx=self.num_ctx)
+            num_ctx=self.num_ctx, **self.fault_limits())
+
+    def fault_limits(self) -> dict[str, float]:
+        """The timeouts and retry budget, for the engine's profile."""
+        return {"connect_timeout": self.connect_timeout, "read_timeout": self.read_timeout,
+                "call_timeout": self.call_timeout, "retry_budget": self.retry_budget}
 
 
 class Session(models.Model):
@@ -87,7 +143,7 @@ class Session(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.CASCADE, related_name="task_sessions")
-    goal = models.TextField()
+    goal = models.TextField(validators=[validate_goal_length])
     scenario = models.CharField(max_length=500, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
@@ -291,7 +347,7 @@ class PendingMessage(models.Model):
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE,
                                 related_name="pending_messages")
-    text = models.TextField()
+    text = models.TextField(validators=[validate_message_length])
     created_at = models.DateTimeField(auto_now_add=True)
     taken = models.BooleanField(default=False)
     # The turn that took it: a turn that never commits gives its messages back.

@@ -10,12 +10,11 @@ from django.utils import timezone
 from agents.config import ConfigError, ContextConfig
 from agents.scenarios import ScenarioError, load_scenario
 
-from .models import ModelProfile, PendingMessage, Session
+from .models import ModelProfile, PendingMessage, Session, input_too_long
 
 log = logging.getLogger("taskos.runs")
 
 MIN_WINDOW = 1000
-MAX_MESSAGE_CHARS = 20_000
 
 
 class SessionError(ValueError):
@@ -37,6 +36,9 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
         scenario_window = loaded.window
     if not goal:
         raise SessionError("Give a goal or choose a scenario.")
+    too_long = input_too_long(goal, "goal")
+    if too_long:
+        raise SessionError(too_long)
     window = window or scenario_window or profile.context_size
     if window < MIN_WINDOW:
         raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
@@ -94,9 +96,9 @@ def post_message(session: Session, text: str) -> PendingMessage:
     text = (text or "").strip()
     if not text:
         raise SessionError("The message is empty.")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise SessionError(f"The message is too long ({len(text)} characters; "
-                           f"at most {MAX_MESSAGE_CHARS}).")
+    too_long = input_too_long(text, "message")
+    if too_long:
+        raise SessionError(too_long)
     _require_active(session, "send a message")
     return PendingMessage.objects.create(session=session, text=text)
 

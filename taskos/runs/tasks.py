@@ -8,10 +8,11 @@ from celery import shared_task
 from django.utils import timezone
 
 from agents.events import Event, EventType
+from agents.secrets import redact
 from taskos.live.publisher import ChannelsPublisher
 
 from .lease import Lease, LeaseLost
-from .models import Session
+from .models import Session, max_input_chars
 from .store import DjangoStore
 
 log = logging.getLogger("taskos.runs")
@@ -40,7 +41,8 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
             store=DjangoStore(lease=lease), events=publisher,
-            workspace=session.workspace, progress=progress, summarizer=summarizer)
+            workspace=session.workspace, progress=progress, summarizer=summarizer,
+            max_input_chars=max_input_chars())
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
@@ -65,7 +67,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
 
 def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: BaseException) -> None:
     """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
-    message = f"{type(exc).__name__}: {exc}"
+    message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or in the event
     log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
     Session.objects.filter(pk=session.pk).update(
         status=Session.Status.FAILED, finished_at=timezone.now(),
@@ -113,6 +115,6 @@ def run_session(self, session_id: int) -> dict:
         return execute_session(session, lease=lease)
     except Exception as exc:  # noqa: BLE001 - already recorded by execute_session
         # Not re-raised: a retry would replay a failure; the session row says what happened.
-        return {"status": Session.Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
+        return {"status": Session.Status.FAILED, "error": redact(f"{type(exc).__name__}: {exc}")}
     finally:
         lease.release()

@@ -45,7 +45,8 @@ def cancel(request: HttpRequest, pk: int) -> HttpResponse:
         request_cancel(session)
         if session.status == Session.Status.CANCELLED:
             return "Cancelled before it started."
-        return "Cancel requested: the agent stops at the start of its next turn."
+        return ("Cancel requested: the agent stops within seconds, even in the middle of a "
+                "model call (a running tool finishes first).")
     return run_action(request, pk, act)
 
 

@@ -8,8 +8,7 @@ from django import forms
 
 from agents.config import ConfigError, ContextConfig
 from agents.scenarios import ScenarioError, list_scenarios, load_scenario
-from taskos.runs.models import ModelProfile
-from taskos.runs.services import MAX_MESSAGE_CHARS
+from taskos.runs.models import ModelProfile, input_too_long
 
 MIN_WINDOW, MAX_WINDOW = 1000, 2_000_000
 DEFAULTS = ContextConfig()
@@ -70,6 +69,9 @@ class NewSessionForm(forms.Form):
         if simulated is not None:
             self.fields["profile"].initial = simulated.pk
 
+    def clean_goal(self) -> str:
+        return refuse_too_long(self.cleaned_data.get("goal") or "", "goal")
+
     def clean_timezone(self) -> str:
         name = self.cleaned_data["timezone"].strip()
         try:
@@ -113,10 +115,20 @@ class NewSessionForm(forms.Form):
         return ContextConfig(**{name: self.cleaned_data[name] for name in KNOBS}).to_dict()
 
 
+def refuse_too_long(text: str, what: str) -> str:
+    """`text`, or a form error when it is over TASKOS_MAX_INPUT_CHARS (it is never stored)."""
+    reason = input_too_long(text, what)
+    if reason:
+        raise forms.ValidationError(reason)
+    return text
+
+
 class MessageForm(forms.Form):
-    text = forms.CharField(max_length=MAX_MESSAGE_CHARS, strip=True,
-                           widget=forms.Textarea(attrs={"rows": 2}),
+    text = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}),
                            error_messages={"required": "The message is empty."})
+
+    def clean_text(self) -> str:
+        return refuse_too_long(self.cleaned_data["text"], "message")
 
 
 class CompactForm(forms.Form):

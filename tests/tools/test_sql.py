@@ -82,3 +82,39 @@ def test_a_runaway_query_is_stopped(call, loaded, monkeypatch):
     outcome = call("sql_query", sql="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
                                     "FROM n) SELECT MAX(i) FROM n")
     assert outcome.error == "The query ran longer than 0 s and was stopped; add a LIMIT or aggregate."
+
+
+# --- issue 9 F9: the session database must be a real file inside the workspace
+@pytest.mark.parametrize("link", ["session.sqlite3", "session.sqlite3-journal"])
+def test_a_database_link_out_of_the_workspace_is_refused_for_reads_and_writes(
+        call, workspace, tmp_path, link):
+    outside = tmp_path / "outside.sqlite3"
+    with sqlite3.connect(outside) as db:
+        db.execute("CREATE TABLE secrets (v TEXT)")
+        db.execute("INSERT INTO secrets VALUES ('top secret')")
+    db.close()
+    before = outside.read_bytes()
+    (workspace / link).symlink_to(outside)
+    (workspace / "small.csv").write_text("region,revenue\nEast,1\n")
+    load = call("csv_load", path="small.csv")
+    query = call("sql_query", sql="SELECT v FROM secrets")
+    for outcome in (load, query):
+        assert outcome.error and f"{link} in the workspace is a link" in outcome.error
+    assert "top secret" not in query.content
+    assert outside.read_bytes() == before  # nothing written through the link
+
+
+# --- issue 9 F10: rows and bytes are capped while reading, before they pile up
+def test_a_huge_value_is_refused_before_it_is_built(call, loaded):
+    outcome = call("sql_query", sql="SELECT hex(zeroblob(50000000)) AS big")
+    assert outcome.error and "longer than 100,000 bytes" in outcome.error
+
+
+def test_results_stop_at_the_byte_cap(call, loaded, store):
+    outcome = call("sql_query", sql=(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
+        "SELECT i, printf('%.*c', 90000, 'y') AS filler FROM n"))
+    assert outcome.error is None
+    assert "stopped at 2,000,000 bytes of values" in outcome.content
+    raw = store.read_ref("s1", outcome.ref) if outcome.ref else outcome.content
+    assert len(raw) < 3_000_000  # 500 x 90 kB would be 45 MB

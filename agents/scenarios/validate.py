@@ -1,0 +1,154 @@
+"""Check a scenario file's shape before it is played, with errors that say where and what.
+
+Every error names the file, the path inside it (`steps[3].args`) and what was expected,
+e.g. `my.json: expect.tier1: expected a list of strings, got a string`. Nothing here
+recurses, so a file nested thousands of levels deep gets an error, not a RecursionError.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from agents.config import MAX_INPUT_CHARS
+
+TOP_KEYS = {"name", "goal", "steps", "system", "window", "expect", "tools", "summarizer",
+            "description"}
+STEP_KINDS = ("user", "tool", "tools", "final")
+STEP_KEYS = {"user": {"user"}, "final": {"final"}, "tool": {"tool", "args", "say", "repeat", "from"},
+             "tools": {"tools", "say"}}
+MAX_ARGS_DEPTH = 20  # tool arguments nested deeper than this are not a real tool call
+MAX_STEPS = 10_000
+
+
+class ScenarioShapeError(ValueError):
+    """Raised with `path: expected …` text; the loader prefixes the file name."""
+
+
+def kind_of(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+             int: "an integer", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def fail(path: str, expected: str, value: Any) -> None:
+    raise ScenarioShapeError(f"{path}: expected {expected}, got {kind_of(value)}")
+
+
+def check_text(path: str, value: Any, *, limit: int = MAX_INPUT_CHARS,
+               empty: bool = True) -> None:
+    if not isinstance(value, str):
+        fail(path, "a string", value)
+    if not empty and not value.strip():
+        raise ScenarioShapeError(f"{path}: expected a non-empty string")
+    if len(value) > limit:
+        raise ScenarioShapeError(f"{path}: expected at most {limit:,} characters, "
+                                 f"got {len(value):,}")
+
+
+def check_strings(path: str, value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        fail(path, "a list of strings", value)
+
+
+def check_depth(path: str, value: Any) -> None:
+    """Refuse JSON nested deeper than MAX_ARGS_DEPTH, walking it without recursion."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_ARGS_DEPTH:
+            raise ScenarioShapeError(f"{path}: expected at most {MAX_ARGS_DEPTH} levels of "
+                                     "nesting in tool arguments")
+        children = item.values() if isinstance(item, dict) else item if isinstance(
+            item, list) else ()
+        pending.extend((child, depth + 1) for child in children)
+
+
+def check_call(path: str, call: Any) -> None:
+    if not isinstance(call, dict):
+        fail(path, 'an object {"tool": name, "args": {...}}', call)
+    unknown = set(call) - {"tool", "args"}
+    if unknown:
+        raise ScenarioShapeError(f"{path}: unknown key {sorted(unknown)[0]!r}; a tool call "
+                                 "has 'tool' and 'args'")
+    check_text(f"{path}.tool", call.get("tool"), limit=64, empty=False)
+    args = call.get("args", {})
+    if not isinstance(args, dict):
+        fail(f"{path}.args", "an object", args)
+    check_depth(f"{path}.args", args)
+
+
+def check_step(path: str, step: Any) -> str:
+    """Validate one step; return its kind (user, tool, tools, final)."""
+    if not isinstance(step, dict):
+        fail(path, "an object with one of 'user', 'tool', 'tools', 'final'", step)
+    kinds = [k for k in STEP_KINDS if k in step]
+    if len(kinds) != 1:
+        found = "none" if not kinds else ", ".join(repr(k) for k in kinds)
+        raise ScenarioShapeError(f"{path}: expected exactly one of 'user', 'tool', 'tools', "
+                                 f"'final', got {found}")
+    kind = kinds[0]
+    unknown = set(step) - STEP_KEYS[kind]
+    if unknown:
+        allowed = ", ".join(repr(k) for k in sorted(STEP_KEYS[kind]))
+        raise ScenarioShapeError(f"{path}: unknown key {sorted(unknown)[0]!r} in a {kind!r} "
+                                 f"step (allowed: {allowed})")
+    if kind in ("user", "final"):
+        check_text(f"{path}.{kind}", step[kind])
+    elif kind == "tool":
+        for key in ("repeat", "from"):  # a repeated step stands for many (see expand_repeats)
+            if key in step and (type(step[key]) is not int or step[key] < 1):
+                fail(f"{path}.{key}", "a whole number of at least 1", step[key])
+        check_call(path, {k: v for k, v in step.items() if k not in ("say", "repeat", "from")})
+    else:
+        calls = step["tools"]
+        if not isinstance(calls, list) or not calls:
+            fail(f"{path}.tools", "a non-empty list of tool calls", calls)
+        for i, call in enumerate(calls):
+            check_call(f"{path}.tools[{i}]", call)
+    if "say" in step:
+        check_text(f"{path}.say", step["say"])
+    return kind
+
+
+def validate_scenario(data: Any) -> None:
+    """Raise ScenarioShapeError at the first place `data` is not a valid scenario."""
+    if not isinstance(data, dict):
+        fail("(top level)", "a JSON object", data)
+    for key in ("name", "goal", "steps"):
+        if key not in data:
+            raise ScenarioShapeError(f"{key}: missing; 'name', 'goal' and 'steps' are required")
+    unknown = set(data) - TOP_KEYS
+    if unknown:
+        raise ScenarioShapeError(f"{sorted(unknown)[0]}: unknown key (known: "
+                                 f"{', '.join(sorted(TOP_KEYS))})")
+    check_text("name", data["name"], limit=200, empty=False)
+    check_text("goal", data["goal"])
+    if "system" in data:
+        check_text("system", data["system"])
+    window = data.get("window")
+    if window is not None and (type(window) is not int or window < 1000):
+        raise ScenarioShapeError(f"window: expected an integer of at least 1000, got {window!r}")
+    if data.get("tools") is not None:
+        check_strings("tools", data["tools"])
+    if "summarizer" in data and not isinstance(data["summarizer"], str):
+        fail("summarizer", "a string", data["summarizer"])
+    expect = data.get("expect")
+    if expect is not None:
+        if not isinstance(expect, dict):
+            fail("expect", 'an object such as {"tier1": ["..."]}', expect)
+        if set(expect) - {"tier1"}:
+            raise ScenarioShapeError(f"expect.{sorted(set(expect) - {'tier1'})[0]}: unknown "
+                                     "key (known: tier1)")
+        check_strings("expect.tier1", expect.get("tier1", []))
+    steps = data["steps"]
+    if not isinstance(steps, list) or not steps:
+        fail("steps", "a non-empty list", steps)
+    if len(steps) > MAX_STEPS:
+        raise ScenarioShapeError(f"steps: expected at most {MAX_STEPS} steps, got {len(steps)}")
+    kinds = [check_step(f"steps[{i}]", step) for i, step in enumerate(steps)]
+    if "final" not in kinds:
+        raise ScenarioShapeError("steps: expected a 'final' answer as the last step, found none")
+    first_final = kinds.index("final")
+    if first_final != len(kinds) - 1:
+        raise ScenarioShapeError(
+            f"steps[{first_final}]: a 'final' answer must be the last step; "
+            f"{len(kinds) - 1 - first_final} step(s) after it would never run")
