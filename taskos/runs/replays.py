@@ -116,10 +116,11 @@ def replay_engine(session: Session) -> Callable[..., Any]:
 def changed_settings(replay: Session) -> dict[str, Any]:
     """What a replay changed against its source: settings, window and profile."""
     source = replay.replay_of
-    out = {k: v for k, v in (replay.context_settings or {}).items()
-           if (source.context_settings or {}).get(k) != v}
-    if replay.window != source.window:
-        out["window"] = replay.window
+    out: dict[str, Any] = {}
     if replay.profile_id != source.profile_id:
         out["profile"] = replay.profile.name
+    if replay.window != source.window:
+        out["window"] = replay.window
+    out.update({k: v for k, v in (replay.context_settings or {}).items()
+                if (source.context_settings or {}).get(k) != v})
     return out
