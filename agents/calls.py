@@ -145,4 +145,7 @@ class CallRunner:
             "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
             "over_window": refused or input_tokens > limit, "limit": limit, **extra,
             "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
+            # The answer itself, tool calls included: what a replay plays back (SPEC E2).
+            "reply": {"content": reply.content, "tool_calls": reply.tool_calls,
+                      "finish_reason": reply.finish_reason},
             "messages": messages}, turn=turn))

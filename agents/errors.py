@@ -80,6 +80,12 @@ REFERENCE: dict[str, ErrorAdvice] = {
                                "Start the task again: it resumes from the last saved turn."),
     "internal": ErrorAdvice("An unexpected error inside TaskOS.",
                             "Check the worker log; everything saved so far is kept."),
+    "replay_decision_impossible": ErrorAdvice(
+        "A replay played a recorded decision that refers to something (an archive ref) the "
+        "replayed context no longer holds: under these settings the model could not have "
+        "made it.",
+        "Read the turn it names: from there on the replay shows what the recorded decisions "
+        "cost, not what a model would have done. Try a larger window or a later trigger."),
 }
 
 

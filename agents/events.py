@@ -11,12 +11,13 @@ Payload shapes (keys every consumer may rely on):
 - MODEL_CALL        {"call", "kind": "agent"|"summary", "input_tokens", "zones",
                      "output_tokens", "cached_tokens", "finish_reason", "latency_ms",
                      "cost", "over_window": bool, "limit", "model",
+                     "reply": {"content", "tool_calls", "finish_reason"},
                      "messages": [{"role", "zone", "tokens", "content", ...}]}
 - ASSISTANT_MESSAGE {"content", "tool_calls": [{"id", "name", "arguments"}]}
 - TOOL_CALL         {"call_id", "name", "args"}
 - TOOL_RESULT       {"call_id", "name", "original_chars", "kept_chars", "original_tokens",
                      "kept_tokens", "truncated": bool, "ref": str|None, "error": str|None,
-                     "preview"}
+                     "preview", "conclusions": [str]}
 - COMPACTION_STARTED {"trigger"}
 - COMPACTION        {"trigger": "rolling"|"anchor"|"budget"|"manual"|"overflow",
                      "before": {zone: tokens}, "after": {zone: tokens},

@@ -247,7 +247,8 @@ class AgentLoop:
             "call_id": call["id"], "name": call["name"], "original_chars": outcome.original_chars,
             "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
             "truncated": outcome.truncated or msg.text != content, "ref": outcome.ref,
-            "error": outcome.error, "preview": msg.text[:400]}))
+            "error": outcome.error, "preview": msg.text[:400],
+            "conclusions": outcome.conclusions}))  # with the archived raw text: a replay's result
         if call["name"].startswith("Task"):
             self.book.tasks_written_by_agent()
         if outcome.error is None:

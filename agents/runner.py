@@ -152,23 +152,25 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
                 http_client: Any = None, retries: RetryBudget | None = None,
                 summarizer: str | None = None, unmanaged: bool = False,
-                max_input_chars: int = MAX_INPUT_CHARS) -> SessionRun:
+                max_input_chars: int = MAX_INPUT_CHARS, model: Any = None,
+                make_loop: Callable[..., AgentLoop] = AgentLoop) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
         plan = generic_scenario(goal)
     goal = goal or (plan.goal if plan else "")
-    if profile.simulated and http_client is None:
+    if profile.simulated and http_client is None and model is None:
         http_client, _ = sim_http_client(plan, profile.context_size, summarizer)
-    model = ModelClient(profile, http_client=http_client,
-                        base_url="http://sim.taskos.invalid/v1" if profile.simulated else None)
+    model = model or ModelClient(profile, http_client=http_client,
+                                 base_url="http://sim.taskos.invalid/v1" if profile.simulated
+                                 else None)
     prepare_workspace(workspace)
     sink = ReportSink(events, plan.expect_tier1 if plan else [], profile)
     system = (plan.system if plan and plan.system else None)
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
                        unmanaged=unmanaged, max_input_chars=max_input_chars,
                        **({"system_prompt": system} if system else {}))
-    loop = AgentLoop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
+    loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=default_registry(config, only=plan.tools if plan else None),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)

@@ -35,6 +35,13 @@ def is_tail_request(messages: list[dict[str, Any]]) -> bool:
     return isinstance(last, str) and last.startswith(SUMMARY_MARKER)
 
 
+def is_summary_request(messages: list[dict[str, Any]]) -> bool:
+    """A summary request in either form: standalone (marker first) or prefix-reusing (last)."""
+    first = messages[0].get("content") if messages else None
+    return (isinstance(first, str) and first.startswith(SUMMARY_MARKER)) \
+        or is_tail_request(messages)
+
+
 def to_labelled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Previous summary, constraints and the folded messages labelled with their turns."""
     instruction = messages[-1]["content"]

@@ -169,6 +169,9 @@ class Session(models.Model):
     lease_expires = models.DateTimeField(null=True, blank=True, editable=False)
     # When a run_session message was last sent; the sweeper re-sends only after a grace.
     enqueued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A replay (SPEC E2) plays this session's recorded decisions under its own settings.
+    replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="replays")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -36,6 +36,9 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         from agents.config import ContextConfig
         from agents.runner import run_session as run_engine
 
+        if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
+            from .replays import replay_engine
+            run_engine = replay_engine(session)
         result = run_engine(
             session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
             profile=session.profile.to_engine(context_size=session.window),

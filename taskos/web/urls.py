@@ -1,7 +1,7 @@
 """Dashboard URLs; every view requires sign-in and shows only the person's own sessions."""
 from django.urls import path
 
-from taskos.web import actions, exports, views
+from taskos.web import actions, exports, replays, views
 
 app_name = "web"
 
@@ -18,4 +18,6 @@ urlpatterns = [
     path("sessions/<int:pk>/calls/<int:number>.json", exports.call_json, name="call_json"),
     path("sessions/<int:pk>/refs/<str:ref>", exports.read_ref, name="ref"),
     path("sessions/<int:pk>/archive", exports.archive, name="archive"),
+    path("sessions/<int:pk>/replay", replays.replay_new, name="replay"),
+    path("sessions/<int:pk>/compare", replays.compare_view, name="compare"),
 ]

@@ -1,0 +1,101 @@
+"""What a recorded session decided, read back from its events and archive (SPEC E2).
+
+A replay needs, per agent turn: the model's answers (MODEL_CALL "reply"), the user
+messages that arrived, the time the turn started (for the time hint), and for every tool
+call the archive ref of its raw result plus the conclusions the tool drew. All of it is
+in the stored events; the raw tool output is read back through the source's archive.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from agents.events import EventType
+
+REF = re.compile(r"arc:[\w-]+:\d+")
+
+
+class RecordingError(ValueError):
+    """The session cannot be replayed; the message says why."""
+
+
+@dataclass
+class RecordedResult:
+    ref: str | None
+    error: str | None
+    conclusions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    session_id: str
+    replies: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # agent answers
+    user_messages: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # (text, source)
+    user_refs: dict[tuple[int, str], str] = field(default_factory=dict)  # (turn, text) -> ref
+    results: dict[tuple[int, str], RecordedResult] = field(default_factory=dict)  # (turn, call id)
+    turn_started: dict[int, dt.datetime] = field(default_factory=dict)
+    read_raw: Callable[[str], str | None] = lambda ref: None
+
+    @property
+    def turns(self) -> int:
+        return max(self.replies, default=-1) + 1
+
+    def raw_result(self, turn: int, call_id: str) -> RecordedResult | None:
+        return self.results.get((turn, call_id))
+
+    def clock_at(self, turn: int) -> dt.datetime:
+        """When the recorded turn started (the time hint of a replay shows that time)."""
+        if turn in self.turn_started:
+            return self.turn_started[turn]
+        earlier = [t for t in self.turn_started if t <= turn]
+        if earlier:
+            return self.turn_started[max(earlier)]
+        return min(self.turn_started.values(), default=dt.datetime(2026, 1, 1,
+                                                                      tzinfo=dt.timezone.utc))
+
+
+def _moment(value: Any) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value
+    try:
+        moment = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def build_recording(session_id: str, events: Iterable[Any],
+                    read_raw: Callable[[str], str | None]) -> Recording:
+    """A Recording from stored events (objects with type, turn, payload, at), oldest first."""
+    rec = Recording(session_id=str(session_id), read_raw=read_raw)
+    replies: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    saw_calls = False
+    for ev in events:
+        payload = ev.payload or {}
+        if ev.type == EventType.MODEL_CALL and payload.get("kind", "agent") == "agent":
+            saw_calls = True
+            reply = payload.get("reply")
+            if reply is not None and not payload.get("refused"):
+                replies[ev.turn].append(reply)
+        elif ev.type == EventType.USER_MESSAGE and payload.get("source") in ("user", "scenario"):
+            rec.user_messages.setdefault(ev.turn, []).append((payload["text"], payload["source"]))
+            if payload.get("ref"):
+                rec.user_refs[(ev.turn, payload["text"])] = payload["ref"]
+        elif ev.type == EventType.TOOL_RESULT:
+            rec.results[(ev.turn, payload.get("call_id", ""))] = RecordedResult(
+                payload.get("ref"), payload.get("error"), list(payload.get("conclusions") or []))
+        elif ev.type == EventType.TURN_STARTED:
+            moment = _moment(ev.at)
+            if moment is not None and ev.turn not in rec.turn_started:
+                rec.turn_started[ev.turn] = moment
+    if saw_calls and not replies:
+        raise RecordingError(
+            f"Session {session_id} was recorded before TaskOS stored the model's answers, so "
+            "its decisions cannot be played back. Run it again to get a replayable recording.")
+    if not replies:
+        raise RecordingError(f"Session {session_id} made no model call: nothing to replay.")
+    rec.replies = dict(replies)
+    return rec

@@ -1,0 +1,75 @@
+"""Replays as sessions of their own: created, run by the worker task, compared (SPEC E2)."""
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from taskos.runs import services
+from taskos.runs.compare import compare, first_difference
+from taskos.runs.models import Session, SessionEvent
+from taskos.runs.replays import create_replay, parse_settings
+from taskos.runs.tasks import execute_session, run_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def recorded(sim_profile, channels_redis_url):
+    session = services.create_session(None, "", "sales-report", sim_profile, 16000, {})
+    execute_session(session)
+    session.refresh_from_db()
+    assert session.status == "finished"
+    return session
+
+
+def test_a_replay_with_its_own_settings_reproduces_every_request(recorded):
+    replay = create_replay(recorded, None)
+    run_session.apply(args=[replay.pk])  # what the worker does with a queued replay
+    replay.refresh_from_db()
+    assert replay.status == "finished" and replay.replay_of == recorded
+    assert first_difference(recorded, replay) is None
+    report = compare(recorded, [replay])["replays"][0]
+    assert all(d.get("delta", 0) == 0 for d in report["differences"].values())
+    summaries = SessionEvent.objects.filter(session=replay, type="MODEL_CALL",
+                                            payload__kind="summary").count()
+    assert summaries > 0  # the summaries were asked for again, not copied
+
+
+def test_the_command_replays_in_a_smaller_window_and_reports_the_differences(recorded):
+    out = StringIO()
+    call_command("replay", recorded.pk, "--set", "window=8000", "--set", "trigger_ratio=0.6",
+                 "--json", stdout=out, stderr=StringIO())
+    report = json.loads(out.getvalue())
+    for key in ("status", "turns", "model_calls", "total_input_tokens", "peak_input_tokens",
+                "compactions", "over_window_requests", "anchor_survival", "engine_ms_per_call"):
+        assert key in report  # the runtask keys
+    diff = report["differences"]
+    assert diff["compactions"]["replay"] > diff["compactions"]["source"]
+    assert diff["anchor_survival"]["replay"] == 1.0
+    assert report["first_difference"]["turn"] >= 0
+    replay = Session.objects.get(pk=report["session"])
+    assert replay.window == 8000 and replay.context_settings["trigger_ratio"] == 0.6
+
+
+def test_settings_and_sources_a_replay_refuses_say_why(recorded, sim_profile):
+    with pytest.raises(services.SessionError, match="Unknown setting 'trigger'"):
+        parse_settings(["trigger=0.6"])
+    with pytest.raises(services.SessionError, match="needs a float"):
+        parse_settings(["trigger_ratio=high"])
+    with pytest.raises(services.SessionError, match="trigger_ratio must be"):
+        create_replay(recorded, None, {"trigger_ratio": 1.0})
+    running = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    with pytest.raises(services.SessionError, match="still queued"):
+        create_replay(running, None)
+    with pytest.raises(CommandError, match="No session #999999"):
+        call_command("replay", 999999, stdout=StringIO(), stderr=StringIO())
+
+
+def test_a_session_recorded_without_answers_cannot_be_replayed(recorded):
+    for event in SessionEvent.objects.filter(session=recorded, type="MODEL_CALL"):
+        event.payload.pop("reply")
+        event.save()
+    with pytest.raises(services.SessionError, match="before TaskOS stored the model's answers"):
+        create_replay(recorded, None)

@@ -1,0 +1,66 @@
+"""Replay with… and the comparison view (SPEC E2) through the dashboard."""
+import re
+
+import pytest
+
+from taskos.runs import services
+from taskos.runs.models import Session
+from taskos.runs.tasks import execute_session, run_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def recorded(ann, sim_profile, channels_redis_url):
+    session = services.create_session(ann, "", "sales-report", sim_profile, 16000, {})
+    execute_session(session)
+    session.refresh_from_db()
+    return session
+
+
+def test_replay_with_a_smaller_window_then_compare_side_by_side(ann_client, recorded):
+    page = ann_client.get(f"/sessions/{recorded.pk}/").content.decode()
+    assert f'href="/sessions/{recorded.pk}/replay"' in page
+    form = ann_client.get(f"/sessions/{recorded.pk}/replay").content.decode()
+    assert 'name="window" value="16000"' in form  # starts from the recorded settings
+    for window, trigger in (("8000", "0.6"), ("16000", "0.8")):
+        answer = ann_client.post(f"/sessions/{recorded.pk}/replay", {
+            "profile": recorded.profile_id, "window": window, "trigger_ratio": trigger,
+            "reserve_ratio": "0.1", "context_buffer_ratio": "0.2", "tool_result_limit": "50000",
+            "max_rounds": "5", "compression_fallback_to_truncation": "on"})
+        assert answer.status_code == 302 and answer["Location"] == f"/sessions/{recorded.pk}/compare"
+    replays = list(Session.objects.filter(replay_of=recorded).order_by("id"))
+    assert [r.window for r in replays] == [8000, 16000]
+    waiting = ann_client.get(f"/sessions/{recorded.pk}/compare").content.decode()
+    assert "running…" in waiting and 'http-equiv="refresh"' in waiting
+    for replay in replays:
+        run_session.apply(args=[replay.pk])
+    html = ann_client.get(f"/sessions/{recorded.pk}/compare").content.decode()
+    rows = re.findall(r'<tr data-session="(\d+)">', html)
+    assert rows == [str(recorded.pk)] + [str(r.pk) for r in replays]
+    assert html.count("<polyline") == 3  # the overlaid curves, one per run
+    assert "<code>window=8000</code> <code>trigger_ratio=0.6</code>" in html
+    smaller, same = replays
+    assert re.search(rf'turn \d+: <a href="/sessions/{recorded.pk}/inspect\?call=\d+">call \d+</a> '
+                     rf'vs <a href="/sessions/{smaller.pk}/inspect\?call=\d+">', html)
+    assert "identical" in html  # the replay with the recorded settings
+    only = ann_client.get(f"/sessions/{recorded.pk}/compare?runs={smaller.pk}").content.decode()
+    assert re.findall(r'<tr data-session="(\d+)">', only) == [str(recorded.pk), str(smaller.pk)]
+    # a replay's page links back to the comparison of its recording
+    assert f'href="/sessions/{recorded.pk}/compare"' in ann_client.get(
+        f"/sessions/{smaller.pk}/").content.decode()
+
+
+def test_a_bad_setting_is_shown_by_its_field_and_nothing_is_created(ann_client, recorded):
+    answer = ann_client.post(f"/sessions/{recorded.pk}/replay", {
+        "profile": recorded.profile_id, "window": "16000", "trigger_ratio": "1.0",
+        "reserve_ratio": "0.1", "context_buffer_ratio": "0.2", "tool_result_limit": "50000",
+        "max_rounds": "5"})
+    assert answer.status_code == 400 and "trigger_ratio must be" in answer.content.decode()
+    assert not Session.objects.filter(replay_of=recorded).exists()
+
+
+def test_someone_else_cannot_replay_or_compare(client, bob, recorded):
+    client.force_login(bob)
+    assert client.get(f"/sessions/{recorded.pk}/replay").status_code == 404
+    assert client.get(f"/sessions/{recorded.pk}/compare").status_code == 404
