@@ -235,13 +235,16 @@ class ContextKeeper:
     def _report(self, outcome: CompactionOutcome, before: dict[str, int],
                 instructions: str = "", noop: bool = False) -> None:
         loop, ctx = self.loop, self.ctx
+        # Numbers are checked in what a summary call just wrote; a snapshot rebuild or a
+        # truncation wrote no summary, and re-reading the old one would cost a scan.
+        written = ctx.summary_text if ctx.summary_text != outcome.summary_before else ""
         after_request = ctx.build([])
         context_text = "\n".join(m.get("content") or "" for m in after_request.messages)
         audit = audit_compaction(
             new_context_text=context_text, tier1_anchors=loop.book.hard_constraints(),
             snapshot_text=ctx.snapshot_text,
             open_tasks=[t.subject for t in loop.book.tasks if t.state != "completed"],
-            new_summary_text=ctx.summary_text,
+            new_summary_text=written,
             compacted_text="\n".join(m.text + json.dumps(m.data.get("tool_calls") or "")
                                      for m in outcome.compacted),
             previous_summary_text=outcome.summary_before)
