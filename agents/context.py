@@ -26,7 +26,7 @@ from typing import Any
 from agents.budget import Budget, plan_budget
 from agents.config import ContextConfig
 from agents.history import Msg, Unit, group_units
-from agents.tokens import REPLY_PRIMING, TokenCounter
+from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
 
 CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
 
@@ -131,8 +131,10 @@ class WorkingContext:
 
     def set_summary(self, summary: dict[str, Any] | None, text: str) -> None:
         self.summary, self.summary_text = summary, text
-        self._summary_msg = (Msg.build(self.counter, {"role": "system", "content": text})
-                             if text else None)
+        # The compactor has just counted this rendering (TextCache): no second encode.
+        self._summary_msg = (Msg(data={"role": "system", "content": text},
+                                 tokens=self.count(text) + self.count("system")
+                                 + TOKENS_PER_MESSAGE) if text else None)
 
     def add(self, data: dict[str, Any], turn: int, ref: str = "", cap: int | None = None) -> Msg:
         """Append a message, cutting its text to `cap` tokens (the raw text stays at `ref`)."""

@@ -46,18 +46,21 @@ class ContextKeeper:
             return request, ctx.budget().input_limit
         tasks = loop.book.tasks
         ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
-        before = ctx.zones() if loop.book.trigger_pending else {}
+        anchor_changed = loop.book.trigger_pending
+        before = ctx.zones() if anchor_changed else {}
         self.refresh_snapshot()
-        if loop.book.trigger_pending:
-            loop.book.trigger_pending = False
-            self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
-                                           summary_after=ctx.summary_text), before)
         manual = loop.store.take_compaction_request(loop.session_id)
         if manual is None:  # the model asked through compress_context (C13)
             manual = loop.tool_state.pop("compaction_request", None)
         trigger = "manual" if manual is not None else self.trigger()
-        if trigger:
+        if trigger:  # the summary request repeats the current prefix; it refreezes after
             self.compact(trigger, instructions=manual or "")
+        else:
+            self.freeze_if_needed()
+        if anchor_changed:  # trigger (b): the snapshot was rebuilt; say so in the drawer
+            loop.book.trigger_pending = False
+            self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
+                                           summary_after=ctx.summary_text), before)
         hint_msgs = self.hint_messages() if hints else []
         self.fit(hint_msgs)
         request = ctx.build(hint_msgs)
@@ -69,8 +72,8 @@ class ContextKeeper:
             "free": budget.window - request.total - budget.reserve}))
         return request, budget.input_limit
 
-    def refresh_snapshot(self, freeze: bool = False) -> None:
-        """Render this turn's snapshot; freeze it into the stable part when it must be there."""
+    def refresh_snapshot(self) -> None:
+        """Render this turn's snapshot (changes show in the tail until the next freeze)."""
         loop, ctx = self.loop, self.ctx
         text = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors,
                                tasks=loop.book.tasks,
@@ -78,12 +81,16 @@ class ContextKeeper:
                                budget_tokens=max(200, ctx.budget().snapshot),
                                count=ctx.count)
         ctx.set_snapshot(text)
+
+    def freeze_if_needed(self, force: bool = False) -> None:
+        """Write the snapshot into the stable part when it must be there (C17)."""
+        loop, ctx = self.loop, self.ctx
         # Hard constraints and a person's anchors are never only in the tail (C17): when
         # they changed, the frozen snapshot is rewritten even though the cache restarts.
         must = {f"- {a.text}" for a in loop.book.anchors
                 if a.active and (a.tier == 1 or a.source == "admin")}
         frozen = set(ctx.snapshot_text.splitlines())
-        if (freeze or not must <= frozen or (self._frozen_must - must)
+        if (force or not must <= frozen or (self._frozen_must - must)
                 or ctx.since_tokens() > ctx.budget().since):
             ctx.freeze_snapshot()
             self._frozen_must = must
@@ -143,7 +150,8 @@ class ContextKeeper:
         """After compacting, rebuild the snapshot so every tier-1 anchor is back in view."""
         outcome = proceed()
         if outcome is not None:  # everything after the system prompt changes: refreeze
-            self.refresh_snapshot(freeze=True)
+            self.refresh_snapshot()
+            self.freeze_if_needed(force=True)
             missing = [a for a in self.loop.book.hard_constraints()
                        if a not in self.ctx.snapshot_text]
             call.extra["rescued_anchors"] = missing
@@ -227,13 +235,16 @@ class ContextKeeper:
     def _report(self, outcome: CompactionOutcome, before: dict[str, int],
                 instructions: str = "", noop: bool = False) -> None:
         loop, ctx = self.loop, self.ctx
+        # Numbers are checked in what a summary call just wrote; a snapshot rebuild or a
+        # truncation wrote no summary, and re-reading the old one would cost a scan.
+        written = ctx.summary_text if ctx.summary_text != outcome.summary_before else ""
         after_request = ctx.build([])
         context_text = "\n".join(m.get("content") or "" for m in after_request.messages)
         audit = audit_compaction(
             new_context_text=context_text, tier1_anchors=loop.book.hard_constraints(),
             snapshot_text=ctx.snapshot_text,
             open_tasks=[t.subject for t in loop.book.tasks if t.state != "completed"],
-            new_summary_text=ctx.summary_text,
+            new_summary_text=written,
             compacted_text="\n".join(m.text + json.dumps(m.data.get("tool_calls") or "")
                                      for m in outcome.compacted),
             previous_summary_text=outcome.summary_before)

@@ -38,7 +38,10 @@ class MemoryStore:
     def __init__(self) -> None:
         self._archive: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._index: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
-        self._anchors: dict[str, list[AnchorRecord]] = defaultdict(list)
+        # Every anchor by id, and the active ones by id: the working set stays small
+        # however many anchors a long session retired, so a turn never scans them all.
+        self._anchors: dict[str, dict[int, AnchorRecord]] = defaultdict(dict)
+        self._active: dict[str, dict[int, AnchorRecord]] = defaultdict(dict)
         self._tasks: dict[str, list[TaskRecord]] = defaultdict(list)
         self._notes: dict[str, dict[str, Any]] = {}
         self._state: dict[str, dict[str, Any]] = {}
@@ -106,22 +109,19 @@ class MemoryStore:
 
     # anchors
     def load_anchors(self, session_id) -> list[AnchorRecord]:
-        return [copy.copy(a) for a in self._anchors[session_id] if a.active]
+        active = self._active[session_id]
+        return [copy.copy(active[i]) for i in sorted(active)]
 
     def save_anchor(self, session_id, anchor) -> AnchorRecord:
         anchor = copy.copy(anchor)
-        rows = self._anchors[session_id]
         if anchor.id is None:
             anchor.id = self._next_anchor_id
             self._next_anchor_id += 1
-            rows.append(anchor)
+        self._anchors[session_id][anchor.id] = anchor
+        if anchor.active:
+            self._active[session_id][anchor.id] = anchor
         else:
-            for i, row in enumerate(rows):
-                if row.id == anchor.id:
-                    rows[i] = anchor
-                    break
-            else:
-                rows.append(anchor)
+            self._active[session_id].pop(anchor.id, None)
         return copy.copy(anchor)
 
     # tasks and notes

@@ -1,0 +1,142 @@
+"""The cache-stable layout (SPEC C17): what is stable comes first, what changes comes last."""
+from agents.config import ContextConfig
+from agents.events import EventType
+from agents.scenarios import ScenarioError, parse_scenario
+
+from .helpers import run_scenario, summary_instruction
+
+TAIL_TAGS = ("<snapshot-update>", "<system-hint>")
+
+
+def docs(n, tokens=1200, users=None):
+    steps = []
+    for i in range(n):
+        if users and i in users:
+            steps.append({"user": users[i]})
+        steps.append({"tool": "fetch_document", "args": {"tokens": tokens, "topic": f"grid {i}"}})
+    return {"name": "t", "goal": "Read documents.", "steps": steps + [{"final": "done"}]}
+
+
+def agent_requests(out):
+    return [r for r in out.transport.requests if not summary_instruction(r)]
+
+
+def without_tail(messages):
+    out = list(messages)
+    while out and str(out[-1].get("content") or "").startswith(TAIL_TAGS):
+        out.pop()
+    return out
+
+
+def test_between_compactions_each_request_starts_with_the_previous_one_minus_its_tail():
+    out = run_scenario(docs(8), window=128_000)
+    assert out.run.report["compactions"] == 0
+    requests = agent_requests(out)
+    assert len(requests) == 9
+    for before, after in zip(requests, requests[1:]):
+        stable = without_tail(before["messages"])
+        assert after["messages"][:len(stable)] == stable
+        assert after["tools"] == before["tools"]
+    calls = out.payloads(EventType.MODEL_CALL)
+    assert all(c["cached_tokens"] > 0 for c in calls[2:])
+    report = out.run.report
+    assert report["cached_input_tokens"] == sum(c["cached_tokens"] for c in calls)
+    assert report["cached_input_tokens"] > report["total_input_tokens"] // 2
+
+
+def test_new_findings_go_to_the_since_then_block_at_the_end_not_into_the_snapshot():
+    out = run_scenario(docs(4), window=128_000)
+    requests = agent_requests(out)
+    snapshots = {r["messages"][1]["content"] for r in requests}
+    assert len(snapshots) == 1 and next(iter(snapshots)).startswith("<task-snapshot>")
+    last = requests[-1]["messages"]
+    updates = [i for i, m in enumerate(last) if str(m.get("content")).startswith("<snapshot-update>")]
+    assert updates and updates[0] > max(i for i, m in enumerate(last) if m["role"] == "tool")
+    budgets = out.payloads(EventType.BUDGET)
+    assert budgets[-1]["zones"]["since"] > 0 and "since" in budgets[-1]["budgets"]
+
+
+def test_a_hard_constraint_stated_midway_is_written_into_the_snapshot_at_once():
+    users = {2: "Hard constraints: the final report must include a table."}
+    out = run_scenario(docs(4, users=users), window=128_000)
+    requests = agent_requests(out)
+    assert "must include a table" not in requests[1]["messages"][1]["content"]
+    assert all("must include a table" in r["messages"][1]["content"] for r in requests[2:])
+
+
+def test_the_summary_request_repeats_the_agents_prefix_and_puts_the_instruction_last():
+    out = run_scenario(docs(12), window=16_000)
+    requests = out.transport.requests
+    reused = [i for i, r in enumerate(requests)
+              if summary_instruction(r) and requests[i]["messages"][-1]["role"] == "user"
+              and requests[i]["messages"][0] == requests[0]["messages"][0]]
+    assert reused, "no summary request reused the agent's prefix"
+    for i in reused:
+        summary, agent = requests[i], requests[i - 1]
+        head = summary["messages"][:-1]
+        assert agent["messages"][:len(head)] == head
+        assert summary["tools"] == agent["tools"] and summary["tool_choice"] == "none"
+        assert "Messages to fold" in summary["messages"][-1]["content"]
+    summaries = [c for c in out.payloads(EventType.MODEL_CALL) if c["kind"] == "summary"]
+    assert summaries and all(c["cached_tokens"] >= 1024 for c in summaries)
+    compaction = out.payloads(EventType.COMPACTION)[0]
+    assert "archive turn" in compaction["summary_after"]
+
+
+def test_the_rolling_window_does_not_compact_small_history_every_max_rounds():
+    out = run_scenario(docs(12, tokens=300), window=128_000, config=ContextConfig(max_rounds=5))
+    assert out.run.report["summary_calls"] == 0 and out.run.report["compactions"] == 0
+
+
+def test_unmanaged_runs_append_only_without_snapshot_or_hints():
+    import tempfile
+    from pathlib import Path
+
+    from agents.config import ModelProfile
+    from agents.events import ListSink
+    from agents.memory_store import MemoryStore
+    from agents.runner import run_session
+    from agents.sim.transport import sim_http_client
+
+    scenario = parse_scenario(docs(6))
+    client, transport = sim_http_client(scenario, 10**8)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_session(session_id="u", goal=scenario.goal, scenario=scenario,
+                          profile=ModelProfile(context_size=10**8), config=ContextConfig(),
+                          store=MemoryStore(), events=ListSink(), workspace=Path(tmp),
+                          http_client=client, unmanaged=True)
+    assert run.status == "finished"
+    bodies = [r["messages"] for r in transport.requests]
+    text = "\n".join(str(m.get("content")) for body in bodies for m in body)
+    assert "<task-snapshot>" not in text and "<system-hint>" not in text
+    for before, after in zip(bodies, bodies[1:]):
+        assert after[:len(before)] == before
+
+
+def test_repeat_steps_expand_and_a_long_scenario_raises_the_turn_cap():
+    data = {"name": "r", "goal": "g", "steps": [
+        {"repeat": 3, "from": 7, "tool": "fetch_document", "args": {"tokens": 50, "topic": "d{n}"}},
+        {"final": "done"}]}
+    scenario = parse_scenario(data)
+    topics = [s.tool_calls[0]["args"]["topic"] for s in scenario.model_steps[:-1]]
+    assert topics == ["d7", "d8", "d9"]
+    out = run_scenario(data, window=128_000, config=ContextConfig(max_turns=2))
+    assert out.run.status == "finished" and out.run.turns == 4
+    try:
+        parse_scenario({"name": "r", "goal": "g", "steps": [{"repeat": 0, "tool": "x"}]})
+    except ScenarioError as exc:
+        assert "'repeat' must be a whole number" in str(exc)
+    else:
+        raise AssertionError("repeat 0 was accepted")
+
+
+def test_report_has_cost_cached_output_and_summary_call_keys():
+    out = run_scenario(docs(12), window=16_000)
+    report = out.run.report
+    for key in ("cached_input_tokens", "output_tokens", "summary_calls", "cost",
+                "engine_ms_per_call", "engine_ms_per_turn_median"):
+        assert key in report
+    assert set(report["cost"]) == {"openai-like", "anthropic-like", "deepseek-like", "profile"}
+    assert report["summary_calls"] == sum(1 for c in report["model_calls"] if c["kind"] == "summary")
+    assert report["output_tokens"] == sum(c["output_tokens"] for c in out.payloads(EventType.MODEL_CALL))
+    assert report["cost"]["openai-like"] > 0

@@ -1,0 +1,80 @@
+"""The simulated provider's prompt cache and the money the run report derives from it."""
+from agents.pricing import PRICE_TABLES, CostMeter, PriceTable
+from agents.config import ModelProfile
+from agents.sim.cache import PromptCache, billable_cached
+from agents.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+TOOLS = [{"type": "function", "function": {"name": "fetch", "description": "Fetch a page.",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+def cache() -> PromptCache:
+    return PromptCache(COUNTER.message, COUNTER.tools)
+
+
+def msg(role: str, words: int, tag: str = "x") -> dict:
+    return {"role": role, "content": " ".join(f"{tag}{i}" for i in range(words))}
+
+
+def test_cached_counts_from_1024_tokens_in_128_token_blocks():
+    assert billable_cached(1023) == 0
+    assert billable_cached(1024) == 1024
+    assert billable_cached(1151) == 1024
+    assert billable_cached(1152) == 1152
+    assert billable_cached(1500) == 1408
+
+
+def test_a_request_repeating_an_earlier_prefix_is_cached_up_to_where_it_differs():
+    c = cache()
+    system, history = msg("system", 600, "s"), msg("user", 600, "h")
+    assert c.cached_tokens([system, history, msg("user", 5, "tail1")], TOOLS) == 0
+    shared = COUNTER.tools(TOOLS) + COUNTER.message(system) + COUNTER.message(history)
+    assert shared >= 1024
+    cached = c.cached_tokens([system, history, msg("user", 700, "new")], TOOLS)
+    assert cached == billable_cached(shared)
+
+
+def test_the_prefix_may_come_from_any_earlier_request_not_only_the_last():
+    c = cache()
+    a, b = msg("system", 900, "a"), msg("user", 400, "b")
+    c.cached_tokens([a, b], None)
+    c.cached_tokens([msg("system", 50, "other")], None)
+    assert c.cached_tokens([a, b, msg("user", 3)], None) == billable_cached(
+        COUNTER.message(a) + COUNTER.message(b))
+
+
+def test_tools_come_first_so_changing_them_loses_the_whole_prefix():
+    c = cache()
+    a, b = msg("system", 900, "a"), msg("user", 400, "b")
+    c.cached_tokens([a, b], TOOLS)
+    assert c.cached_tokens([a, b], None) == 0
+    assert c.cached_tokens([a, b], TOOLS) > 1024
+
+
+def test_a_short_shared_prefix_is_not_cached():
+    c = cache()
+    small = msg("system", 100)
+    c.cached_tokens([small, msg("user", 900, "one")], None)
+    assert c.cached_tokens([small, msg("user", 900, "two")], None) == 0
+
+
+def test_price_tables_bill_cached_input_cheaper_and_cache_writes_dearer():
+    openai, anthropic = PRICE_TABLES["openai-like"], PRICE_TABLES["anthropic-like"]
+    assert openai.cost(1_000_000, 0, 0) == 2.00
+    assert openai.cost(1_000_000, 1_000_000, 0) == 0.50
+    assert openai.cost(0, 0, 1_000_000) == 8.00
+    # Fresh input of a cacheable request is written to the cache at 3.75, not 3.00.
+    assert anthropic.cost(1_000_000, 0, 0) == 3.75
+    assert anthropic.cost(1000, 0, 0) == 3.00 * 1000 / 1_000_000
+    assert round(anthropic.cost(2_000_000, 1_000_000, 0), 6) == 3.75 + 0.30
+    assert PRICE_TABLES["deepseek-like"] == PriceTable(0.27, 0.07, 1.10)
+
+
+def test_cost_meter_adds_the_profile_prices_to_the_named_tables():
+    meter = CostMeter(ModelProfile(price_input=1.0, price_cached_input=0.1, price_output=2.0))
+    meter.add(2_000_000, 1_000_000, 500_000)
+    totals = meter.rounded()
+    assert set(totals) == {"openai-like", "anthropic-like", "deepseek-like", "profile"}
+    assert totals["profile"] == 1.0 + 0.1 + 1.0
+    assert totals["openai-like"] == 2.0 + 0.5 + 4.0
