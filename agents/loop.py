@@ -23,6 +23,7 @@ from agents.context_keeper import ContextKeeper
 from agents.errors import error_payload
 from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
+from agents.limits import PreflightError, RequestTooLarge
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
 from agents.scenarios import Scenario
 from agents.sim.transport import CONTINUE_MARKER
@@ -101,6 +102,8 @@ class AgentLoop:
             result = self._iterate(progress, total)
         except CompactionFailed as exc:
             result = self._fail("compaction_failed", str(exc))
+        except (PreflightError, RequestTooLarge) as exc:
+            result = self._fail(exc.code, str(exc))
         except ModelError as exc:
             result = self._fail(exc.code, str(exc))
         self.emit(Event(EventType.SESSION_FINISHED, {
@@ -163,7 +166,11 @@ class AgentLoop:
                 self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
                 if attempt == MAX_OVERFLOW_RETRIES:
                     raise
+                refused = request.messages
                 request, limit = self.keeper.recover_overflow(exc, request.total)
+                if request.messages == refused:  # the same request again is refused again
+                    raise ModelError(exc.code, f"{exc} The engine could not shrink the request "
+                                     "any further, so it was not sent again.") from exc
             except ModelError as exc:
                 if exc.code not in TRANSIENT or attempt == MAX_OVERFLOW_RETRIES:
                     raise
