@@ -25,6 +25,8 @@ PER_MESSAGE_SLACK = 2  # the turn/ref prefix can merge a token or two with the t
 _FRESH_FORM = "The messages after this one are"
 _PREFIX_FORM = ("The messages to fold (their number and archive labels are at the end of "
                 "this message) are")
+MIN_SUMMARY_ROOM = 64  # below this a summary request carries too little history to be worth it
+ARGS_KEEP_CHARS = 200  # tool-call arguments shown in a squeezed summary request
 
 
 @dataclass
@@ -118,6 +120,7 @@ class Compactor:
         budget = ctx.budget()
         current = (StructuredSummary.from_dict(ctx.summary) if ctx.summary else None)
         pending = [u for u in old if not all(is_marker(m) for m in u.messages)]
+        limit = budget.summary_input_limit
         if pending:
             reused = self._prefix_request(old, constraints, instructions)
             if reused is not None:  # one request that repeats the agent's cached prefix
@@ -129,7 +132,10 @@ class Compactor:
             head = self._head_messages(current, constraints, instructions)
             tail = {"role": "user", "content": "Write the summary JSON now."}
             base = REPLY_PRIMING + sum(ctx.counter.message(m) for m in head + [tail])
-            room = budget.summary_input_limit - base
+            room = limit - base
+            if room < MIN_SUMMARY_ROOM:
+                raise SummaryError(f"the summary request's fixed part ({base} tokens) leaves no "
+                                   f"room for history under its limit of {limit} tokens")
             chunk: list[dict[str, Any]] = []
             used = 0
             while pending:
@@ -138,6 +144,10 @@ class Compactor:
                 if cost > room - used:
                     if chunk:
                         break
+                    pieces = split_unit(pending[0])
+                    if len(pieces) > 1:  # many parallel calls: one call with its result each
+                        pending[:1] = pieces
+                        continue
                     msgs = self._squeezed(msgs, room)  # one unit alone is too big: cut it
                     cost = sum(ctx.counter.message(m) + PER_MESSAGE_SLACK for m in msgs)
                 chunk.extend(msgs)
@@ -145,6 +155,15 @@ class Compactor:
                 pending.pop(0)
             request = head + chunk + [tail]
             tokens = ctx.counter.request(request)
+            squeeze_room = room
+            while tokens > limit:  # re-checked after every shrink: never sent over the limit
+                squeeze_room = int(squeeze_room * 0.8)
+                if squeeze_room < MIN_SUMMARY_ROOM:
+                    raise SummaryError(f"the summary request cannot be brought under its limit "
+                                       f"of {limit} tokens ({tokens} after shrinking)")
+                chunk = self._squeezed(chunk, squeeze_room)
+                request = head + chunk + [tail]
+                tokens = ctx.counter.request(request)
             reply = self.summarize(request, budget.summary_output, tokens, None)
             outcome.summary_calls += 1
             current = self._merged(current, reply)
@@ -212,14 +231,47 @@ class Compactor:
         return data
 
     def _squeezed(self, msgs: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
-        share = max(32, room // max(1, len(msgs)) - PER_MESSAGE_SLACK)
+        """Each message cut to its share of `room`; tool-call arguments are cut too (the
+        summarizer needs what was called, not a whole file the model wrote)."""
+        share = max(8, room // max(1, len(msgs)) - PER_MESSAGE_SLACK)
         out = []
         for data in msgs:
+            if data.get("tool_calls"):
+                data = {**data, "tool_calls": [_short_args(c, ARGS_KEEP_CHARS * share // 512)
+                                               for c in data["tool_calls"]]}
             msg = Msg.build(self.ctx.counter, data)
             if msg.tokens > share and isinstance(data.get("content"), str):
                 msg = self.ctx.shortened(msg, share)
             out.append(msg.data)
         return out
+
+
+def _short_args(call: dict[str, Any], keep: int) -> dict[str, Any]:
+    function = call.get("function") or {}
+    args = str(function.get("arguments") or "")
+    if len(args) <= keep + 1:
+        return call
+    return {**call, "function": {**function, "arguments": args[:max(0, keep)] + "…"}}
+
+
+def split_unit(unit: Unit) -> list[Unit]:
+    """A unit of parallel tool calls as one unit per call (the assistant message carrying
+    only that call), so a summary request can take them a few at a time without ever
+    holding a result whose call it does not show."""
+    first = unit.messages[0]
+    calls = first.data.get("tool_calls") or []
+    if len(calls) < 2:
+        return [unit]
+    results = {m.data.get("tool_call_id"): m for m in unit.messages[1:]}
+    pieces = []
+    for k, call in enumerate(calls):
+        data = {**first.data, "tool_calls": [call]}
+        if k:
+            data["content"] = None  # the assistant's words go with the first call only
+        head = Msg(data=data, tokens=first.tokens, turn=first.turn, ref=first.ref)
+        result = results.get(call.get("id"))
+        pieces.append(Unit([head] + ([result] if result else [])))
+    return pieces
 
 
 class CompactionFailed(RuntimeError):

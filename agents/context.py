@@ -29,6 +29,8 @@ from agents.history import Msg, Unit, group_units
 from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
 
 CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
+# Shorter notes for small caps: the long note alone costs about 47 tokens.
+CUT_NOTES = (CUT_NOTE, "[… {cut} tokens cut; full text: {ref} …]", "[… cut: {ref}]", "[…]")
 
 
 @dataclass
@@ -145,20 +147,35 @@ class WorkingContext:
         return msg
 
     def shortened(self, msg: Msg, cap: int) -> Msg:
-        """A copy of `msg` whose content keeps head and tail so the message costs ≤ cap."""
+        """A copy of `msg` whose content keeps head and tail so the message costs ≤ cap.
+
+        The cut note shrinks with the cap, down to "[…]"; only when the message's framing
+        alone (role, ids, tool calls) exceeds the cap is the content emptied and the cap
+        missed by that framing, which no cut of the content can help.
+        """
         text = msg.text
         total = self.counter.text(text)
-        room = max(16, cap - (msg.tokens - total))
-        keep_chars = int(len(text) * room / max(1, total))
-        while True:
-            note = CUT_NOTE.format(cut=max(0, total - room), ref=msg.ref or "the archive")
-            budget_chars = max(0, keep_chars - len(note))
-            head, tail = text[: budget_chars * 2 // 3], text[len(text) - budget_chars // 3:]
-            new_text = f"{head}\n{note}\n{tail}" if budget_chars else note
-            candidate = Msg.build(self.counter, {**msg.data, "content": new_text}, msg.turn, msg.ref)
-            if candidate.tokens <= cap or keep_chars <= 0:
-                return candidate
-            keep_chars = int(keep_chars * 0.8) - 1
+        room = cap - (msg.tokens - total)  # content tokens allowed: framing is additive
+        ref = msg.ref or "the archive"
+        tokens = self.counter.encoding.encode(text, disallowed_special=())
+        for template in CUT_NOTES:
+            note = template.format(cut=max(0, total - room), ref=ref)
+            keep = room - self.counter.text(note) - 2  # two newlines around the note
+            if keep < 0:
+                continue
+            while True:
+                head = self.counter.encoding.decode(tokens[: keep * 2 // 3])
+                tail = self.counter.encoding.decode(tokens[len(tokens) - keep // 3:]) \
+                    if keep // 3 else ""
+                new_text = f"{head}\n{note}\n{tail}" if keep > 0 else note
+                candidate = Msg.build(self.counter, {**msg.data, "content": new_text},
+                                      msg.turn, msg.ref)
+                if candidate.tokens <= cap:
+                    return candidate
+                if keep <= 0:
+                    break
+                keep = int(keep * 0.9) - 1  # a decoded cut can re-encode a token longer
+        return Msg.build(self.counter, {**msg.data, "content": ""}, msg.turn, msg.ref)
 
     def units(self) -> list[Unit]:
         return group_units(self.history)

@@ -14,6 +14,7 @@ from agents.context import Request
 from agents.events import Event, EventType
 from agents.history import Msg
 from agents.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
+from agents.limits import FixedPart, check_request, preflight
 from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
@@ -49,6 +50,7 @@ class ContextKeeper:
         anchor_changed = loop.book.trigger_pending
         before = ctx.zones() if anchor_changed else {}
         self.refresh_snapshot()
+        self.preflight()
         manual = loop.store.take_compaction_request(loop.session_id)
         if manual is None:  # the model asked through compress_context (C13)
             manual = loop.tool_state.pop("compaction_request", None)
@@ -72,13 +74,14 @@ class ContextKeeper:
             "free": budget.window - request.total - budget.reserve}))
         return request, budget.input_limit
 
-    def refresh_snapshot(self) -> None:
-        """Render this turn's snapshot (changes show in the tail until the next freeze)."""
+    def refresh_snapshot(self, minimal: bool = False) -> None:
+        """Render this turn's snapshot (changes show in the tail until the next freeze);
+        `minimal` keeps only what never leaves (goal, tier 1, a person's edits)."""
         loop, ctx = self.loop, self.ctx
         text = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors,
                                tasks=loop.book.tasks,
                                notes_text=render_notes(loop.store.load_notes(loop.session_id)),
-                               budget_tokens=max(200, ctx.budget().snapshot),
+                               budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
                                count=ctx.count)
         ctx.set_snapshot(text)
 
@@ -96,6 +99,23 @@ class ContextKeeper:
             self._frozen_must = must
         elif not self._frozen_must:
             self._frozen_must = must & frozen
+
+    def fixed_parts(self) -> list[FixedPart]:
+        """What every request carries whatever compaction does (the preflight's parts)."""
+        ctx, loop = self.ctx, self.loop
+        minimal = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors, tasks=[],
+                                  notes_text="", budget_tokens=0, count=ctx.count)
+        system = ctx.fixed_tokens() - ctx.counter.tools(ctx.tools)
+        return [FixedPart("system prompt", system),
+                FixedPart("tool schemas", ctx.counter.tools(ctx.tools)),
+                FixedPart("goal and tier-1 anchors", ctx.counter.message(
+                    {"role": "system", "content": minimal})),
+                FixedPart("output reserve", ctx.budget().reserve)]
+
+    def preflight(self) -> None:
+        """Fail before any call when the fixed parts cannot fit (checked every turn: the
+        window, the reserve and the tier-1 anchors can all change during a session)."""
+        preflight(self.fixed_parts(), self.ctx.budget().window)
 
     def trigger(self) -> str | None:
         """Which trigger fires now, if any: budget (c) before rolling window (a).
@@ -168,18 +188,24 @@ class ContextKeeper:
             target = max(0, ctx.zones()["summary"] - over)
             shrunk = shrink_to(StructuredSummary.from_dict(ctx.summary), target, ctx.count)
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
+        if ctx.input_tokens(hint_msgs) > limit:
+            self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room
         over = ctx.input_tokens(hint_msgs) - limit
         if over > 0:
             for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
                 msg = ctx.history[i]
                 if over <= 0:
                     break
-                if msg.tokens > 64 and msg.text:
-                    cut = ctx.shortened(msg, max(32, msg.tokens - over))
+                if msg.tokens > 24 and msg.text:
+                    cut = ctx.shortened(msg, max(16, msg.tokens - over))
                     over -= msg.tokens - cut.tokens
                     ctx.history[i] = cut
         if ctx.input_tokens(hint_msgs) > limit:
             hint_msgs.clear()
+        budget = ctx.budget()
+        # The hard check: whatever happened above, a request over the limit is never sent.
+        check_request(ctx.input_tokens(hint_msgs), limit, budget.window, budget.reserve,
+                      ctx.zones(hint_msgs))
 
     def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
         """The provider says we were over (C16): believe its count, compact, rebuild."""

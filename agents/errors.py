@@ -74,6 +74,20 @@ REFERENCE: dict[str, ErrorAdvice] = {
     "compaction_failed": ErrorAdvice(
         "History could not be shrunk: the summary failed and truncation is disabled.",
         "Enable compression_fallback_to_truncation or fix the summary model."),
+    "preflight_failed": ErrorAdvice(
+        "The system prompt, tool schemas, goal with its hard constraints and the output "
+        "reserve do not fit the window together, so no request could ever be sent.",
+        "Use a larger window, offer fewer tools or shorten the system prompt; the message "
+        "names the largest part."),
+    "request_too_large": ErrorAdvice(
+        "After compaction, summary shrinking and cutting the longest messages the request "
+        "was still over the window minus the output reserve, so it was not sent.",
+        "Use a larger window, fewer tools or a shorter system prompt."),
+    "audit_failed": ErrorAdvice(
+        "A hard constraint the person stated is missing from the request after a "
+        "compaction, or the summary holds a figure that no archived message or tool result "
+        "contains.",
+        "Check the summary in the drawer; pin the constraint from the transcript."),
     "turn_limit": ErrorAdvice("The task used all its turns without a final answer.",
                               "Raise max_turns or split the task."),
     "worker_lost": ErrorAdvice("The worker running this task stopped.",

@@ -23,6 +23,7 @@ from agents.context_keeper import ContextKeeper
 from agents.errors import error_payload
 from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
+from agents.limits import PreflightError, RequestTooLarge
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
 from agents.retry import CallCancelled, RetryBudget
 from agents.scenarios import Scenario
@@ -119,6 +120,8 @@ class AgentLoop:
             result = self._iterate(progress, total)
         except CompactionFailed as exc:
             result = self._fail("compaction_failed", str(exc))
+        except (PreflightError, RequestTooLarge) as exc:
+            result = self._fail(exc.code, str(exc))
         except ModelError as exc:
             result = self._fail(exc.code, str(exc))
         except CallCancelled:
@@ -200,7 +203,11 @@ class AgentLoop:
                 overflows += 1
                 if overflows > MAX_OVERFLOW_RETRIES:
                     raise
+                refused = request.messages
                 request, limit = self.keeper.recover_overflow(exc, request.total)
+                if request.messages == refused:  # the same request again is refused again
+                    raise ModelError(exc.code, f"{exc} The engine could not shrink the request "
+                                     "any further, so it was not sent again.") from exc
             except ModelError as exc:
                 if not exc.transient:
                     raise

@@ -95,8 +95,11 @@ def check_step(path: str, step: Any) -> str:
         check_text(f"{path}.{kind}", step[kind])
     elif kind == "tool":
         for key in ("repeat", "from"):  # a repeated step stands for many (see expand_repeats)
-            if key in step and (type(step[key]) is not int or step[key] < 1):
+            if key in step and type(step[key]) is not int:
                 fail(f"{path}.{key}", "a whole number of at least 1", step[key])
+            if key in step and step[key] < 1:
+                raise ScenarioShapeError(f"{path}.{key}: expected a whole number of at least 1, "
+                                         f"got {step[key]}")
         check_call(path, {k: v for k, v in step.items() if k not in ("say", "repeat", "from")})
     else:
         calls = step["tools"]

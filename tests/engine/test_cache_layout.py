@@ -125,7 +125,7 @@ def test_repeat_steps_expand_and_a_long_scenario_raises_the_turn_cap():
     try:
         parse_scenario({"name": "r", "goal": "g", "steps": [{"repeat": 0, "tool": "x"}]})
     except ScenarioError as exc:
-        assert "'repeat' must be a whole number" in str(exc)
+        assert "steps[0].repeat: expected a whole number of at least 1, got 0" in str(exc)
     else:
         raise AssertionError("repeat 0 was accepted")
 
