@@ -1,0 +1,143 @@
+"""What a session left in the database, and how it differs from an uninterrupted run.
+
+A resumed session legitimately differs in three ways, all left out of the comparison: the
+engine's "[resumed]" note (archived, and a USER_MESSAGE event), one more SESSION_STARTED
+per resume, and the non-fatal ERROR that reports an interrupted turn. Everything else —
+turns, every archive row in order, the live events by type in seq order, the tool calls
+and results, the assistant messages and the model calls — must match exactly. Events of a
+turn that a killed worker never committed are marked discarded and are not compared (they
+are read only to detect two executors running at once).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from taskos.runs.models import ArchivedTurn, Session, SessionEvent
+
+RESUME_NOTE = "[resumed]"
+ARCHIVE_REF = re.compile(r"arc:(\d+):(\d+)")
+RESUME_REF = "arc:resume-note"
+COMPARED = ("status", "final_answer", "turns", "archive", "events", "model_calls",
+            "tool_calls", "tool_results", "assistant_messages")
+
+
+def resume_only(event: SessionEvent) -> bool:
+    """An event only a resume emits."""
+    payload = event.payload or {}
+    return ((event.type == "SESSION_STARTED" and payload.get("resumed"))
+            or (event.type == "USER_MESSAGE" and payload.get("source") == "engine"
+                and str(payload.get("text", "")).startswith(RESUME_NOTE))
+            or (event.type == "ERROR" and payload.get("code") == "turn_interrupted"))
+
+
+class Refs:
+    """Archive refs (arc:<session>:<row id>) as the row's place in the session's archive:
+    row ids differ from run to run, the place of the row they point at must not. A ref to
+    a resume note (a summary may list it) is dropped with its list separator."""
+
+    def __init__(self, session_pk: int, row_ids: list[int], resume_ids: set[int]) -> None:
+        self.session_pk = session_pk
+        self.place = {row_id: place for place, row_id in enumerate(row_ids)}
+        self.resume_ids = resume_ids
+
+    def _one(self, match: re.Match) -> str:
+        if int(match[1]) != self.session_pk:
+            return "arc:other-session"
+        if int(match[2]) in self.resume_ids:
+            return RESUME_REF
+        return f"arc:#{self.place.get(int(match[2]), 'missing')}"
+
+    def text(self, value: str) -> str:
+        value = ARCHIVE_REF.sub(self._one, value)
+        if RESUME_REF in value:
+            value = re.sub(r'\\?"arc:resume-note\\?"(, |,)?', "", value)
+            value = re.sub(r"(, |,)\]", "]", value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        return json.loads(self.text(json.dumps(value, ensure_ascii=False)))
+
+
+def fingerprint(session: Session) -> dict[str, Any]:
+    """The comparable record of one session (live events only)."""
+    rows, resume_ids = [], set()
+    for row in ArchivedTurn.objects.filter(session=session).order_by("id").values_list(
+            "id", "turn", "role", "tool_name", "content"):
+        if row[2] == "user" and row[4].startswith(RESUME_NOTE):
+            resume_ids.add(row[0])
+        else:
+            rows.append(row)
+    refs = Refs(session.pk, [row[0] for row in rows], resume_ids)
+    archive = [(turn, role, tool, refs.text(content)) for _, turn, role, tool, content in rows]
+    live = [e for e in SessionEvent.objects.filter(session=session).order_by("seq")
+            if not resume_only(e)]
+    for event in live:
+        event.payload = refs.value(event.payload)
+    of = lambda kind: [e for e in live if e.type == kind]  # noqa: E731
+    calls = of("MODEL_CALL")
+    return {
+        "status": session.status, "final_answer": refs.text(session.final_answer),
+        "turns": session.turns, "archive": archive,
+        "events": [(e.type, e.turn) for e in live],
+        "model_calls": [(e.turn, e.payload.get("kind"), e.payload.get("finish_reason"))
+                        for e in calls],
+        "call_numbers": [e.payload.get("call") for e in calls],
+        "tool_calls": [(e.turn, e.payload.get("name"), e.payload.get("args"))
+                       for e in of("TOOL_CALL")],
+        "tool_results": [(e.turn, e.payload.get("name"), e.payload.get("error"),
+                          e.payload.get("kept_chars"), e.payload.get("truncated"))
+                         for e in of("TOOL_RESULT")],
+        "assistant_messages": [(e.turn, e.payload.get("content"), e.payload.get("tool_calls"))
+                               for e in of("ASSISTANT_MESSAGE")]}
+
+
+def double_executions(session: Session) -> int:
+    """Times two executors ran the session at once, read from the full event log.
+
+    One executor emits TURN_STARTED with rising turn numbers; a resumed executor starts
+    with SESSION_STARTED and may repeat the turn that was cut. A turn number that repeats
+    or goes back without a SESSION_STARTED in between means two executors interleaved.
+    """
+    overlaps, last_turn, restarted = 0, -1, True
+    rows = SessionEvent.all_objects.filter(session=session, type__in=(
+        "SESSION_STARTED", "TURN_STARTED")).order_by("seq").values_list("type", "turn")
+    for kind, turn in rows:
+        if kind == "SESSION_STARTED":
+            restarted = True
+            continue
+        if turn <= last_turn and not restarted:
+            overlaps += 1
+        last_turn, restarted = turn, False
+    return overlaps
+
+
+def surplus(got: Counter, want: Counter) -> int:
+    """How many more of each item `got` has than `want`, summed."""
+    return sum(max(0, n - want.get(item, 0)) for item, n in got.items())
+
+
+def compare(session: Session, baseline: dict[str, Any]) -> dict[str, Any]:
+    """Differences between `session` and the uninterrupted `baseline` fingerprint."""
+    got = fingerprint(session)
+    want_turns = Counter(t for t, kind, _ in baseline["model_calls"] if kind == "agent")
+    got_turns = Counter(t for t, kind, _ in got["model_calls"] if kind == "agent")
+    want_rows, got_rows = Counter(baseline["archive"]), Counter(got["archive"])
+    numbers = got["call_numbers"]
+    return {
+        "session": session.pk, "status": got["status"], "turns": got["turns"],
+        "lost_turns": sorted(t for t in want_turns if got_turns[t] < want_turns[t]),
+        "duplicated_turns": sorted(t for t in got_turns if got_turns[t] > want_turns[t]),
+        "lost_archive_rows": surplus(want_rows, got_rows),
+        "duplicated_archive_rows": surplus(got_rows, want_rows),
+        "duplicated_call_numbers": surplus(Counter(numbers), Counter(set(numbers))),
+        "call_numbers_ok": numbers == list(range(1, len(numbers) + 1)),
+        "double_executions": double_executions(session),
+        "discarded_events": SessionEvent.all_objects.filter(session=session,
+                                                            discarded=True).count(),
+        "resumes": SessionEvent.objects.filter(session=session, type="SESSION_STARTED",
+                                               payload__resumed=True).count(),
+        "differs_in": [key for key in COMPARED if got[key] != baseline[key]],
+    }
