@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 from django.db import transaction
@@ -16,7 +17,10 @@ from django.utils.dateparse import parse_datetime
 from agents.store import AnchorRecord, ArchiveHit, TaskRecord
 
 from . import search
-from .models import Anchor, ArchivedTurn, PendingMessage, Session, Task, search_terms
+from .models import (Anchor, ArchivedTurn, PendingMessage, Session, SessionEvent, Task,
+                     search_terms)
+
+log = logging.getLogger("taskos.runs")
 
 
 class UnknownSession(LookupError):
@@ -190,6 +194,7 @@ class DjangoStore:
 
         Their archive rows go (the re-run writes them anew, so a ref never points at a
         half-done attempt) and the people's messages they took wait again for the re-run.
+        Their anchor changes are undone before the engine starts (undo_uncommitted_anchors).
         """
         self._check_lease()
         pk = session_pk(session_id)
@@ -199,6 +204,35 @@ class DjangoStore:
                 session_id=pk, taken=True, taken_turn__gte=from_turn).update(
                     taken=False, taken_turn=None)
         return {"archive_rows": removed, "messages": returned}
+
+    def undo_uncommitted_anchors(self, session_id) -> None:
+        """Anchors the engine added in an uncommitted turn go, those it retired come back.
+
+        Called before the engine is built (it reads the anchors once when built, and would
+        report the undo as admin edits). Found by time: the engine saves an anchor before it emits the event that reports
+        it, so every anchor it touched up to the commit is older than the last committed
+        event (the state's `events_seq`); a newer one was touched by the dying turn. Without
+        this the re-run found them already there and reported nothing (the chaos run's
+        ANCHOR_CHANGED events went missing). Edits made in the admin are left alone.
+        """
+        pk = session_pk(session_id)
+        state = Session.objects.filter(pk=pk).values_list("engine_state", flat=True).first()
+        from_turn, seq = (state or {}).get("turn", 0), (state or {}).get("events_seq")
+        committed_at = SessionEvent.all_objects.filter(session_id=pk, seq=seq).values_list(
+            "at", flat=True).first() if seq else None
+        engine_made = Anchor.objects.filter(session_id=pk).exclude(source=Anchor.Source.ADMIN)
+        added = engine_made.filter(turn__gte=from_turn)
+        if committed_at is not None:
+            added = added.filter(updated_at__gt=committed_at)
+        with transaction.atomic():
+            dropped, _ = added.delete()
+            revived = 0
+            if committed_at is not None:
+                revived = engine_made.filter(active=False, turn__lt=from_turn,
+                                             updated_at__gt=committed_at).update(active=True)
+        if dropped or revived:
+            log.info("Session %s: undid the anchor changes of uncommitted turn %s (%d added, "
+                     "%d retired)", pk, from_turn, dropped, revived)
 
     def take_compaction_request(self, session_id) -> str | None:
         sessions = Session.objects.filter(pk=session_pk(session_id))

@@ -39,11 +39,13 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
             from .replays import replay_engine
             run_engine = replay_engine(session)
+        store = DjangoStore(lease=lease)
+        store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
         result = run_engine(
             session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
             profile=session.profile.to_engine(context_size=session.window),
             config=ContextConfig.from_dict(session.context_settings),
-            store=DjangoStore(lease=lease), events=publisher,
+            store=store, events=publisher,
             workspace=session.workspace, progress=progress, summarizer=summarizer,
             max_input_chars=max_input_chars())
     except LeaseLost as exc:
