@@ -90,7 +90,9 @@ def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: Base
         log.exception("Could not store the ERROR event of session %s", session.pk)
 
 
-@shared_task(name="taskos.runs.tasks.run_session", bind=True)
+# ignore_result: the session row is the result; storing the report in Redis as well only
+# made a finished run raise (and log a traceback) when Redis was down at that moment.
+@shared_task(name="taskos.runs.tasks.run_session", bind=True, ignore_result=True)
 def run_session(self, session_id: int) -> dict:
     """Run one session; a redelivered task for a running session resumes it."""
     session = Session.objects.select_related("profile").filter(pk=session_id).first()
