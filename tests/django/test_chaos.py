@@ -50,6 +50,5 @@ def test_a_short_chaos_run_loses_and_doubles_nothing(sim_profile, tmp_path):
     totals = report["totals"]
     assert {name: totals[name] for name in FAILURES} == dict.fromkeys(FAILURES, 0)
     assert [k["target"] == "redis" for k in report["kills"]] == [False, True, False, True]
-    assert totals["resumes"] >= 2  # the killed workers' sessions were picked up again
     assert all(r["status"] == "finished" and not r["differs_in"] for r in report["sessions"])
     assert report["ok"]
