@@ -111,11 +111,12 @@ def fire(kill: Kill, stack: Stack, pks: list[int], rng: random.Random) -> dict[s
         target = stack.redis
     else:
         target = rng.choice(busy_workers(stack, pks) or stack.worker_procs)
+    turns = committed_turns(pks)
     target.kill()
     time.sleep(kill.down_s)
     target.start()
     return {"target": target.name, "at_share": round(kill.at_share, 3), "down_s": kill.down_s,
-            "turns_committed": committed_turns(pks)}
+            "turns_committed": turns}
 
 
 def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,

@@ -1,9 +1,11 @@
 """The short chaos run (issue 9): real workers and a real Redis killed, nothing lost or doubled.
 
-Two Celery worker processes and a private redis-server run against the test database; a
-seeded schedule SIGKILLs two workers in the middle of sessions and Redis twice (the third
-session's message is still queued the first time). The workers' own sweeper and the lease
-must bring every session to the same end as an uninterrupted run.
+Three Celery worker processes and a private redis-server run four sessions against the test
+database (one waits in the queue, and idle workers appear as sessions end, so a duplicate
+message would be run at once); a seeded schedule SIGKILLs two busy workers and Redis twice.
+The workers' own sweeper and the lease must bring every session to the same end as an
+uninterrupted run. Without the sweeper the run ends with sessions still running or queued;
+without the lease it reports double executions and duplicated turns.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from taskos.chaos.this_process import database_url, using_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PLAN = ChaosPlan(sessions=3, kills=4, workers=2, seed=10, timeout_s=240)
+PLAN = ChaosPlan(sessions=4, kills=4, workers=3, seed=10, timeout_s=240)
 TURNS = 30
 
 
