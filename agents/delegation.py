@@ -144,11 +144,13 @@ class Delegations:
         """Answer every open delegate call; False (nothing changed) while a child runs."""
         loop = self.loop
         children = {c.id: c for c in loop.store.list_children(loop.session_id)}
-        if any(child_id not in children or not children[child_id].done
+        if any(child_id in children and not children[child_id].done
                for child_id in self.waiting.values()):
             return False
         for call_id, child_id in self.waiting.items():
-            child = children[child_id]
+            # A child row deleted meanwhile (by a person) is a failure, never a wait forever.
+            child = children.get(child_id) or ChildRecord(
+                id=child_id, goal="", status="failed", error="the session no longer exists")
             content, error = answer_of(child)
             text = content if error is None else f"Error: {error}"
             ref = loop.store.archive(loop.session_id, loop.turn, "tool", text,
