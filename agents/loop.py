@@ -133,8 +133,7 @@ class AgentLoop:
         return self._finish(result)
 
     def _finish(self, result: RunResult) -> RunResult:
-        if result.status == "waiting":
-            self.emit(self.delegations.pause_event())
+        if result.status == "waiting":  # SESSION_WAITING went out with the committed turn
             return result
         self.emit(Event(EventType.SESSION_FINISHED, {
             "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
@@ -160,6 +159,8 @@ class AgentLoop:
             answer = self._handle_reply(reply)
             self.turn += 1
             self.finished = answer
+            if self.delegations.waiting:  # before the save: part of the committed turn
+                self.emit(self.delegations.pause_event())
             self._save_state()
             self.ledger.lap()
             if progress:

@@ -53,7 +53,8 @@ def start_children(parent_pk: int, send=None) -> list[int]:
     """Queue the parent's children that were never sent (each claimed once)."""
     sent = []
     for pk in Session.objects.filter(parent_id=parent_pk, status=QUEUED,
-                                     enqueued_at__isnull=True).values_list("pk", flat=True):
+                                     enqueued_at__isnull=True).order_by("id").values_list(
+                                         "pk", flat=True):
         if Session.objects.filter(pk=pk, enqueued_at__isnull=True).update(
                 enqueued_at=timezone.now()) != 1:
             continue  # the sweeper or another call sent it meanwhile
