@@ -33,6 +33,7 @@ class ContextConfig:
     tool_result_limit: int = 50_000  # tokens of one tool result allowed into the context
     compression_fallback_to_truncation: bool = True
     compression_tool_enabled: bool = False
+    delegation_enabled: bool = False  # offer the delegate tool (sub-agents, SPEC T6)
     max_image_num: int = 5
     max_rounds: int = 5  # rolling-window trigger: more rounds than this kept → compact
     timezone: str = "UTC"

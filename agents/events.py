@@ -32,6 +32,7 @@ Payload shapes (keys every consumer may rely on):
 - NOTES_CHANGED     {"notes": {...}}
 - OFFLOAD           {"ref", "kind": "tool_result"|"context"|"message", "chars"}
 - ERROR             {"code", "message", "cause", "action", "fatal": bool}
+- SESSION_WAITING   {"children": [child session ids], "turns"}: delegate calls are open (T6)
 - SESSION_FINISHED  {"status", "final_answer", "turns", "total_input_tokens",
                      "peak_input_tokens", "compactions"}
 """
@@ -63,6 +64,7 @@ class EventType(StrEnum):
     NOTES_CHANGED = "NOTES_CHANGED"
     OFFLOAD = "OFFLOAD"
     ERROR = "ERROR"
+    SESSION_WAITING = "SESSION_WAITING"
     SESSION_FINISHED = "SESSION_FINISHED"
 
 

@@ -20,6 +20,7 @@ from agents.compaction import CompactionFailed
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
 from agents.context import WorkingContext
 from agents.context_keeper import ContextKeeper
+from agents.delegation import Delegations
 from agents.errors import error_payload
 from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
@@ -56,7 +57,7 @@ class SessionSpec:
 
 @dataclass
 class RunResult:
-    status: str  # finished | failed | cancelled
+    status: str  # finished | failed | cancelled | waiting (for sub-agents; runs again later)
     final_answer: str
     turns: int
     error: str = ""
@@ -89,6 +90,7 @@ class AgentLoop:
         self.empty_answers = 0
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
         self.finished: str | None = None  # the final answer, once a committed turn gave one
+        self.delegations = Delegations(self)  # delegate calls waiting for sub-agents (T6)
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or []) + [self.retries]
 
@@ -115,6 +117,8 @@ class AgentLoop:
             return self._finish(self._fail("input_too_long", goal_too_long))
         if not resumed and self.spec.goal:
             self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
+        if self.delegations.waiting and not self.delegations.deliver():
+            return self._finish(RunResult("waiting", "", self.turn))  # a child still runs
         total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.max_turns()
         try:
             result = self._iterate(progress, total)
@@ -129,6 +133,8 @@ class AgentLoop:
         return self._finish(result)
 
     def _finish(self, result: RunResult) -> RunResult:
+        if result.status == "waiting":  # SESSION_WAITING went out with the committed turn
+            return result
         self.emit(Event(EventType.SESSION_FINISHED, {
             "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
             "error": result.error}))
@@ -153,10 +159,14 @@ class AgentLoop:
             answer = self._handle_reply(reply)
             self.turn += 1
             self.finished = answer
+            if self.delegations.waiting:  # before the save: part of the committed turn
+                self.emit(self.delegations.pause_event())
             self._save_state()
             self.ledger.lap()
             if progress:
                 progress(min(self.turn, total), total)
+            if self.delegations.waiting:  # the worker is free until the children finish
+                return RunResult("waiting", "", self.turn)
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
@@ -246,6 +256,9 @@ class AgentLoop:
         started = time.perf_counter()
         outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
         self.ledger.outside(time.perf_counter() - started)
+        if outcome.pending is not None:  # answered when the sub-agent finishes
+            self.delegations.wait_for(call, outcome.pending, outcome.ref)
+            return
         self.hints.record_tool_call(call["name"], call["arguments"], outcome.error is not None)
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
@@ -314,7 +327,7 @@ class AgentLoop:
             "events_seq": self.last_seq, "final_answer": self.finished,
             "context": self.ctx.to_state(), "hints": self.hints.to_state(),
             "handoff": self.keeper.handoff, "calls": self.ledger.calls,
-            "tool_state": dict(self.tool_state),
+            "tool_state": dict(self.tool_state), "waiting": dict(self.delegations.waiting),
             "companions": {c.state_key: c.to_state() for c in self.companions}})
 
     def _discard_uncommitted(self, turn: int, events_seq: int | None) -> None:
@@ -348,6 +361,9 @@ class AgentLoop:
         self.tool_state = state.get("tool_state", {})
         for companion in self.companions:
             companion.from_state(state.get("companions", {}).get(companion.state_key, {}))
+        self.delegations.waiting = dict(state.get("waiting") or {})
+        if self.delegations.waiting:  # not interrupted: it stopped to wait for sub-agents
+            return True
         self.add_user_message(
             f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
             "task snapshot, summary and recent turns. Re-check external facts (files, data, "

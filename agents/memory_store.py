@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from agents.store import AnchorRecord, ArchiveHit, TaskRecord
+from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 
 _WORD = re.compile(r"[\w\u4e00-\u9fff]+", re.UNICODE)
 
@@ -50,6 +50,8 @@ class MemoryStore:
         self.compaction_requests: dict[str, str] = {}
         self.cancelled: set[str] = set()
         self._next_anchor_id = 1
+        # Sub-agent sessions (SPEC T6): id -> {"parent", "request", "record"}.
+        self.sessions: dict[str, dict[str, Any]] = {}
 
     # archive
     def archive(self, session_id, turn, role, content, *, tool_name="", tool_args=None,
@@ -105,6 +107,10 @@ class MemoryStore:
         back = [text for turn, text in taken if turn >= from_turn]
         self._taken[session_id] = [(t, text) for t, text in taken if t < from_turn]
         self.user_messages[session_id][:0] = back
+        for child_id, entry in list(self.sessions.items()):  # asked by the undone turn
+            if (entry["parent"] == session_id and entry["request"].get("turn", 0) >= from_turn
+                    and entry["record"].status == "queued"):
+                del self.sessions[child_id]
         return {"archive_rows": removed, "messages": len(back)}
 
     # anchors
@@ -158,4 +164,49 @@ class MemoryStore:
         return self.compaction_requests.pop(session_id, None)
 
     def cancel_requested(self, session_id) -> bool:
-        return session_id in self.cancelled
+        # Cancelling a parent cancels its children: any cancelled ancestor counts.
+        while session_id is not None:
+            if session_id in self.cancelled:
+                return True
+            session_id = self.sessions.get(session_id, {}).get("parent")
+        return False
+
+    # sub-agents
+    def create_child(self, parent_id, request) -> str:
+        siblings = sum(1 for e in self.sessions.values() if e["parent"] == parent_id)
+        child_id = f"{parent_id}.{siblings + 1}"
+        self.sessions[child_id] = {"parent": parent_id, "request": copy.deepcopy(request),
+                                   "record": ChildRecord(id=child_id, goal=request["goal"],
+                                                         status="queued")}
+        for text in request.get("anchors", []):
+            self.save_anchor(child_id, AnchorRecord(tier=1, text=text, source="user"))
+        return child_id
+
+    def list_children(self, parent_id) -> list[ChildRecord]:
+        return [copy.copy(e["record"]) for e in self.sessions.values()
+                if e["parent"] == parent_id]
+
+    def delegation_depth(self, session_id) -> int:
+        depth = 0
+        while session_id in self.sessions:
+            session_id, depth = self.sessions[session_id]["parent"], depth + 1
+        return depth
+
+    def child_request(self, session_id) -> dict[str, Any]:
+        return copy.deepcopy(self.sessions[session_id]["request"])
+
+    def set_outcome(self, session_id, status, *, final_answer="", error="",
+                    report=None) -> None:
+        """What the headless runner records when a child stops (the ORM's row update)."""
+        record = self.sessions[session_id]["record"]
+        report = report or {}
+        record.status, record.final_answer, record.error = status, final_answer, error
+        record.turns = int(report.get("turns") or 0)
+        record.total_input_tokens = int(report.get("total_input_tokens") or 0)
+        record.peak_input_tokens = int(report.get("peak_input_tokens") or 0)
+        own = float((report.get("cost") or {}).get("profile", 0) or 0)
+        record.cost = own + sum(c.cost for c in self.list_children(session_id))
+        answers = [i for i, row in enumerate(self._archive[session_id], 1)
+                   if row["role"] == "assistant" and row["content"] == final_answer
+                   and not row.get("discarded")]
+        record.answer_ref = f"arc:{session_id}:{answers[-1]}" if answers and final_answer else ""

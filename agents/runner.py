@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
+from agents.delegation import DelegationLimits, DelegationPlan, delegate_tool
 from agents.events import Event, EventSink, EventType
 from agents.loop import AgentLoop, RunResult, SessionSpec
 from agents.model import ModelClient
@@ -37,6 +38,8 @@ class ReportSink:
         # per expected anchor: [calls that should show it, calls that did]
         self.present: dict[str, list[int]] = {s: [0, 0] for s in expect_tier1}
         self.meter = CostMeter(profile or ModelProfile())
+        # Sub-agents (T6): per delegate answer, the child and the tokens it added here.
+        self.delegated: list[dict[str, Any]] = []
 
     def emit(self, event: Event) -> None:
         payload = event.payload
@@ -57,6 +60,13 @@ class ReportSink:
                     if stated is not None and event.turn >= stated:
                         self.present[expected][0] += 1
                         self.present[expected][1] += expected in text
+        elif event.type == EventType.TOOL_RESULT and payload.get("child"):
+            self.delegated.append({
+                "child": payload["child"], "status": payload.get("child_status"),
+                "answer_tokens": payload.get("kept_tokens"), "error": payload.get("error"),
+                "child_input_tokens": payload.get("child_input_tokens"),
+                "child_cost": payload.get("child_cost"),
+                "parent_calls_before": len(self.model_calls)})
         elif event.type == EventType.COMPACTION and not payload.get("noop"):
             self.compactions += 1
         elif event.type == EventType.USER_MESSAGE:
@@ -75,11 +85,12 @@ class ReportSink:
     def to_state(self) -> dict[str, Any]:
         return {"model_calls": self.model_calls, "compactions": self.compactions,
                 "stated_turn": self.stated_turn, "present": self.present,
-                "cost": self.meter.totals}
+                "cost": self.meter.totals, "delegated": self.delegated}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.model_calls = list(state.get("model_calls", []))
         self.compactions = state.get("compactions", 0)
+        self.delegated = list(state.get("delegated", []))
         self.stated_turn = dict(state.get("stated_turn", {}))
         for key, pair in state.get("present", {}).items():
             if (key in self.present and isinstance(pair, list) and len(pair) == 2
@@ -106,7 +117,33 @@ class ReportSink:
                 "summary_calls": sum(1 for c in calls if c["kind"] == "summary"),
                 "compactions": self.compactions,
                 "over_window_requests": sum(1 for c in calls if c["over_window"]),
-                "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded()}
+                "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
+                **({"children": self.children_report()} if self.delegated else {})}
+
+    def children_report(self) -> dict[str, Any]:
+        """What sub-agents cost this context: each answer's tokens against the child's own
+        input, and the agent call input before and after the answers arrived."""
+        agent = [i for i, c in enumerate(self.model_calls) if c["kind"] == "agent"]
+        growth = []
+        for mark in sorted({d["parent_calls_before"] for d in self.delegated}):
+            before = [i for i in agent if i < mark]
+            after = [i for i in agent if i >= mark]
+            if before and after:
+                answers = sum(int(d["answer_tokens"] or 0) for d in self.delegated
+                              if d["parent_calls_before"] == mark)
+                growth.append({"input_before": self.model_calls[before[-1]]["input_tokens"],
+                               "input_after": self.model_calls[after[0]]["input_tokens"],
+                               "answers_tokens": answers})
+        return {"sessions": [{k: v for k, v in d.items() if k != "parent_calls_before"}
+                             for d in self.delegated],
+                "children_input_tokens": sum(int(d["child_input_tokens"] or 0)
+                                             for d in self.delegated),
+                "answers_tokens": sum(int(d["answer_tokens"] or 0) for d in self.delegated),
+                "parent_agent_input_tokens": [self.model_calls[i]["input_tokens"]
+                                              for i in agent],
+                "growth_at_resume": growth,
+                "cost_with_children": round(self.meter.totals["profile"] + sum(
+                    float(d["child_cost"] or 0) for d in self.delegated), 6)}
 
 
 @dataclass
@@ -153,7 +190,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 http_client: Any = None, retries: RetryBudget | None = None,
                 summarizer: str | None = None, unmanaged: bool = False,
                 max_input_chars: int = MAX_INPUT_CHARS, model: Any = None,
-                make_loop: Callable[..., AgentLoop] = AgentLoop) -> SessionRun:
+                make_loop: Callable[..., AgentLoop] = AgentLoop,
+                delegation: DelegationLimits | None = None) -> SessionRun:
     """Run (or resume) one session to its end and return the result with its report."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
@@ -170,8 +208,15 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
                        unmanaged=unmanaged, max_input_chars=max_input_chars,
                        **({"system_prompt": system} if system else {}))
+    extra = []
+    if config.delegation_enabled or (plan and plan.tools and "delegate" in plan.tools):
+        extra.append(delegate_tool(DelegationPlan(
+            limits=delegation or DelegationLimits(), window=profile.context_size,
+            scenario=scenario if isinstance(scenario, str) else "",
+            max_turns=config.max_turns)))
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(config, only=plan.tools if plan else None),
+                     tools=default_registry(config, only=plan.tools if plan else None,
+                                            extra=extra),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger

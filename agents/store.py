@@ -54,6 +54,26 @@ class ArchiveHit:
     tool_name: str = ""
 
 
+@dataclass
+class ChildRecord:
+    """A sub-agent session as its parent sees it (SPEC T6)."""
+
+    id: str
+    goal: str
+    status: str  # queued | running | waiting | finished | failed | cancelled
+    final_answer: str = ""
+    error: str = ""
+    answer_ref: str = ""  # archive ref of the child's final answer, in the child's archive
+    turns: int = 0
+    total_input_tokens: int = 0
+    peak_input_tokens: int = 0
+    cost: float = 0.0  # the child's own cost plus its children's
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "failed", "cancelled")
+
+
 class Store(Protocol):
     # --- archive (SPEC C5, C11, T4): append-only, never truncated
     def archive(
@@ -120,3 +140,16 @@ class Store(Protocol):
 
     def cancel_requested(self, session_id: str) -> bool:
         """True when a person asked to cancel the session."""
+
+    # --- sub-agents (SPEC T6)
+    def create_child(self, parent_id: str, request: dict[str, Any]) -> str:
+        """Record a queued child session and return its id. `request` holds "goal",
+        "scenario", "window", "max_turns", "profile" ("" = the parent's), "anchors" (tier-1
+        texts to inherit) and "turn" (the parent's turn that asked; an uncommitted turn's
+        children are discarded with it). Nothing runs until the parent is waiting."""
+
+    def list_children(self, parent_id: str) -> list[ChildRecord]:
+        """The session's children, oldest first, with their status and results."""
+
+    def delegation_depth(self, session_id: str) -> int:
+        """0 for a session started by a person, 1 for its child, and so on."""

@@ -12,6 +12,7 @@ TASKOS_SERVE_STATIC   serve /static/ from daphne itself (default on; turn off be
 TASKOS_ALLOWED_KEY_ENVS  variables a model profile may name as api_key_env besides TASKOS_KEY_*
                       (default OPENAI_API_KEY; read by agents/secrets.py)
 TASKOS_MAX_INPUT_CHARS   longest goal or message in characters (default 100000)
+TASKOS_MAX_DELEGATION_DEPTH / TASKOS_MAX_CHILDREN  sub-agent nesting and count (2 / 8)
 """
 from __future__ import annotations
 
@@ -198,6 +199,10 @@ TASKOS_REQUEUE_AFTER_SECONDS = float(os.environ.get("TASKOS_REQUEUE_AFTER_SECOND
 
 # Longest goal or follow-up message a person may send, in characters (refused, never stored).
 TASKOS_MAX_INPUT_CHARS = int(os.environ.get("TASKOS_MAX_INPUT_CHARS", 100_000))
+# Sub-agents (SPEC T6): how deep delegate calls may nest, and how many children one
+# session may start over its life.
+TASKOS_MAX_DELEGATION_DEPTH = int(os.environ.get("TASKOS_MAX_DELEGATION_DEPTH", 2))
+TASKOS_MAX_CHILDREN = int(os.environ.get("TASKOS_MAX_CHILDREN", 8))
 
 LOGGING = {
     "version": 1,

@@ -154,8 +154,16 @@ def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
     return scenario
 
 
+def split_subtask(name_or_path: str) -> tuple[str, str]:
+    """"research-report#pricing" → ("research-report", "pricing"); no "#" → (name, "")."""
+    base, _, subtask = name_or_path.partition("#")
+    return base, subtask
+
+
 def load_scenario(name_or_path: str) -> Scenario:
-    """Load a bundled scenario by name, or a scenario file by path."""
+    """Load a bundled scenario by name, or a scenario file by path; "NAME#SUB" loads the
+    subtask SUB of that file (what a sub-agent plays, SPEC T6)."""
+    name_or_path, subtask = split_subtask(name_or_path)
     path = Path(name_or_path)
     if not path.suffix:
         path = SCENARIO_DIR / f"{name_or_path}.json"
@@ -170,4 +178,12 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ScenarioError(f"{path}: cannot read the scenario: it is nested too deeply "
                             "(tool arguments may be nested at most "
                             f"{MAX_ARGS_DEPTH} levels)") from None
-    return parse_scenario(data, origin=str(path))
+    if not subtask:
+        return parse_scenario(data, origin=str(path))
+    scenario = parse_scenario(data, origin=str(path))  # the whole file is checked first
+    subtasks = data.get("subtasks") or {}
+    if subtask not in subtasks:
+        raise ScenarioError(f"{path}: no subtask {subtask!r}; subtasks: "
+                            f"{', '.join(sorted(subtasks)) or 'none'}")
+    child = {"name": f"{scenario.name}#{subtask}", **subtasks[subtask]}
+    return parse_scenario(child, origin=f"{path}#{subtask}")

@@ -11,7 +11,7 @@ from typing import Any
 from agents.config import MAX_INPUT_CHARS
 
 TOP_KEYS = {"name", "goal", "steps", "system", "window", "expect", "tools", "summarizer",
-            "description"}
+            "description", "subtasks"}
 STEP_KINDS = ("user", "tool", "tools", "final")
 STEP_KEYS = {"user": {"user"}, "final": {"final"}, "tool": {"tool", "args", "say", "repeat", "from"},
              "tools": {"tools", "say"}}
@@ -76,7 +76,20 @@ def check_call(path: str, call: Any) -> None:
     check_depth(f"{path}.args", args)
 
 
-def check_step(path: str, step: Any) -> str:
+def check_delegate(path: str, args: dict[str, Any], subtasks: set[str] | None) -> None:
+    """A delegate call needs a goal; its scenario, if any, names one of the file's subtasks."""
+    check_text(f"{path}.args.goal", args.get("goal"), empty=False)
+    name = args.get("scenario")
+    if name is None:
+        return
+    check_text(f"{path}.args.scenario", name, limit=500)
+    if subtasks is not None and name not in subtasks:
+        raise ScenarioShapeError(f"{path}.args.scenario: expected one of the subtasks "
+                                 f"({', '.join(sorted(subtasks)) or 'none defined'}), "
+                                 f"got {name!r}")
+
+
+def check_step(path: str, step: Any, subtasks: set[str] | None = None) -> str:
     """Validate one step; return its kind (user, tool, tools, final)."""
     if not isinstance(step, dict):
         fail(path, "an object with one of 'user', 'tool', 'tools', 'final'", step)
@@ -100,30 +113,43 @@ def check_step(path: str, step: Any) -> str:
             if key in step and step[key] < 1:
                 raise ScenarioShapeError(f"{path}.{key}: expected a whole number of at least 1, "
                                          f"got {step[key]}")
-        check_call(path, {k: v for k, v in step.items() if k not in ("say", "repeat", "from")})
+        call = {k: v for k, v in step.items() if k not in ("say", "repeat", "from")}
+        check_call(path, call)
+        if call["tool"] == "delegate":
+            check_delegate(path, call.get("args", {}), subtasks)
     else:
         calls = step["tools"]
         if not isinstance(calls, list) or not calls:
             fail(f"{path}.tools", "a non-empty list of tool calls", calls)
         for i, call in enumerate(calls):
             check_call(f"{path}.tools[{i}]", call)
+            if call["tool"] == "delegate":
+                check_delegate(f"{path}.tools[{i}]", call.get("args", {}), subtasks)
     if "say" in step:
         check_text(f"{path}.say", step["say"])
     return kind
 
 
-def validate_scenario(data: Any) -> None:
+def validate_scenario(data: Any, prefix: str = "", subtasks: set[str] | None = None) -> None:
     """Raise ScenarioShapeError at the first place `data` is not a valid scenario."""
     if not isinstance(data, dict):
-        fail("(top level)", "a JSON object", data)
+        fail(prefix or "(top level)", "a JSON object", data)
+    if isinstance(data.get("subtasks"), dict) and not prefix:
+        subtasks = set(data["subtasks"])
     for key in ("name", "goal", "steps"):
         if key not in data:
-            raise ScenarioShapeError(f"{key}: missing; 'name', 'goal' and 'steps' are required")
+            raise ScenarioShapeError(f"{prefix}{key}: missing; 'name', 'goal' and 'steps' are "
+                                     "required")
     unknown = set(data) - TOP_KEYS
     if unknown:
-        raise ScenarioShapeError(f"{sorted(unknown)[0]}: unknown key (known: "
+        raise ScenarioShapeError(f"{prefix}{sorted(unknown)[0]}: unknown key (known: "
                                  f"{', '.join(sorted(TOP_KEYS))})")
     check_text("name", data["name"], limit=200, empty=False)
+    if "subtasks" in data:
+        if prefix:
+            raise ScenarioShapeError(f"{prefix}subtasks: a subtask cannot have subtasks of its "
+                                     "own; list them all in the top-level 'subtasks'")
+        check_subtasks(data["subtasks"], subtasks or set())
     check_text("goal", data["goal"])
     if "system" in data:
         check_text("system", data["system"])
@@ -147,7 +173,7 @@ def validate_scenario(data: Any) -> None:
         fail("steps", "a non-empty list", steps)
     if len(steps) > MAX_STEPS:
         raise ScenarioShapeError(f"steps: expected at most {MAX_STEPS} steps, got {len(steps)}")
-    kinds = [check_step(f"steps[{i}]", step) for i, step in enumerate(steps)]
+    kinds = [check_step(f"{prefix}steps[{i}]", step, subtasks) for i, step in enumerate(steps)]
     if "final" not in kinds:
         raise ScenarioShapeError("steps: expected a 'final' answer as the last step, found none")
     first_final = kinds.index("final")
@@ -155,3 +181,19 @@ def validate_scenario(data: Any) -> None:
         raise ScenarioShapeError(
             f"steps[{first_final}]: a 'final' answer must be the last step; "
             f"{len(kinds) - 1 - first_final} step(s) after it would never run")
+
+
+def check_subtasks(value: Any, names: set[str]) -> None:
+    """Each subtask is a scenario body (goal and steps, no name) checked like a scenario."""
+    if not isinstance(value, dict) or not value:
+        fail("subtasks", 'an object {"name": {"goal": …, "steps": […]}}', value)
+    for name, body in value.items():
+        check_text(f"subtasks.{name} (its name)", name, limit=100, empty=False)
+        if "#" in name:
+            raise ScenarioShapeError(f"subtasks.{name}: a subtask name cannot contain '#'")
+        if isinstance(body, dict) and "name" in body:
+            raise ScenarioShapeError(f"subtasks.{name}.name: a subtask takes its name from "
+                                     "its key; remove 'name'")
+        if not isinstance(body, dict):
+            fail(f"subtasks.{name}", "an object with 'goal' and 'steps'", body)
+        validate_scenario({"name": name, **body}, prefix=f"subtasks.{name}.", subtasks=names)

@@ -75,6 +75,17 @@ class ToolOutcome:
     original_chars: int = 0
     kept_chars: int = 0
     conclusions: list[str] = field(default_factory=list)  # key findings → tier-2 anchors
+    # Set by a tool that started work elsewhere (a sub-agent): the result arrives later,
+    # so the loop ends the turn waiting instead of putting `content` into the context.
+    pending: str | None = None
+
+
+@dataclass
+class Pending:
+    """Returned by a tool whose result comes later: `waiting_for` names what it waits on."""
+
+    waiting_for: str
+    message: str
 
 
 class ToolError(Exception):

@@ -16,7 +16,8 @@ from typing import Any
 from agents.config import ContextConfig
 from agents.tools import compress, data, documents, notes, recall, sql, tasks, workspace
 from agents.tools.arguments import hidden_parameters, parse_arguments
-from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome
+from agents.tools.base import (Pending, Tool, ToolBoundary, ToolContext, ToolError,
+                               ToolOutcome)
 from agents.tools.bounding import bound_rendered
 from agents.tools.offload import Offloader, RawToolResult
 from agents.tools.render import Rendered, render_result
@@ -102,6 +103,11 @@ class ToolRegistry:
             message = f"{name} failed: {type(exc).__name__}: {exc}"
             details = "".join(traceback.format_exception(exc))
             return self._failure(offloader, ctx, name, args, message, boundary, details)
+        if isinstance(value, Pending):
+            outcome = self._success(offloader, ctx, name, args, render_result(value.message),
+                                    boundary)
+            outcome.pending = value.waiting_for
+            return outcome
         return self._success(offloader, ctx, name, args, render_result(value), boundary)
 
     def _call(self, tool: Tool, args: dict[str, Any], ctx: ToolContext,
@@ -166,9 +172,10 @@ def all_tools() -> list[Tool]:
     return [tool for module in modules for tool in module.tools()]
 
 
-def default_registry(config: ContextConfig | None = None,
-                     only: list[str] | None = None) -> ToolRegistry:
-    """A registry with every TaskOS tool (or the named ones); results capped by the config."""
+def default_registry(config: ContextConfig | None = None, only: list[str] | None = None,
+                     extra: list[Tool] | None = None) -> ToolRegistry:
+    """A registry with every TaskOS tool (or the named ones); results capped by the config.
+    `extra` tools (e.g. delegate, built per session) are offered when `only` allows them."""
     # tool_result_limit is in tokens (SPEC C4). Tools bound their output in characters,
     # cheaply, at a generous 4 characters a token; the engine then enforces the exact token
     # limit when the result enters the context (Budget.message_cap).
@@ -177,6 +184,7 @@ def default_registry(config: ContextConfig | None = None,
     tools = all_tools()
     if config is not None and config.compression_tool_enabled:
         tools += compress.tools()
+    tools += extra or []
     unknown = set(only or ()) - {t.name for t in tools}
     if unknown:
         raise ValueError(f"unknown tools {sorted(unknown)}; available: "

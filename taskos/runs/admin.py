@@ -39,7 +39,7 @@ class SessionAdmin(admin.ModelAdmin):
     search_fields = ("goal", "scenario")
     readonly_fields = ("status", "turns", "total_input_tokens", "peak_input_tokens",
                        "compactions", "cost", "final_answer", "error", "celery_task_id",
-                       "created_at", "started_at", "finished_at")
+                       "parent", "created_at", "started_at", "finished_at")
     fields = ("goal", "scenario", "owner", "profile", "window", "context_settings",
               "cancel_requested", "compact_request") + readonly_fields
     inlines = [AnchorInline, TaskInline]

@@ -135,11 +135,13 @@ class Session(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
+        WAITING = "waiting"  # for its sub-agents (SPEC T6); no worker holds it meanwhile
         FINISHED = "finished"
         FAILED = "failed"
         CANCELLED = "cancelled"
 
-    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+    FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.CASCADE, related_name="task_sessions")
@@ -172,6 +174,11 @@ class Session(models.Model):
     # A replay (SPEC E2) plays this session's recorded decisions under its own settings.
     replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
                                   related_name="replays")
+    # A sub-agent (SPEC T6) is a child session started by its parent's delegate call at
+    # `parent_turn`; the parent waits, then receives its final answer.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="children")
+    parent_turn = models.PositiveIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -192,6 +199,11 @@ class Session(models.Model):
         with the same number in another (or a recreated) database."""
         stamp = self.created_at.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         return Path(settings.TASKOS_WORKSPACES) / f"{self.pk}-{stamp}"
+
+    def cost_with_children(self) -> float:
+        """This session's cost plus every sub-agent's below it (depth is small, so a query
+        per level is fine)."""
+        return self.cost + sum(child.cost_with_children() for child in self.children.all())
 
     @property
     def tasks_total(self) -> int:

@@ -82,12 +82,12 @@ def _require_active(session: Session, action: str) -> None:
 
 
 def request_cancel(session: Session) -> None:
-    """Ask the agent to stop at its next turn; a session not yet started stops at once."""
+    """Ask the agent to stop at its next turn; a session not yet started stops at once.
+    Its sub-agents are cancelled with it (SPEC T6)."""
+    from .delegation import cancel_tree
+
     _require_active(session, "cancel")
-    with transaction.atomic():
-        Session.objects.filter(pk=session.pk).update(cancel_requested=True)
-        Session.objects.filter(pk=session.pk, status=Session.Status.QUEUED).update(
-            status=Session.Status.CANCELLED, finished_at=timezone.now())
+    cancel_tree(session)
     session.refresh_from_db(fields=["cancel_requested", "status", "finished_at"])
 
 

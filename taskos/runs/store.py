@@ -14,11 +14,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.store import AnchorRecord, ArchiveHit, TaskRecord
+from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 
 from . import search
-from .models import (Anchor, ArchivedTurn, PendingMessage, Session, SessionEvent, Task,
-                     search_terms)
+from .models import (Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent,
+                     Task, search_terms)
 
 log = logging.getLogger("taskos.runs")
 
@@ -203,14 +203,18 @@ class DjangoStore:
             returned = PendingMessage.objects.filter(
                 session_id=pk, taken=True, taken_turn__gte=from_turn).update(
                     taken=False, taken_turn=None)
+            # Sub-agents the undone turn asked for and that never started: asked again.
+            Session.objects.filter(parent_id=pk, parent_turn__gte=from_turn,
+                                   status=Session.Status.QUEUED, enqueued_at__isnull=True
+                                   ).delete()
         return {"archive_rows": removed, "messages": returned}
 
     def undo_uncommitted_anchors(self, session_id) -> None:
         """Anchors the engine added in an uncommitted turn go, those it retired come back.
 
         Called before the engine is built (it reads the anchors once when built, and would
-        report the undo as admin edits). Found by time: the engine saves an anchor before it emits the event that reports
-        it, so every anchor it touched up to the commit is older than the last committed
+        report the undo as admin edits). Found by time: the engine saves an anchor before it
+        emits the event that reports it, so every anchor it touched up to the commit is older than the last committed
         event (the state's `events_seq`); a newer one was touched by the dying turn. Without
         this the re-run found them already there and reported nothing (the chaos run's
         ANCHOR_CHANGED events went missing). Edits made in the admin are left alone.
@@ -218,12 +222,18 @@ class DjangoStore:
         pk = session_pk(session_id)
         state = Session.objects.filter(pk=pk).values_list("engine_state", flat=True).first()
         from_turn, seq = (state or {}).get("turn", 0), (state or {}).get("events_seq")
-        committed_at = SessionEvent.all_objects.filter(session_id=pk, seq=seq).values_list(
-            "at", flat=True).first() if seq else None
+        events = SessionEvent.all_objects.filter(session_id=pk)
+        committed_at = events.filter(seq=seq).values_list("at", flat=True).first() \
+            if seq else None
+        # Before any commit, only what came after the run's first event is the engine's:
+        # anchors that were there before it (a sub-agent's inherited ones) stay.
+        since = committed_at or events.order_by("seq").values_list("at", flat=True).first()
+        if since is None:
+            return  # the engine never ran: nothing of it to undo
         engine_made = Anchor.objects.filter(session_id=pk).exclude(source=Anchor.Source.ADMIN)
         added = engine_made.filter(turn__gte=from_turn)
-        if committed_at is not None:
-            added = added.filter(updated_at__gt=committed_at)
+        added = added.filter(updated_at__gt=committed_at) if committed_at is not None \
+            else added.filter(updated_at__gte=since)
         with transaction.atomic():
             dropped, _ = added.delete()
             revived = 0
@@ -248,3 +258,53 @@ class DjangoStore:
     def cancel_requested(self, session_id) -> bool:
         return bool(Session.objects.filter(pk=session_pk(session_id)).values_list(
             "cancel_requested", flat=True).first())
+
+    # --- sub-agents (SPEC T6)
+    def create_child(self, parent_id, request) -> str:
+        """A queued child row; the worker sends it to the queue once the parent waits."""
+        self._check_lease()
+        parent = Session.objects.select_related("profile").get(pk=session_pk(parent_id))
+        profile = parent.profile
+        if request.get("profile") and request["profile"] != profile.name:
+            profile = ModelProfile.objects.filter(name=request["profile"]).first()
+            if profile is None:
+                names = ", ".join(ModelProfile.objects.values_list("name", flat=True))
+                raise LookupError(f"No model profile {request['profile']!r}; profiles: "
+                                  f"{names}. Leave 'profile' out to use this session's.")
+        window = min(int(request.get("window") or parent.window), profile.context_size)
+        settings = {**(parent.context_settings or {}),
+                    "max_turns": int(request.get("max_turns") or
+                                     (parent.context_settings or {}).get("max_turns", 400))}
+        with transaction.atomic():
+            child = Session.objects.create(
+                owner_id=parent.owner_id, goal=request["goal"],
+                scenario=request.get("scenario") or "", profile=profile, window=window,
+                context_settings=settings, parent=parent,
+                parent_turn=int(request.get("turn") or 0))
+            Anchor.objects.bulk_create([
+                Anchor(session=child, tier=1, text=text, source=Anchor.Source.USER)
+                for text in request.get("anchors", [])])
+        return str(child.pk)
+
+    def list_children(self, parent_id) -> list[ChildRecord]:
+        out = []
+        for child in Session.objects.filter(parent_id=session_pk(parent_id)).order_by("id"):
+            answer = ArchivedTurn.objects.filter(
+                session=child, role="assistant", content=child.final_answer).order_by(
+                    "-id").values_list("pk", flat=True).first() if child.final_answer else None
+            out.append(ChildRecord(
+                id=str(child.pk), goal=child.goal, status=child.status,
+                final_answer=child.final_answer, error=child.error,
+                answer_ref=f"arc:{child.pk}:{answer}" if answer else "", turns=child.turns,
+                total_input_tokens=child.total_input_tokens,
+                peak_input_tokens=child.peak_input_tokens,
+                cost=child.cost_with_children()))
+        return out
+
+    def delegation_depth(self, session_id) -> int:
+        depth, parent = 0, Session.objects.filter(pk=session_pk(session_id)).values_list(
+            "parent_id", flat=True).first()
+        while parent is not None:
+            depth += 1
+            parent = Session.objects.filter(pk=parent).values_list("parent_id", flat=True).first()
+        return depth

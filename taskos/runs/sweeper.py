@@ -87,6 +87,10 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
             log.warning("Could not queue orphaned session %s again: %s", pk, exc)
             continue
         sent.append(pk)
+    from .delegation import resume_if_done, stranded_parents
+    for pk in stranded_parents():  # every sub-agent ended, but nobody woke the parent
+        if resume_if_done(pk, send):
+            sent.append(pk)
     if sent:
         log.info("Queued again %d session(s) no worker was running: %s", len(sent), sent)
     return sent

@@ -11,6 +11,7 @@ from agents.events import Event, EventType
 from agents.secrets import redact
 from taskos.live.publisher import ChannelsPublisher
 
+from . import delegation
 from .lease import Lease, LeaseLost
 from .models import Session, max_input_chars
 from .store import DjangoStore
@@ -47,7 +48,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             config=ContextConfig.from_dict(session.context_settings),
             store=store, events=publisher,
             workspace=session.workspace, progress=progress, summarizer=summarizer,
-            max_input_chars=max_input_chars())
+            max_input_chars=max_input_chars(), delegation=delegation.limits())
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
@@ -55,6 +56,13 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         mark_failed(session, publisher, exc)
         raise
     report = dict(result.report or {})
+    if result.status == Session.Status.WAITING:  # for sub-agents: no worker holds it now
+        values = {"status": Session.Status.WAITING, "turns": result.turns}
+        if lease is not None:
+            lease.fenced_update(**values)
+        else:
+            Session.objects.filter(pk=session.pk).update(**values)
+        return report
     status = result.status if result.status in FINAL_STATUSES else Session.Status.FAILED
     values = {"status": status, "final_answer": result.final_answer or "",
               "turns": result.turns, "finished_at": timezone.now()}
@@ -94,7 +102,21 @@ def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: Base
 # made a finished run raise (and log a traceback) when Redis was down at that moment.
 @shared_task(name="taskos.runs.tasks.run_session", bind=True, ignore_result=True)
 def run_session(self, session_id: int) -> dict:
-    """Run one session; a redelivered task for a running session resumes it."""
+    """Run one session; a redelivered task for a running session resumes it.
+
+    Whatever the outcome, once the lease is released: a session now waiting sends its
+    sub-agents to the queue, a sub-agent that ended may wake its parent (SPEC T6)."""
+    try:
+        return _run_session(self, session_id)
+    finally:
+        try:
+            delegation.after_run(session_id)
+        except Exception:  # noqa: BLE001 - the sweeper wakes a stranded parent later
+            log.exception("Session %s: could not hand over to its sub-agents or parent",
+                          session_id)
+
+
+def _run_session(self, session_id: int) -> dict:
     session = Session.objects.select_related("profile").filter(pk=session_id).first()
     if session is None:
         log.warning("Session %s no longer exists; nothing to run.", session_id)

@@ -15,7 +15,7 @@ DEFAULTS = ContextConfig()
 # The ContextConfig knobs the form offers, in the order it shows them.
 KNOBS = ("trigger_ratio", "reserve_ratio", "context_buffer_ratio", "tool_result_limit",
          "max_rounds", "compression_fallback_to_truncation", "compression_tool_enabled",
-         "timezone")
+         "delegation_enabled", "timezone")
 
 
 class ProfileChoiceField(forms.ModelChoiceField):
@@ -58,6 +58,10 @@ class NewSessionForm(forms.Form):
     compression_tool_enabled = forms.BooleanField(
         required=False, initial=DEFAULTS.compression_tool_enabled,
         help_text="Let the model call compress_context itself.")
+    delegation_enabled = forms.BooleanField(
+        required=False, initial=DEFAULTS.delegation_enabled, label="Sub-agents",
+        help_text="Offer the delegate tool: sub-tasks run as child sessions with their own "
+                  "clean context and budget; only their answers come back.")
     timezone = forms.CharField(initial=DEFAULTS.timezone, max_length=64,
                                help_text="IANA zone for the time hint, e.g. Europe/Berlin.")
 

@@ -25,7 +25,9 @@ from taskos.web.views import owned_session
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 260, 56, 12, 12, 26
 COLOURS = ("#475569", "#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
-REPLAY_KNOBS = tuple(k for k in KNOBS if k != "timezone")  # a replay keeps the recorded time
+# A replay keeps the recorded time, and its recorded delegate calls (sub-agents are not
+# replayed: the form does not offer to switch them).
+REPLAY_KNOBS = tuple(k for k in KNOBS if k not in ("timezone", "delegation_enabled"))
 
 
 class ReplayForm(forms.Form):

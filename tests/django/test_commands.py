@@ -133,3 +133,23 @@ def test_up_warns_when_the_listening_host_is_not_an_allowed_host(settings):
     assert out.getvalue() == ""
     command.warn_about_hosts("0.0.0.0")
     assert "TASKOS_ALLOWED_HOSTS" in out.getvalue()
+
+
+def test_runtask_runs_sub_agents_inline_and_shows_what_they_added(sim_profile,
+                                                                 channels_redis_url):
+    out = io.StringIO()
+    call_command("runtask", "--scenario", "research-subagents", "--json", stdout=out,
+                 stderr=io.StringIO())
+    report = json.loads(out.getvalue())
+    assert report["status"] == "finished"
+    children = report["children"]
+    assert [c["status"] for c in children["sessions"]] == ["finished"] * 3
+    growth = children["growth_at_resume"][0]
+    # The parent's next call grew by the answers (and its own delegate call), while the
+    # children read tens of thousands of tokens in their own contexts.
+    assert growth["input_after"] - growth["input_before"] < 2 * children["answers_tokens"]
+    assert children["children_input_tokens"] > 20 * children["answers_tokens"]
+    assert len(children["parent_agent_input_tokens"]) == 2
+    parent = Session.objects.get(parent__isnull=True)
+    assert parent.status == "finished" and parent.children.count() == 3
+    assert children["cost_with_children"] == round(parent.cost_with_children(), 6)

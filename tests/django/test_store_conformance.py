@@ -216,3 +216,35 @@ def test_an_uncommitted_turn_is_undone_and_its_messages_given_back(subject):
     assert [h.ref for h in store.search_archive(sid, "result")] == [kept]
     assert store.take_user_messages(sid, turn=3) == ["taken by the dying turn 3"]
     assert store.discard_uncommitted(sid, 4) == {"archive_rows": 0, "messages": 0}
+
+
+def test_children_are_recorded_listed_and_inherit_the_constraints_given(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.list_children(sid) == [] and store.delegation_depth(sid) == 0
+    request = {"goal": "Find the worst region", "scenario": "", "window": 4000,
+               "max_turns": 7, "profile": "", "anchors": ["Use data up to 2026-10-31"],
+               "turn": 3}
+    first = store.create_child(sid, request)
+    second = store.create_child(sid, {**request, "goal": "Second", "anchors": [], "turn": 4})
+    children = store.list_children(sid)
+    assert [(c.id, c.goal, c.status) for c in children] == [
+        (first, "Find the worst region", "queued"), (second, "Second", "queued")]
+    assert not any(c.done for c in children)
+    assert [(a.tier, a.text) for a in store.load_anchors(first)] == [
+        (1, "Use data up to 2026-10-31")]
+    assert store.load_anchors(second) == []
+    assert store.delegation_depth(first) == 1
+    grandchild = store.create_child(first, {**request, "goal": "Deeper", "anchors": []})
+    assert store.delegation_depth(grandchild) == 2
+    assert store.list_children(subject.other_session_id) == []
+    # A turn that never committed takes back the sub-agents it asked for.
+    store.discard_uncommitted(sid, 4)
+    assert [c.id for c in store.list_children(sid)] == [first]
+
+
+def test_cancelling_a_session_reaches_its_children(subject):
+    store, sid = subject.store, subject.session_id
+    child = store.create_child(sid, {"goal": "Sub-task", "anchors": [], "turn": 0})
+    assert store.cancel_requested(child) is False
+    subject.cancel()
+    assert store.cancel_requested(child) is True

@@ -216,3 +216,25 @@ def test_older_compactions_shrink_to_one_line_each(session):
     assert "diff" not in context["older"][0] and context["rows"][0]["noop"]
     assert html.count('class="compaction-brief"') == 4 and "4 earlier compactions" in html
     assert "Focus: keep Q3" in html and "no-op" in html
+
+
+def test_children_panel_lists_sub_agents_with_status_cost_and_answer_tokens(session,
+                                                                           make_session):
+    from taskos.drawer.panels import ChildrenPanel
+    from taskos.runs.models import Session
+    Session.objects.filter(pk=session.pk).update(cost=0.5)
+    session.refresh_from_db()
+    done = make_session(goal="Research regions", parent=session, status="finished",
+                        cost=0.25, total_input_tokens=9000)
+    make_session(goal="Grandchild", parent=done, status="finished", cost=0.125)
+    make_session(goal="Research products", parent=session, status="running", cost=0.0)
+    add_events(session, ("TOOL_RESULT", {"name": "delegate", "child": str(done.pk),
+                                         "kept_tokens": 70}))
+    context, html = panel_view(ChildrenPanel(), session)
+    assert [c["status"] for c in context["children"]] == ["finished", "running"]
+    assert context["children"][0]["cost"] == 0.375  # its own grandchild included
+    assert context["total_cost"] == 0.875 and context["answers_tokens"] == 70
+    assert "Research regions" in html and f'href="/sessions/{done.pk}/"' in html
+    assert "status-running" in html and "with sub-agents" in html
+    _, child_html = panel_view(ChildrenPanel(), done)
+    assert f"Sub-agent of <a href=\"/sessions/{session.pk}/\">#{session.pk}</a>" in child_html

@@ -1,5 +1,6 @@
 """The drawer's panels, in the order the drawer shows them."""
 from taskos.drawer.panels.budget import BudgetPanel
+from taskos.drawer.panels.children import ChildrenPanel
 from taskos.drawer.panels.compactions import CompactionsPanel
 from taskos.drawer.panels.cost import CostPanel
 from taskos.drawer.panels.curve import CurvePanel
@@ -8,7 +9,7 @@ from taskos.drawer.panels.log import ErrorsPanel, HintsPanel
 from taskos.drawer.panels.records import AnchorsPanel, TasksPanel
 
 PANELS = (BudgetPanel(), CurvePanel(), CompactionsPanel(), AnchorsPanel(), TasksPanel(),
-          HintsPanel(), InspectorPanel(), ErrorsPanel(), CostPanel())
+          HintsPanel(), InspectorPanel(), ErrorsPanel(), CostPanel(), ChildrenPanel())
 
-__all__ = ["PANELS", "AnchorsPanel", "BudgetPanel", "CompactionsPanel", "CostPanel",
+__all__ = ["PANELS", "AnchorsPanel", "BudgetPanel", "ChildrenPanel", "CompactionsPanel", "CostPanel",
            "CurvePanel", "ErrorsPanel", "HintsPanel", "InspectorPanel", "TasksPanel"]

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
-from taskos.runs.tasks import execute_session
+from taskos.runs.delegation import execute_tree
 
 
 class ProgressBar:
@@ -65,10 +65,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Session #{session.pk}: {session.goal} (window {session.window})")
         try:
-            report = execute_session(session, progress=ProgressBar(self.stderr._out),
-                                     summarizer=options["summarizer"])
+            # Sub-agents run here too, one after another, each as its own session row.
+            report = execute_tree(session, progress=ProgressBar(self.stderr._out),
+                                  summarizer=options["summarizer"])
         except Exception as exc:  # noqa: BLE001 - recorded on the session already
             raise CommandError(f"Session #{session.pk} failed: {type(exc).__name__}: {exc}")
+        if report.get("children"):
+            session.refresh_from_db()
+            report["children"]["cost_with_children"] = round(session.cost_with_children(), 6)
         if options["json"]:
             self.stdout.write(json.dumps(report, default=str))
             return

@@ -1,0 +1,36 @@
+"""Sub-agents (SPEC T6): the children a session delegated to, with status and cost."""
+from __future__ import annotations
+
+from typing import Any
+
+from taskos.drawer.base import Panel
+from taskos.drawer.events import Ev
+
+
+class ChildrenPanel(Panel):
+    name = "children"
+    title = "Sub-agents"
+    template = "drawer/panels/children.html"
+    # A delegate call starting a child, the wait, and each answer arriving.
+    event_types = ("SESSION_WAITING", "TOOL_RESULT", "SESSION_FINISHED")
+
+    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+        rows = []
+        for child in session.children.select_related("profile").order_by("id"):
+            rows.append({"pk": child.pk, "goal": child.goal, "status": child.status,
+                         "turns": child.turns, "input_tokens": child.total_input_tokens,
+                         "peak": child.peak_input_tokens, "window": child.window,
+                         "profile": child.profile.name, "cost": child.cost_with_children(),
+                         "error": child.error})
+        answers = {str(ev.payload.get("child")): ev.payload.get("kept_tokens")
+                   for ev in events if ev.type == "TOOL_RESULT" and ev.payload.get("child")}
+        for row in rows:
+            row["answer_tokens"] = answers.get(str(row["pk"]))
+        return {"children": rows, "parent": session.parent,
+                "own_cost": session.cost,
+                "total_cost": session.cost + sum(r["cost"] for r in rows),
+                "answers_tokens": sum(t or 0 for t in answers.values()),
+                "children_tokens": sum(r["input_tokens"] for r in rows)}
+
+    def badge(self, context: dict[str, Any]) -> str:
+        return str(len(context["children"])) if context["children"] else ""
