@@ -135,7 +135,7 @@ class ContextKeeper:
         allowance = budget.history + sum(max(0, budget.budgets()[zone] - zones[zone])
                                          for zone in ("system", "snapshot", "summary"))
         if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
-                zones["history"] > allowance and rounds > 1):
+                zones["history"] > allowance and rounds > budget.keep_rounds + 1):
             return "rolling"
         return None
 
