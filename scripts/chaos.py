@@ -37,14 +37,17 @@ def free_port() -> int:
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=3)
-    parser.add_argument("--kills", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--sessions", type=int, default=3, help="sessions run at once")
+    parser.add_argument("--kills", type=int, default=4, help="SIGKILLs of a busy worker "
+                        "or of Redis, about one in four on Redis")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes (concurrency 1 each)")
     parser.add_argument("--scenario", default="",
                         help="bundled name or file (default: a generated one of --turns)")
     parser.add_argument("--turns", type=int, default=60, help="of the generated scenario")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--redis", choices=("private", "external"), default="private")
+    parser.add_argument("--seed", type=int, default=1, help="picks the kill schedule")
+    parser.add_argument("--redis", choices=("private", "external"), default="private",
+                        help="a redis-server started here, or the one at REDIS_URL")
     parser.add_argument("--lease-seconds", type=float, default=6.0)
     parser.add_argument("--sweep-seconds", type=float, default=2.0)
     parser.add_argument("--run-dir", type=Path, default=None,

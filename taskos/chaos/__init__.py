@@ -2,5 +2,6 @@
 
 `scripts/chaos.py` is the command. `stack` starts and kills the processes, `scenario`
 writes the default scenario, `run` drives the kills by a seeded schedule, `compare` checks
-every finished session against an uninterrupted run, `report` totals and prints the verdict.
+every finished session against an uninterrupted run, `report` totals and prints the verdict,
+`this_process` points the driving process at the run's Redis and database.
 """

@@ -25,6 +25,9 @@ def summarize(plan, base_pk: int, results: list[dict], kills: list[dict], elapse
         "call_numbers_broken": sum(1 for r in results if not r["call_numbers_ok"]),
         "kills_not_done": plan.kills - len(kills),
         "resumes": sum(r["resumes"] for r in results),
+        "compactions_moved": sum(r["compactions_moved"] for r in results),
+        "sessions_with_another_compaction_count": sum(
+            1 for r in results if r["compactions"][0] != r["compactions"][1]),
         "discarded_events": sum(r["discarded_events"] for r in results),
         "redeliveries_refused": worker_logs.count("this delivery exits"),
         "tracebacks_in_worker_logs": worker_logs.count("Traceback (most recent call last)"),
@@ -46,10 +49,11 @@ def summary_text(report: dict[str, Any]) -> str:
              f"{by_target.get('redis', 0)} Redis), seed {plan['seed']}, "
              f"{report['elapsed_s']} s"]
     for name in FAILURES:
-        lines.append(f"  {name:34} {totals[name]}")
-    for name in ("resumes", "discarded_events", "redeliveries_refused",
+        lines.append(f"  {name:38} {totals[name]}")
+    for name in ("resumes", "discarded_events", "compactions_moved",
+                 "sessions_with_another_compaction_count", "redeliveries_refused",
                  "tracebacks_in_worker_logs"):
-        lines.append(f"  {name:34} {totals[name]}   (information)")
+        lines.append(f"  {name:38} {totals[name]}   (information)")
     for result in report["sessions"]:
         if result["status"] != "finished" or result["differs_in"]:
             lines.append(f"  session {result['session']}: {result['status']}, "

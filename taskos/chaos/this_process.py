@@ -16,11 +16,17 @@ from taskos.celery import app
 from taskos.settings import channel_layer
 
 
+def _forget_broker_connections() -> None:
+    """Drop the Celery app's connection and producer pools (as Celery does after a fork)."""
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 @contextmanager
 def using_redis(url: str, lease_s: float):
     saved = (app.conf.broker_url, app.conf.result_backend)
     app.conf.broker_url = app.conf.result_backend = url
-    app._pool = None  # forget connections made with another broker URL
+    _forget_broker_connections()
     try:
         with override_settings(REDIS_URL=url, CELERY_BROKER_URL=url, CELERY_RESULT_BACKEND=url,
                                CHANNEL_LAYERS={"default": channel_layer(url)},
@@ -28,7 +34,7 @@ def using_redis(url: str, lease_s: float):
             yield
     finally:
         app.conf.broker_url, app.conf.result_backend = saved
-        app._pool = None
+        _forget_broker_connections()  # the next user must not send to this run's Redis
 
 
 def database_url() -> str:

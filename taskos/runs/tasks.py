@@ -82,20 +82,20 @@ def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: Base
     """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
     message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or in the event
     log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
+    # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
+    if publisher is not None:
+        try:
+            publisher.emit(Event(type=EventType.ERROR, payload={
+                "code": "internal_error", "message": message,
+                "cause": "An unexpected error in the engine or the worker.",
+                "action": "Everything up to the last committed turn is saved; see the worker "
+                          "log for the traceback, then start a new session.",
+                "fatal": True}))
+        except Exception:  # noqa: BLE001 - the database itself may be what failed
+            log.exception("Could not store the ERROR event of session %s", session.pk)
     Session.objects.filter(pk=session.pk).update(
         status=Session.Status.FAILED, finished_at=timezone.now(),
         error=f"The run stopped because of an internal error: {message}")
-    if publisher is None:
-        return
-    try:
-        publisher.emit(Event(type=EventType.ERROR, payload={
-            "code": "internal_error", "message": message,
-            "cause": "An unexpected error in the engine or the worker.",
-            "action": "Everything up to the last committed turn is saved; see the worker log "
-                      "for the traceback, then start a new session.",
-            "fatal": True}))
-    except Exception:  # noqa: BLE001 - the database itself may be what failed
-        log.exception("Could not store the ERROR event of session %s", session.pk)
 
 
 # ignore_result: the session row is the result; storing the report in Redis as well only

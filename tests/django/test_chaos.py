@@ -22,7 +22,7 @@ from taskos.chaos.this_process import database_url, using_redis
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PLAN = ChaosPlan(sessions=4, kills=4, workers=3, seed=10, timeout_s=240)
-TURNS = 30
+TURNS = 24
 
 
 def free_port() -> int:
