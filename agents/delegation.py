@@ -118,8 +118,10 @@ def answer_of(child: ChildRecord) -> tuple[str, str | None]:
             else ""
         return (f"Sub-agent session {child.id} finished after {child.turns} turns "
                 f"(its archive: session {child.id}{ref}).\n\n{child.final_answer}", None)
-    reason = child.error or ("cancelled" if child.status == "cancelled" else "no reason given")
-    return "", f"sub-agent session {child.id} {child.status}: {reason}"
+    if child.status == "cancelled":
+        return "", f"sub-agent session {child.id} was cancelled" + (
+            f": {child.error}" if child.error else "")
+    return "", f"sub-agent session {child.id} {child.status}: {child.error or 'no reason given'}"
 
 
 class Delegations:
