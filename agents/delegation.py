@@ -114,11 +114,14 @@ def delegate_tool(plan: DelegationPlan) -> Tool:
 def answer_of(child: ChildRecord) -> tuple[str, str | None]:
     """The tool result a finished child gives its parent: (content, error or None)."""
     if child.status == "finished":
-        ref = f", answer {child.answer_ref}" if child.answer_ref else ""
+        ref = f"; its answer {child.answer_ref}, readable with read_ref" if child.answer_ref \
+            else ""
         return (f"Sub-agent session {child.id} finished after {child.turns} turns "
                 f"(its archive: session {child.id}{ref}).\n\n{child.final_answer}", None)
-    reason = child.error or ("cancelled" if child.status == "cancelled" else "no reason given")
-    return "", f"sub-agent session {child.id} {child.status}: {reason}"
+    if child.status == "cancelled":
+        return "", f"sub-agent session {child.id} was cancelled" + (
+            f": {child.error}" if child.error else "")
+    return "", f"sub-agent session {child.id} {child.status}: {child.error or 'no reason given'}"
 
 
 class Delegations:

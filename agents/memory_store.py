@@ -69,9 +69,11 @@ class MemoryStore:
     def read_ref(self, session_id, ref) -> str | None:
         try:
             prefix, sid, number = ref.split(":")
-            if prefix != "arc" or sid != str(session_id):
+            # Its own archive, or a sub-agent's below it (T6): child ids extend the parent's.
+            if prefix != "arc" or not (sid == str(session_id) or (
+                    sid.startswith(f"{session_id}.") and sid in self.sessions)):
                 return None
-            row = self._archive[session_id][int(number) - 1]
+            row = self._archive[sid][int(number) - 1]
             return None if row.get("discarded") else row["content"]
         except (ValueError, IndexError):
             return None

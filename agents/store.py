@@ -91,7 +91,8 @@ class Store(Protocol):
         """Append one raw message (or raw tool output) and return its ref."""
 
     def read_ref(self, session_id: str, ref: str) -> str | None:
-        """Return the full raw text behind a ref (base64 for binary), or None if unknown."""
+        """Return the full raw text behind a ref (base64 for binary), or None if unknown.
+        A session may read refs of its own archive and of its sub-agents' archives."""
 
     def search_archive(self, session_id: str, query: str, limit: int = 5) -> list[ArchiveHit]:
         """Keyword search over this session's archive, best first."""

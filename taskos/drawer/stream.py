@@ -86,6 +86,20 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
     return Update("\n".join(parts), last, session.is_active)
 
 
+def children_state(session_pk: int) -> tuple:
+    """What the Sub-agents panel shows of the children, to notice when it changed: a
+    child's progress is stored on its own rows, never as an event of the parent."""
+    return tuple(Session.objects.filter(parent_id=session_pk).order_by("id").values_list(
+        "pk", "status", "turns", "total_input_tokens", "cost"))
+
+
+def render_children_update(session: Session) -> str:
+    """The Sub-agents panel and the status header (cost with sub-agents), out of band."""
+    panels = [panel for panel in PANELS if panel.name == "children"]
+    return "\n".join([render_panels(session, panels, oob=True),
+                      render_status(session, oob=True)])
+
+
 def page_state(session: Session) -> dict[str, object]:
     """What the session page renders at load: transcript, drawer and the seq they reach."""
     last = latest_seq(session)

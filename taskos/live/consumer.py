@@ -13,7 +13,9 @@ so the first sync includes them), which keeps the transcript free of duplicates.
 The channel layer drops messages for a consumer that falls behind (its capacity), so
 the newest events of a burst may never announce themselves. While connected, the
 consumer therefore also checks the database every IDLE_CHECK_S seconds for events it
-has not sent; the stream stays the fast path, the check is the guarantee.
+has not sent; the stream stays the fast path, the check is the guarantee. The same check
+notices sub-agents (SPEC T6) changing: their progress is on their own rows, so a waiting
+parent's page gets its Sub-agents panel re-rendered without any event of its own.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from taskos.drawer.events import latest_seq
-from taskos.drawer.stream import Update, render_update
+from taskos.drawer.stream import (Update, children_state, render_children_update,
+                                  render_update)
 from taskos.live.publisher import group_name
 from taskos.runs.models import Session
 
@@ -42,6 +45,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     synced_seq: int | None = None  # last seq sent to this page; None until it said where it is
     active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
+    children_seen: tuple = ()  # the sub-agents as last rendered for this page
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -95,6 +99,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             try:
                 if await self.stored_seq() > self.synced_seq:
                     await self.sync()
+                elif await self.children_changed():
+                    await self.send_children()
                 elif not self.active:
                     return  # the session ended and the page has all of it
             except Exception:  # noqa: BLE001 - a failed check must not end the live page
@@ -115,6 +121,24 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if update.html:
                 await self.send(text_data=update.html)
 
+    async def send_children(self) -> None:
+        async with self.lock:
+            html = await self.render_children()
+            if html:
+                await self.send(text_data=html)
+
+    @database_sync_to_async
+    def children_changed(self) -> bool:
+        return children_state(self.session_pk) != self.children_seen
+
+    @database_sync_to_async
+    def render_children(self) -> str:
+        session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
+        if session is None:
+            return ""
+        self.children_seen = children_state(self.session_pk)
+        return render_children_update(session)
+
     @database_sync_to_async
     def allowed(self) -> bool:
         user = self.scope.get("user")
@@ -131,4 +155,5 @@ class SessionConsumer(AsyncWebsocketConsumer):
         session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
         if session is None:
             return None
+        self.children_seen = children_state(self.session_pk)  # what this render shows
         return render_update(session, after, full=full)

@@ -87,13 +87,27 @@ class DjangoStore:
     def read_ref(self, session_id, ref) -> str | None:
         try:
             prefix, sid, number = str(ref).split(":")
-            if prefix != "arc" or sid != str(session_id):
+            if prefix != "arc" or not self._own_or_descendant(session_id, sid):
                 return None
             return ArchivedTurn.objects.filter(
-                pk=int(number), session_id=session_pk(session_id)).values_list(
+                pk=int(number), session_id=session_pk(sid)).values_list(
                     "content", flat=True).first()
         except (ValueError, UnknownSession):
             return None
+
+    def _own_or_descendant(self, session_id, sid: str) -> bool:
+        """A session reads its own archive and its sub-agents' (T6), nobody else's."""
+        if sid == str(session_id):
+            return True
+        own, current = session_pk(session_id), session_pk(sid)
+        for _ in range(32):  # far deeper than any delegation limit; stops a cycle
+            current = Session.objects.filter(pk=current).values_list(
+                "parent_id", flat=True).first()
+            if current is None:
+                return False
+            if current == own:
+                return True
+        return False
 
     def search_archive(self, session_id, query, limit=5) -> list[ArchiveHit]:
         return search.search_archive(session_pk(session_id), query, limit)

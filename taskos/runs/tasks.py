@@ -123,7 +123,10 @@ def _run_session(self, session_id: int) -> dict:
         return {"status": "missing"}
     if session.status in FINAL_STATUSES:
         return {"status": session.status}
-    if session.cancel_requested and session.status == Session.Status.QUEUED:
+    # A parent woken from waiting (it has a saved state) still runs: it receives its
+    # children's cancellations as its delegate results, then stops at its next turn.
+    if (session.cancel_requested and session.status == Session.Status.QUEUED
+            and not session.engine_state):
         Session.objects.filter(pk=session.pk).update(status=Session.Status.CANCELLED,
                                                      finished_at=timezone.now())
         return {"status": Session.Status.CANCELLED}

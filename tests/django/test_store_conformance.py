@@ -248,3 +248,17 @@ def test_cancelling_a_session_reaches_its_children(subject):
     assert store.cancel_requested(child) is False
     subject.cancel()
     assert store.cancel_requested(child) is True
+
+
+def test_a_session_reads_its_sub_agents_archive_and_nobody_elses(subject):
+    store, sid = subject.store, subject.session_id
+    child = store.create_child(sid, {"goal": "Sub-task", "anchors": [], "turn": 0})
+    grandchild = store.create_child(child, {"goal": "Deeper", "anchors": [], "turn": 0})
+    answer = store.archive(child, 1, "assistant", "the child's answer")
+    deep = store.archive(grandchild, 1, "assistant", "the grandchild's answer")
+    other = store.archive(subject.other_session_id, 1, "assistant", "not yours")
+    assert store.read_ref(sid, answer) == "the child's answer"
+    assert store.read_ref(sid, deep) == "the grandchild's answer"
+    assert store.read_ref(child, deep) == "the grandchild's answer"
+    assert store.read_ref(child, store.archive(sid, 1, "user", "parent's")) is None
+    assert store.read_ref(sid, other) is None

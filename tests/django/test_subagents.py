@@ -92,6 +92,11 @@ def test_cancelling_the_parent_cancels_its_children(worker, sim_profile, monkeyp
     assert len(children) == 3 and all(c.status == "cancelled" for c in children)
     assert children[0].turns >= 1  # the first was cancelled mid-run, the others before starting
     assert all(c.cancel_requested for c in children)
+    # The parent ran once more: its delegate calls were answered with the cancellations.
+    errors = [p["error"] for p in done.events.filter(type="TOOL_RESULT", payload__name="delegate")
+              .values_list("payload", flat=True) if p.get("child")]
+    assert errors == [f"sub-agent session {c.pk} was cancelled" for c in children]
+    assert done.events.order_by("-seq").values_list("type", flat=True)[0] == "SESSION_FINISHED"
 
 
 def test_a_waiting_parent_is_woken_once_whoever_finishes_last(sim_profile, make_session):

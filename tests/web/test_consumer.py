@@ -188,3 +188,25 @@ async def test_an_idle_socket_stays_open_for_30_seconds(session, ann, caplog):
     assert "5,678" in await comm.receive_from(timeout=TIMEOUT)  # the same socket, still live
     await comm.disconnect()
     assert "Timeout reading" not in caplog.text and "Traceback" not in caplog.text
+
+
+async def test_a_sub_agent_changing_re_renders_the_parents_panel(session, ann, monkeypatch,
+                                                                 make_session):
+    from taskos.live.consumer import SessionConsumer
+    from taskos.runs.models import Session
+
+    monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 0.1)
+    child = await database_sync_to_async(make_session)(owner=ann, goal="Research regions",
+                                                       parent=session, status="running")
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    first = await comm.receive_from(timeout=TIMEOUT)
+    assert "Research regions" in first and "status-running" in first
+    # The child ends: a row update of the child, no event of the parent at all.
+    await database_sync_to_async(
+        Session.objects.filter(pk=child.pk).update)(status="finished", turns=3, cost=0.25)
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="panel-children' in html and "status-finished" in html
+    assert "with sub-agents" in html  # the status header's cost includes the child's
+    assert await comm.receive_nothing(timeout=0.5)  # sent once, not on every check
+    await comm.disconnect()
