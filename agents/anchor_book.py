@@ -106,8 +106,9 @@ class AnchorBook:
             # Tool conclusions that merely add data refresh the snapshot quietly; changes
             # of what was concluded, and anything a person said, rebuild it at once.
             fires = trigger and shown.tier <= 2 and (source != "tool" or change.action == "changed")
+            # A replaced constraint stays in the Store, inactive; the event names both.
             self._report(turn, shown, old_text, change.action, shown.source or source,
-                         trigger=fires)
+                         trigger=fires, old_id=change.old.id if change.old else None)
 
     def _edited_by_a_person(self, anchor: AnchorRecord) -> bool:
         """True when the stored anchor differs from what the engine last saw of it."""
@@ -133,10 +134,12 @@ class AnchorBook:
             self._known.pop(anchor.id, None)
 
     def _report(self, turn: int, anchor: AnchorRecord, old: str | None, action: str,
-                source: str, trigger: bool = True) -> None:
+                source: str, trigger: bool = True, old_id: int | None = None) -> None:
         if trigger and anchor.tier <= 2:
             self.trigger_pending = True
         payload: dict[str, Any] = {"id": anchor.id, "tier": anchor.tier, "old": old,
                                    "new": anchor.text if action != "removed" else None,
                                    "source": source, "action": action}
+        if old_id is not None and old_id != anchor.id:
+            payload["old_id"] = old_id
         self.emit(Event(EventType.ANCHOR_CHANGED, payload, turn=turn))
