@@ -17,7 +17,12 @@ CONCLUSION_SCAN_CHARS = 1000  # findings lead a result; scoring every line costs
 
 
 def _anchor_sig(a: AnchorRecord) -> tuple:
-    return (a.tier, a.text, a.active)
+    return (a.tier, a.text, a.active, a.source)
+
+
+def _edit_source(source: str) -> str:
+    """Who changed an anchor outside the engine: a pin from the drawer, else the admin."""
+    return "pin" if source == "pin" else "admin"
 
 
 def _tasks_sig(tasks: list[TaskRecord]) -> str:
@@ -46,11 +51,12 @@ class AnchorBook:
             if before == _anchor_sig(anchor):
                 continue
             self._report(turn, anchor, before[1] if before else None,
-                         "added" if before is None else "changed", "admin")
-        for anchor_id, (tier, text, _active) in self._known.items():
-            if anchor_id not in loaded:  # deactivated or deleted in the admin
-                gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id)
-                self._report(turn, gone, text, "removed", "admin")
+                         "added" if before is None else "changed", _edit_source(anchor.source))
+        for anchor_id, (tier, text, _active, source) in self._known.items():
+            if anchor_id not in loaded:  # deactivated or deleted in the admin, or unpinned
+                gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id,
+                                    source=source)
+                self._report(turn, gone, text, "removed", _edit_source(source))
         self._known = {a.id: _anchor_sig(a) for a in self.anchors}
         self.tasks = self.store.load_tasks(self.session_id)
         if _tasks_sig(self.tasks) != self._tasks_known:
