@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from agents.anchors import AnchorChange, extract_anchors, extract_conclusions, merge_anchors, roll_off
+from agents.anchor_merge import AnchorChange, merge_anchors, roll_off
+from agents.anchors import extract_anchors
+from agents.conclusions import extract_conclusions
 from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 

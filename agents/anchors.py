@@ -1,21 +1,20 @@
 """Anchors (SPEC C8): rule-based extraction of what must stay in context, English and Chinese.
 
-Tier 1 hard constraints come from user messages and are never dropped; tier 2 conclusions
-come from tool results and are replaced by a newer value for the same thing; tier 3 details
-(a number that constrains nothing) roll off with the window. A conflict key ties a statement
-to the one it changes ("budget at most 80k" and "… 50k" share "max:budget"). Keys are narrow
-on purpose: wrongly replacing a hard constraint loses it; a missed conflict keeps a line.
+Tier 1 hard constraints come from user messages and are never dropped; tier 3 details (a
+number that constrains nothing) roll off with the window; tier 2 conclusions come from tool
+results (agents.conclusions). A conflict key ties a statement to the one it may change
+("budget at most 80k" and "… 50k" share "max:budget"), but a hard constraint is replaced
+only when the person says so (agents.anchor_merge, issue 13). Prohibitions and obligations
+("Do not …", "Never …", "Always …", 不要, 只能 …) are hard constraints too. Extraction is
+linear in the text: clauses are bounded and every pattern runs once per clause.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 
 from agents.store import AnchorRecord
 
 MAX_ANCHOR_CHARS = 200
-CONCLUSIONS_PER_RESULT = 3
 _CJK = r"\u4e00-\u9fff"
 _MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
            r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
@@ -37,16 +36,16 @@ QUANTITY_RE = re.compile(
     rf"(?<![A-Za-z_\d.])[¥$€£]?(?P<num>{_NUM})(?:\s*(?:%|％|万|亿|千)|[kKM]\b)?"
     r"(?:\s*(?P<unit>[a-z]+|页|分钟|小时|天|周|个月|字|行|条|元|块))?")
 
-_MUST = re.compile(r"\bmust(?:\s+not|n't)?\b|\b(?:is|are)\s+required\s+to\b|\bmandatory\b"
+_MUST = re.compile(r"\bmust(?:\s+not|n['’]t)?\b|\b(?:is|are)\s+required\s+to\b|\bmandatory\b"
                    r"|必须|一定要|务必|不得|禁止")
 # Prohibitions and obligations without "must" (tier 1): "Do not delete any files.", "Never
 # email the customer.", "Only use data up to …", "Always answer in German.", 不要/只能/始终…
 # English imperatives count at the head of a clause ("I only need a summary" states no
 # rule); modal forms and the Chinese markers count anywhere.
 _RULE_HEAD = re.compile(r"^(?:(?:please|kindly|and|but|also|so|then|you|remember\s+to|note:)\s+)*"
-                        r"(?:do\s+not|don't|never|always|only|avoid|refrain\s+from|make\s+sure"
+                        r"(?:do\s+not|don['’]t|never|always|only|avoid|refrain\s+from|make\s+sure"
                         r"|be\s+sure\s+to|ensure)\b")
-_RULE_ANY = re.compile(r"\b(?:may\s+not|shall\s+not|should\s+not|shouldn't|(?:must|should|will)"
+_RULE_ANY = re.compile(r"\b(?:may\s+not|shall\s+not|should\s+not|shouldn['’]t|(?:must|should|will)"
                        r"\s+(?:never|always|only)|under\s+no\s+circumstances|at\s+all\s+times)\b"
                        r"|不要|不准|不许|不可以|不能|切勿|千万别|请勿|请别|别再|只能|只用|只使用|只允许"
                        r"|仅限|仅使用|始终|一律|永远不|绝不|绝对不")
@@ -88,19 +87,10 @@ _CJK_FILLERS = re.compile(r"^(?:另外|此外|还有|同时|并且|而且|注意
                           r"|(?:必须|一定要|务必|需要|应该|应|要|控制在|保持在|限制在|控制|在|是|为|得|的|都|也)+$")
 _CANON = {"预算": "budget", "数据": "data", "篇幅": "length", "字数": "words", "页数": "pages",
           "报告": "report", "成本": "cost", "页": "page", "截止日期": "deadline"}
-_WORDS = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{_CJK}]+", re.I)
+WORDS_RE = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{_CJK}]+", re.I)
 _SENTENCES = re.compile(r"[\n\r]+|(?<=[。！？；!?;])|(?<=\.)(?=\s|$)")
 _CLAUSES = re.compile(r"(,\s+|，)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)、])\s+")
-
-
-@dataclass
-class AnchorChange:
-    """One difference; `old` is the existing record itself, the caller deactivates it."""
-
-    action: str  # "added" | "changed" | "removed"
-    old: AnchorRecord | None
-    new: AnchorRecord | None
 
 
 def clip_text(text: str, limit: int = MAX_ANCHOR_CHARS) -> str:
@@ -197,7 +187,7 @@ def _canon(word: str) -> str:
 def _subject(prefix: str) -> str:
     """The thing a constraint is about: the last content word before its comparator."""
     prefix = _REPLACING.sub(" ", prefix.lower())  # "预算改为" is about 预算
-    for token in reversed(_WORDS.findall(prefix)):
+    for token in reversed(WORDS_RE.findall(prefix)):
         if re.match(rf"[{_CJK}]", token):
             if token := _CJK_FILLERS.sub("", token):
                 return _canon(token if token in _CANON else token[-4:])
@@ -210,7 +200,7 @@ def _residue(text: str, *patterns: re.Pattern) -> str:
     """Content words of `text` once the given patterns and filler words are removed."""
     for pattern in patterns:
         text = pattern.sub(" ", text.lower())
-    return " ".join(_canon(w) for w in _WORDS.findall(text.lower()) if w not in _STOP)[:40].strip()
+    return " ".join(_canon(w) for w in WORDS_RE.findall(text.lower()) if w not in _STOP)[:40].strip()
 
 
 def _quantity_after(low: str, pos: int, span: int = 30) -> re.Match | None:
@@ -294,145 +284,9 @@ def extract_anchors(text: str, *, source: str = "user", turn: int = 0) -> list[A
             tier, key = 1, found[1]
         elif _DIGIT.search(clause) and (QUANTITY_RE.search(clause) or any(  # "today" alone is
                 _DIGIT.search(d.group(0)) for d in DATE_RE.finditer(clause))):  # small talk
-            tier, key = 3, "detail:" + " ".join(_WORDS.findall(clause.lower()))[:60]
+            tier, key = 3, "detail:" + " ".join(WORDS_RE.findall(clause.lower()))[:60]
         else:
             continue
         out.append(AnchorRecord(tier=tier, text=clip_text(clause), key=key, source=source,
                                 turn=turn))
     return out
-
-
-# --- tier 2: conclusions in tool results
-_CONCLUSION = re.compile(r"^\s*(?:结论|总结|发现|要点|(?:key\s+)?(?:conclusion|finding|result|summary)s?)"
-                         r"\s*[:：]\s*", re.I)
-_KEY_VALUE = re.compile(r"^\s*[^:：]{1,60}[:：]\s*\S")
-# Words that make a line read like a finding. A regex alternation of these costs ~40 µs a
-# line; word lookups in sets cost ~3 µs, and this runs on every tool result.
-_FINDING_SUBSTRINGS = ("total", "missing", "average", "median", "overall", "count", "declin",
-                       "increase", "growth", "change", "share", "ratio", "合计", "总计", "总",
-                       "缺失", "平均", "增长", "下降", "上升", "同比", "环比", "占比", "比例")
-_FINDING_WHOLE = frozenset({"sum", "mean", "rows", "fell", "rose", "grew", "rate"})
-_FINDING_START = ("null", "drop")
-_ASCII_WORD = re.compile(r"[a-z]+")
-
-
-def _has_finding_word(low: str) -> bool:
-    """True when the lower-cased line holds a word that findings use."""
-    if any(part in low for part in _FINDING_SUBSTRINGS):
-        return True
-    return any(w in _FINDING_WHOLE or w.startswith(_FINDING_START)
-               for w in _ASCII_WORD.findall(low))
-
-
-_SIGNED = re.compile(r"(?<![\w.])[+\-−]\d")
-_ERROR = re.compile(r"^\s*(?:error|exception|traceback|warning)\b|错误|失败", re.I)
-_TABLE_ROW = re.compile(r"\|.*\||\d,[^\s\d]*,\S*,")  # markdown table or CSV line: data
-
-
-def _result_lines(text: str) -> list[str]:
-    """Candidate lines of a tool result; a JSON object becomes "key: value" lines."""
-    stripped = text.strip()
-    try:
-        data = json.loads(stripped) if stripped.startswith("{") else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        pairs = [(f"{k}.{sub}" if sub else k, v) for k, val in data.items()
-                 for sub, v in (val.items() if isinstance(val, dict) else [("", val)])]
-        return [f"{k}: {v}" for k, v in pairs
-                if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
-    lines = [part for line in stripped.splitlines()
-             for part in (_SENTENCES.split(line) if len(line) > 300 else [line])]
-    return [_LIST_MARK.sub("", ln).strip() for ln in lines if ln.strip()]
-
-
-def _finding_score(line: str) -> int:
-    """How much a line reads like a finding; below 3 it is not one."""
-    quantities = QUANTITY_RE.findall(line)
-    score = 5 if _CONCLUSION.match(line) else 0
-    if (len(line) > 400 or _ERROR.search(line) or _TABLE_ROW.search(line)
-            or len(quantities) >= 6 or not (quantities or score)):
-        return 0
-    score += 3 * bool(quantities and _KEY_VALUE.match(line))
-    score += 2 * ("%" in line or "％" in line) + 2 * _has_finding_word(line.lower())
-    return score + bool(_SIGNED.search(line))
-
-
-def _label(line: str) -> str:
-    """What a finding measures: its words without the measured figures. Small bare integers
-    stay, as they usually name things ("region 1", "topic 0")."""
-    body = _CONCLUSION.sub("", line)
-    def keep_ids(m: re.Match) -> str:
-        figure = body[m.start():m.start("unit") if m.group("unit") else m.end()].strip()
-        signed = m.start() > 0 and body[m.start() - 1] in "+-−"
-        bare = re.fullmatch(r"\d{1,2}", figure) and not signed
-        return f" {figure if bare else ''} {m.group('unit') or ''} "
-    body = QUANTITY_RE.sub(keep_ids, body)
-    return " ".join(_WORDS.findall(body.lower()))[:60]
-
-
-def extract_conclusions(text: str, *, source: str = "tool", turn: int = 0, tool_name: str = "",
-                        limit: int = CONCLUSIONS_PER_RESULT) -> list[AnchorRecord]:
-    """The most conclusion-like lines of a tool result as tier-2 anchors, in result order."""
-    scored = [(score, i, line) for i, line in enumerate(_result_lines(text or ""))
-              if (score := _finding_score(line)) >= 3]
-    best = sorted(sorted(scored, key=lambda s: (-s[0], s[1]))[:limit], key=lambda s: s[1])
-    prefix = f"fact:{tool_name}:" if tool_name else "fact:"
-    return [AnchorRecord(tier=2, text=clip_text(line), key=prefix + _label(line),
-                         source=source, turn=turn) for _, _, line in best]
-
-
-# --- keeping the set current
-def _overlap(a: str, b: str) -> int:
-    return len(set(_WORDS.findall(a.lower())) & set(_WORDS.findall(b.lower())))
-
-
-def merge_anchors(existing: list[AnchorRecord],
-                  candidates: list[AnchorRecord]) -> list[AnchorChange]:
-    """What the candidates add to or change in the active set; nothing is mutated.
-
-    Conclusions and details (tiers 2, 3) replace the active one with the same key. A hard
-    constraint replaces one only when it says so ("instead", "from now on", "change X to
-    Y", 改为 …; see `supersedes`): a shared key alone ("The marketing budget is at most 20k
-    EUR." and "The budget is at most 50k tokens." both key max:budget) keeps both, since
-    wrongly replacing a constraint loses it and a missed replacement costs one line."""
-    active = [a for a in existing if a.active]
-    texts = {" ".join(a.text.split()).casefold() for a in active}
-    last_of_key = {c.key: i for i, c in enumerate(candidates) if c.key and c.tier > 1}
-    changes: list[AnchorChange] = []
-    for i, cand in enumerate(candidates):
-        if cand.key and cand.tier > 1 and last_of_key[cand.key] != i:
-            continue  # a finding restated within one result: the last statement wins
-        norm = " ".join(cand.text.split()).casefold()
-        if norm in texts:
-            continue
-        same_key = [a for a in active if cand.key and a.key == cand.key]
-        if any(a.tier < cand.tier for a in same_key):
-            continue  # a detail or conclusion never downgrades a hard constraint
-        if cand.tier == 1 and not supersedes(cand.text):
-            same_key = []
-        # Of several constraints on the same key, the one the statement names best goes.
-        old = max(same_key, key=lambda a: (_overlap(a.text, cand.text), active.index(a)),
-                  default=None)
-        earlier = next((c for c in changes if old is not None and c.new is old), None)
-        if earlier is not None:  # replaced within this same message: only the last is new
-            earlier.new = cand
-        else:
-            changes.append(AnchorChange("added" if old is None else "changed", old, cand))
-        active = [a for a in active if a is not old] + [cand]
-        texts.add(norm)
-    return changes
-
-
-def roll_off(anchors: list[AnchorRecord], current_turn: int,
-             keep_turns: int = 5) -> list[AnchorChange]:
-    """Tier-3 details stated more than `keep_turns` turns ago leave (caller deactivates)."""
-    return [AnchorChange("removed", a, None) for a in anchors
-            if a.active and a.tier == 3 and current_turn - a.turn > keep_turns]
-
-
-def render_anchors(anchors: list[AnchorRecord]) -> str:
-    """Active anchors, hard constraints first, one tagged line each."""
-    tags = {1: "[T1 constraint]", 2: "[T2 finding]", 3: "[T3 detail]"}
-    active = sorted((a for a in anchors if a.active), key=lambda a: (a.tier, a.turn))
-    return "\n".join(f"{tags.get(a.tier, f'[T{a.tier}]')} {a.text}" for a in active)

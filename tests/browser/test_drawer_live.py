@@ -172,3 +172,57 @@ def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> Non
     expect(page.locator("#ws-state")).to_have_text("live")
     cancel(page)
     assert_page_matches_database(page, stack, pk)
+
+
+def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, line: str) -> bool | None:
+    """Whether the first agent call after event `seq` has `line` in its task snapshot
+    (None while there is no such call yet)."""
+    import json
+    for (payload,) in stack.query("SELECT payload FROM runs_sessionevent WHERE session_id = ? "
+                                  "AND type = 'MODEL_CALL' AND seq > ? ORDER BY seq", pk, seq):
+        data = json.loads(payload)
+        if data.get("kind") != "agent":
+            continue
+        snapshot = next((m.get("content") or "" for m in data.get("messages", [])
+                         if str(m.get("content") or "").startswith("<task-snapshot>")), "")
+        return line in snapshot.splitlines()
+    return None
+
+
+def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
+        page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "sales-report", window=6000)
+    stack.resume("worker")
+    said = page.locator("#transcript article.ev-assistant_message .text").first
+    expect(said).to_be_visible()
+    stack.pause("redis")  # hold the session at its next event send
+    try:
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        said.select_text()
+        said.dispatch_event("mouseup")  # the page copies the selection into the pin form
+        sentence = page.input_value("form.pin-sentence input[name=text]")
+        assert sentence and sentence in " ".join(said.inner_text().split())
+        page.click("form.pin-sentence button")
+        expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
+        pinned_at = last_seq(stack, pk)
+    finally:
+        stack.resume("redis")
+    line = f"- {sentence}"
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, pinned_at, line) is not None,
+             "a model call after the pin")
+    # The engine may have been past its anchor sync when held; the call after has it.
+    first, = stack.query("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ? AND "
+                         "type = 'ANCHOR_CHANGED' AND payload LIKE '%\"pin\"%'", pk)[0:1]
+    assert first[0] is not None, "no ANCHOR_CHANGED from the pin"
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, first[0], line) is not None,
+             "a model call after the pin was synced")
+    assert pinned_in_a_call_after(stack, pk, first[0], line)
+    pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
+    expect(pin_row).to_contain_text(sentence[:40])
+
+    if stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) != "running":
+        pytest.skip("the session ended before the unpin could be tried")
+    pin_row.locator("button.unpin").click()
+    expect(page.locator("#flash")).to_contain_text("Unpinned")
+    assert stack.scalar("SELECT active FROM runs_anchor WHERE session_id = ? AND source = 'pin'",
+                        pk) == 0  # kept, inactive

@@ -1,8 +1,9 @@
 """Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
 import pytest
 
-from agents.anchors import (AnchorChange, clip_text, extract_anchors, extract_conclusions,
-                            merge_anchors, render_anchors, roll_off)
+from agents.anchor_merge import AnchorChange, merge_anchors, render_anchors, roll_off
+from agents.anchors import clip_text, extract_anchors
+from agents.conclusions import extract_conclusions
 from agents.store import AnchorRecord
 
 
@@ -224,6 +225,7 @@ def test_prohibitions_and_obligations_are_tier_one_in_english_and_chinese():
     for text in ("Do not delete any files.", "Never email the customer.",
                  "Only use data up to 2025-12-31.", "Always answer in German.",
                  "Please don't touch the production database.", "You should not guess figures.",
+                 "Don’t rename the columns.",
                  "不要删除任何文件。", "必须用中文回答。", "不得联系客户。", "只能使用公开数据。",
                  "禁止修改原始数据。", "始终用德语回答。", "请勿发送邮件。"):
         found = extract_anchors(text)
