@@ -189,40 +189,60 @@ def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, line: str) -> bool |
     return None
 
 
+def pin_event_seq(stack: Stack, pk: int, action: str) -> int | None:
+    return stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ? AND type = "
+                        "'ANCHOR_CHANGED' AND payload LIKE '%\"source\": \"pin\"%' AND payload "
+                        "LIKE ?", pk, f'%"action": "{action}"%')
+
+
+SELECT_FIRST_SENTENCE = """el => {
+  const node = el.firstChild, text = node.textContent, stop = text.indexOf('. ');
+  const range = document.createRange();
+  range.setStart(node, 0);
+  range.setEnd(node, stop > 0 ? stop + 1 : Math.min(text.length, 200));
+  getSelection().removeAllRanges();
+  getSelection().addRange(range);
+}"""
+
+
 def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         page: Page, stack: Stack) -> None:
-    pk = start_session(page, stack, "sales-report", window=6000)
+    pk = start_session(page, stack, "long-200", window=8000)
     stack.resume("worker")
-    said = page.locator("#transcript article.ev-assistant_message .text").first
-    expect(said).to_be_visible()
+    goal = page.locator("#transcript article.ev-user_message .text").first
+    expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
     stack.pause("redis")  # hold the session at its next event send
     try:
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
-        said.select_text()
-        said.dispatch_event("mouseup")  # the page copies the selection into the pin form
+        goal.evaluate(SELECT_FIRST_SENTENCE)
+        goal.dispatch_event("mouseup")  # the page copies the selection into the pin form
         sentence = page.input_value("form.pin-sentence input[name=text]")
-        assert sentence and sentence in " ".join(said.inner_text().split())
+        assert sentence and sentence in goal.inner_text()
         page.click("form.pin-sentence button")
         expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
-        pinned_at = last_seq(stack, pk)
     finally:
         stack.resume("redis")
     line = f"- {sentence}"
-    wait_for(lambda: pinned_in_a_call_after(stack, pk, pinned_at, line) is not None,
+    wait_for(lambda: pin_event_seq(stack, pk, "added") is not None, "the engine to sync the pin")
+    added = pin_event_seq(stack, pk, "added")
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, added, line) is not None,
              "a model call after the pin")
-    # The engine may have been past its anchor sync when held; the call after has it.
-    first, = stack.query("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ? AND "
-                         "type = 'ANCHOR_CHANGED' AND payload LIKE '%\"pin\"%'", pk)[0:1]
-    assert first[0] is not None, "no ANCHOR_CHANGED from the pin"
-    wait_for(lambda: pinned_in_a_call_after(stack, pk, first[0], line) is not None,
-             "a model call after the pin was synced")
-    assert pinned_in_a_call_after(stack, pk, first[0], line)
+    assert pinned_in_a_call_after(stack, pk, added, line)
     pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
-    expect(pin_row).to_contain_text(sentence[:40])
+    expect(pin_row).to_contain_text(sentence)
 
-    if stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) != "running":
-        pytest.skip("the session ended before the unpin could be tried")
-    pin_row.locator("button.unpin").click()
-    expect(page.locator("#flash")).to_contain_text("Unpinned")
+    stack.pause("redis")
+    try:
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        pin_row.locator("button.unpin").click()
+        expect(page.locator("#flash")).to_contain_text("Unpinned")
+    finally:
+        stack.resume("redis")
+    wait_for(lambda: pin_event_seq(stack, pk, "removed") is not None, "the engine to drop the pin")
+    removed = pin_event_seq(stack, pk, "removed")
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, line) is not None,
+             "a model call after the unpin")
+    assert pinned_in_a_call_after(stack, pk, removed, line) is False
     assert stack.scalar("SELECT active FROM runs_anchor WHERE session_id = ? AND source = 'pin'",
                         pk) == 0  # kept, inactive
+    cancel(page)
