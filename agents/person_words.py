@@ -95,8 +95,6 @@ class PersonWords:
         if not shown:
             return ""
         bodies = [m.text for m in shown]
-        lines = lambda: [OPEN, INTRO, *(f"{_label(m)} {b}" for m, b in zip(shown, bodies)),
-                         CLOSE]
         cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
         fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
         for i, msg in enumerate(shown):  # oldest first, until the block fits
@@ -109,7 +107,8 @@ class PersonWords:
                 self._condensed[cache_key] = condense(msg, hard)
             bodies[i] = self._condensed[cache_key]
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
-        return "\n".join(lines())
+        entries = [f"{_label(m)} {body}" for m, body in zip(shown, bodies)]
+        return "\n".join([OPEN, INTRO, *entries, CLOSE])
 
     def to_state(self) -> list[dict]:
         return [m.to_state() for m in self.messages]
