@@ -134,9 +134,15 @@ _OTHER_TRIGGER = re.compile("|".join(
     + r"|以内|之内|以下|以上|<=|>=")
 
 
-def _may_bind(low: str) -> bool:
+# Every date DATE_RE finds has a digit, a non-ASCII character or one of these words.
+_DATE_WORDS = frozenset("""jan january feb february mar march apr april may jun june jul july
+    aug august sep sept september oct october nov november dec december monday tuesday
+    wednesday thursday friday saturday sunday today tonight tomorrow eod midnight end""".split())
+
+
+def _may_bind(low: str, words: list[str]) -> bool:
     """False when `low` holds none of the words any constraint needs (most clauses)."""
-    if not _TRIGGER_WORDS.isdisjoint(_ASCII_WORDS.findall(low)):
+    if not _TRIGGER_WORDS.isdisjoint(words):
         return True
     return ("=" in low or not low.isascii()) and _OTHER_TRIGGER.search(low) is not None
 
@@ -225,11 +231,14 @@ def _classify(clause: str) -> tuple[str, str] | None:
     Every pattern runs once over the clause (dates and limits are found once, then
     compared), so the cost is linear in the clause."""
     low = clause.lower()
-    if not _may_bind(low):
+    words = _ASCII_WORDS.findall(low)
+    if not _may_bind(low, words):
         return None
     must = _MUST.search(low)
     lead = must.start() if must else len(low)
-    dates = list(_DATE_LOW.finditer(low))
+    maybe_dated = (_DIGIT.search(low) or not low.isascii()
+                   or not _DATE_WORDS.isdisjoint(words))
+    dates = list(_DATE_LOW.finditer(low)) if maybe_dated else []
     limit = next((m for m in _MAX.finditer(low) if _quantity_after(low, m.end())), None)
     data = _DATA.search(low)
     for match in _CUTOFF.finditer(low) if dates else ():
