@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.anchors import WORDS_RE, supersedes
+from agents.anchors import STOP_WORDS, WORDS_RE, supersedes
 from agents.store import AnchorRecord
 
 
@@ -22,6 +22,30 @@ class AnchorChange:
 
 def _overlap(a: str, b: str) -> int:
     return len(set(WORDS_RE.findall(a.lower())) & set(WORDS_RE.findall(b.lower())))
+
+
+_NOT_QUALIFIERS = frozenset("instead wait actually anymore rather okay ok well now".split())
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _about_the_same(old: AnchorRecord, cand: AnchorRecord) -> bool:
+    """False when the new limit names a narrower thing than the old one: "From now on the
+    marketing budget is at most 30k EUR" must not replace "The budget is at most 50k
+    tokens", though both key max:budget. A word right before the subject in the new
+    statement ("marketing", "token") must occur somewhere in the old one."""
+    kind, _, subject = cand.key.partition(":")
+    if kind not in ("max", "min", "range", "deadline") or not subject.isascii():
+        return True
+    words = WORDS_RE.findall(cand.text.lower())
+    old_words = {_singular(w) for w in WORDS_RE.findall(old.text.lower())}
+    for before, word in zip(words, words[1:]):
+        if _singular(word) == subject and before not in STOP_WORDS | _NOT_QUALIFIERS \
+                and not before[0].isdigit() and _singular(before) not in old_words:
+            return False
+    return True
 
 
 def merge_anchors(existing: list[AnchorRecord],
@@ -46,8 +70,9 @@ def merge_anchors(existing: list[AnchorRecord],
         same_key = [a for a in active if cand.key and a.key == cand.key]
         if any(a.tier < cand.tier for a in same_key):
             continue  # a detail or conclusion never downgrades a hard constraint
-        if cand.tier == 1 and not supersedes(cand.text):
-            same_key = []
+        if cand.tier == 1:
+            same_key = ([a for a in same_key if _about_the_same(a, cand)]
+                        if supersedes(cand.text) else [])
         # Of several constraints on the same key, the one the statement names best goes.
         old = max(same_key, key=lambda a: (_overlap(a.text, cand.text), active.index(a)),
                   default=None)

@@ -83,6 +83,7 @@ _STOP = set("a an the this that these those it its is are was were be been being
             "overall whole entire change plan constraint constraints hard new old final just only "
             "still so than more less have has had do does use spend write make give return "
             "produce deliver submit finish send take stay remain limit cap".split())
+STOP_WORDS = frozenset(_STOP)
 _CJK_FILLERS = re.compile(r"^(?:另外|此外|还有|同时|并且|而且|注意|要求|请|把|将|我们的|我们|我的|你的|总|整体)+"
                           r"|(?:必须|一定要|务必|需要|应该|应|要|控制在|保持在|限制在|控制|在|是|为|得|的|都|也)+$")
 _CANON = {"预算": "budget", "数据": "data", "篇幅": "length", "字数": "words", "页数": "pages",

@@ -274,3 +274,16 @@ def test_supersedes_needs_explicit_words():
     for text in ("The marketing budget is at most 20k EUR.", "No longer than 5 pages.",
                  "The budget is at most 50k tokens."):
         assert not supersedes(text), text
+
+
+def test_an_explicit_replacement_of_a_narrower_thing_keeps_the_broader_constraint():
+    tokens = extract_anchors("The budget is at most 50k tokens.", turn=1)
+    narrower = merge_anchors(tokens, extract_anchors(
+        "From now on, the marketing budget is at most 30k EUR.", turn=4))
+    assert [(c.action, c.old) for c in narrower] == [("added", None)]
+    marketing = extract_anchors("The marketing budget is at most 20k EUR.", turn=2)
+    same = merge_anchors(marketing, extract_anchors(
+        "From now on, the marketing budget is at most 30k EUR.", turn=4))
+    assert [c.action for c in same] == ["changed"]
+    broader = merge_anchors(tokens, extract_anchors("Change the budget to at most 80k.", turn=5))
+    assert [c.action for c in broader] == ["changed"]
