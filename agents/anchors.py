@@ -119,7 +119,6 @@ def _bounded(piece: str) -> list[str]:
         start = end
     return runs
 
-
 # A quick test before classification: every English constraint pattern above starts with,
 # or holds, one of these words; the other languages' markers are matched as they are.
 # One word scan and one set test cost a few µs, where the patterns cost ~75 µs a clause.
@@ -133,7 +132,6 @@ _OTHER_TRIGGER = re.compile("|".join(
     w for p in (_MUST, _RULE_ANY, _MAX, _MIN, _CUTOFF, *_FORMATS.values())
     for w in p.pattern.split("|") if w and not re.search(r"[a-z\\]", w))
     + r"|以内|之内|以下|以上|<=|>=")
-
 
 # Every date DATE_RE finds has a digit, a non-ASCII character or one of these words.
 _DATE_WORDS = frozenset("""jan january feb february mar march apr april may jun june jul july
@@ -174,7 +172,6 @@ def _clauses(text: str) -> list[tuple[str, tuple[str, str] | None]]:
                 found = _classify(clause) or found
             out.append((clause, found))
     return [(c, f) for c, f in out if len(_LETTER.findall(c)) >= 3]
-
 
 _LETTER = re.compile(rf"[A-Za-z{_CJK}]")
 _DIGIT = re.compile(r"\d")
@@ -274,7 +271,6 @@ def _classify(clause: str) -> tuple[str, str] | None:
         action = _residue(rest[rule.end():], _NEGATION, _USE)
         return "rule", "rule:" + (action or _residue(rest[:rule.start()]))
     return None
-
 
 _NEGATION = re.compile(r"\bnot\b|\bbe\b|不")
 _USE = re.compile(r"\buse\b")
