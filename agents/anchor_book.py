@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from agents.anchors import AnchorChange, extract_anchors, extract_conclusions, merge_anchors, roll_off
+from agents.anchor_merge import AnchorChange, merge_anchors, roll_off
+from agents.anchors import extract_anchors
+from agents.conclusions import extract_conclusions
 from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 
@@ -17,7 +19,12 @@ CONCLUSION_SCAN_CHARS = 1000  # findings lead a result; scoring every line costs
 
 
 def _anchor_sig(a: AnchorRecord) -> tuple:
-    return (a.tier, a.text, a.active)
+    return (a.tier, a.text, a.active, a.source)
+
+
+def _edit_source(source: str) -> str:
+    """Who changed an anchor outside the engine: a pin from the drawer, else the admin."""
+    return "pin" if source == "pin" else "admin"
 
 
 def _tasks_sig(tasks: list[TaskRecord]) -> str:
@@ -46,11 +53,12 @@ class AnchorBook:
             if before == _anchor_sig(anchor):
                 continue
             self._report(turn, anchor, before[1] if before else None,
-                         "added" if before is None else "changed", "admin")
-        for anchor_id, (tier, text, _active) in self._known.items():
-            if anchor_id not in loaded:  # deactivated or deleted in the admin
-                gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id)
-                self._report(turn, gone, text, "removed", "admin")
+                         "added" if before is None else "changed", _edit_source(anchor.source))
+        for anchor_id, (tier, text, _active, source) in self._known.items():
+            if anchor_id not in loaded:  # deactivated or deleted in the admin, or unpinned
+                gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id,
+                                    source=source)
+                self._report(turn, gone, text, "removed", _edit_source(source))
         self._known = {a.id: _anchor_sig(a) for a in self.anchors}
         self.tasks = self.store.load_tasks(self.session_id)
         if _tasks_sig(self.tasks) != self._tasks_known:
@@ -106,8 +114,9 @@ class AnchorBook:
             # Tool conclusions that merely add data refresh the snapshot quietly; changes
             # of what was concluded, and anything a person said, rebuild it at once.
             fires = trigger and shown.tier <= 2 and (source != "tool" or change.action == "changed")
+            # A replaced constraint stays in the Store, inactive; the event names both.
             self._report(turn, shown, old_text, change.action, shown.source or source,
-                         trigger=fires)
+                         trigger=fires, old_id=change.old.id if change.old else None)
 
     def _edited_by_a_person(self, anchor: AnchorRecord) -> bool:
         """True when the stored anchor differs from what the engine last saw of it."""
@@ -133,10 +142,12 @@ class AnchorBook:
             self._known.pop(anchor.id, None)
 
     def _report(self, turn: int, anchor: AnchorRecord, old: str | None, action: str,
-                source: str, trigger: bool = True) -> None:
+                source: str, trigger: bool = True, old_id: int | None = None) -> None:
         if trigger and anchor.tier <= 2:
             self.trigger_pending = True
         payload: dict[str, Any] = {"id": anchor.id, "tier": anchor.tier, "old": old,
                                    "new": anchor.text if action != "removed" else None,
                                    "source": source, "action": action}
+        if old_id is not None and old_id != anchor.id:
+            payload["old_id"] = old_id
         self.emit(Event(EventType.ANCHOR_CHANGED, payload, turn=turn))

@@ -7,8 +7,9 @@ from agents.config import ContextConfig
 
 REFERENCE_WINDOW = 128_000
 # The SPEC's zone defaults at the reference window; other windows scale proportionally.
-DEFAULT_ZONES = {"system": 3000, "snapshot": 2000, "history": 16000,
+DEFAULT_ZONES = {"system": 3000, "snapshot": 2000, "words": 3000, "history": 16000,
                  "summary": 8000, "summary_max": 20000, "reserve": 1000}
+MIN_WORDS_BUDGET = 128  # the person's words block: a few sentences even in a tiny window
 BUDGET_WARNING_FREE = 0.15  # trigger (c): less than 15 % of the window left
 FINAL_RESERVE_FACTOR = 4  # C15: the answer phase gets a larger output reserve
 
@@ -20,6 +21,7 @@ class Budget:
     window: int
     system: int
     snapshot: int
+    words: int  # the person's words block (issue 13), condensed past this
     history: int
     summary_cap: int
     summary_max: int
@@ -46,7 +48,8 @@ class Budget:
         return self.window - self.summary_output
 
     def budgets(self) -> dict[str, int]:
-        return {"system": self.system, "snapshot": self.snapshot, "summary": self.summary_cap,
+        return {"system": self.system, "snapshot": self.snapshot, "words": self.words,
+                "summary": self.summary_cap,
                 "history": self.history, "since": self.since,
                 "hints": max(64, self.snapshot // 4), "reserve": self.reserve}
 
@@ -71,6 +74,7 @@ def plan_budget(window: int, config: ContextConfig, *, final_phase: bool = False
     budget_line = int(window * (1 - BUDGET_WARNING_FREE)) - reserve
     return Budget(
         window=window, system=zone["system"], snapshot=zone["snapshot"],
+        words=max(MIN_WORDS_BUDGET, zone["words"]),
         history=zone["history"], summary_cap=zone["summary"], summary_max=zone["summary_max"],
         reserve=reserve, trigger_line=min(trigger_line, window - reserve),
         warning_line=warning_line, budget_line=budget_line,

@@ -5,7 +5,7 @@ earlier request at 10–25 % of the price, so what stays the same between compac
 comes first and what changes every turn comes last:
 
     stable  system prompt · (tools) · task snapshot as of the last compaction ·
-            [the person's words block goes here, right after the snapshot] ·
+            the person's words (their messages no longer whole in the recent turns) ·
             summary · recent turns, append-only
     tail    "since then" (what changed in the snapshot since it was frozen) · hints
 
@@ -26,6 +26,7 @@ from typing import Any
 from agents.budget import Budget, plan_budget
 from agents.config import ContextConfig
 from agents.history import Msg, Unit, group_units
+from agents.person_words import PersonWords
 from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
 
 CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
@@ -84,6 +85,8 @@ class WorkingContext:
     final_phase: bool = False
     extra_reserve: int = 0
     correction: float = 1.0  # provider's count / ours, raised after an overflow error
+    hard_constraints: list[str] = field(default_factory=list)  # kept when words condense
+    words_floor: bool = False  # over the limit: the words block keeps only constraints
 
     def __post_init__(self) -> None:
         self.count = TextCache(self.counter)
@@ -94,6 +97,9 @@ class WorkingContext:
         self._summary_msg: Msg | None = None
         self._budget_key: tuple | None = None
         self._budget: Budget | None = None
+        self.person = PersonWords()
+        self._words_msg: Msg | None = None
+        self._words_text = ""
         self.set_summary(self.summary, self.summary_text)
 
     # --- budget
@@ -127,6 +133,22 @@ class WorkingContext:
         self._snapshot_msg = Msg.build(self.counter, {"role": "system",
                                                       "content": self.snapshot_text})
         self._since_msg = None
+
+    def add_person(self, turn: int, ref: str, text: str, source: str) -> None:
+        """A message the person wrote: kept in every request from now on (issue 13)."""
+        self.person.add(turn, ref, text, source)
+
+    def words_msg(self) -> Msg | None:
+        """The person's words block as it stands: their messages that are not whole in the
+        history. Rendering is cached, so asking again costs a scan of the history."""
+        history = {m.ref: m.text for m in self.history if m.role == "user" and m.ref}
+        budget = 0 if self.words_floor else self.budget().words
+        text = self.person.render(history, budget, self.hard_constraints, self.count)
+        if text != self._words_text:
+            self._words_text = text
+            self._words_msg = (Msg.build(self.counter, {"role": "system", "content": text})
+                               if text else None)
+        return self._words_msg
 
     def since_tokens(self) -> int:
         return self._since_msg.tokens if self._since_msg else 0
@@ -190,6 +212,7 @@ class WorkingContext:
         return {
             "system": self.fixed_tokens(),
             "snapshot": self._snapshot_msg.tokens if self._snapshot_msg else 0,
+            "words": words.tokens if (words := self.words_msg()) else 0,
             "summary": self._summary_msg.tokens if self._summary_msg else 0,
             "history": sum(m.tokens for m in self.history),
             "since": self.since_tokens(),
@@ -203,8 +226,9 @@ class WorkingContext:
         parts: list[tuple[str, Msg]] = [("system", self._system_msg)]
         if self._snapshot_msg is not None:
             parts.append(("snapshot", self._snapshot_msg))
-        # The person's words block (their own messages, verbatim) belongs here: stable
-        # between compactions, right after the snapshot, before the summary.
+        # The person's words: stable between compactions, like the snapshot before it.
+        if (words := self.words_msg()) is not None:
+            parts.append(("words", words))
         if self._summary_msg is not None:
             parts.append(("summary", self._summary_msg))
         return parts
@@ -230,7 +254,7 @@ class WorkingContext:
                 "snapshot": self.snapshot_text,
                 "summary_text": self.summary_text, "final_phase": self.final_phase,
                 "extra_reserve": self.extra_reserve, "correction": self.correction,
-                "window": self.window}
+                "window": self.window, "person": self.person.to_state()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.history = [Msg.from_state(m) for m in state.get("history", [])]
@@ -242,6 +266,7 @@ class WorkingContext:
         self.extra_reserve = state.get("extra_reserve", 0)
         self.correction = state.get("correction", 1.0)
         self.window = state.get("window", self.window)
+        self.person.restore(state.get("person", []))
 
 
 SINCE_OPEN = "<snapshot-update>"

@@ -48,6 +48,7 @@ class ContextKeeper:
         tasks = loop.book.tasks
         ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
         anchor_changed = loop.book.trigger_pending
+        ctx.hard_constraints = loop.book.hard_constraints()  # never condensed out of words
         before = ctx.zones() if anchor_changed else {}
         self.refresh_snapshot()
         self.preflight()
@@ -133,7 +134,7 @@ class ContextKeeper:
         units = ctx.units()
         rounds = sum(1 for u in units if u.is_round)
         allowance = budget.history + sum(max(0, budget.budgets()[zone] - zones[zone])
-                                         for zone in ("system", "snapshot", "summary"))
+                                         for zone in ("system", "snapshot", "words", "summary"))
         if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
                 zones["history"] > allowance and rounds > budget.keep_rounds + 1):
             return "rolling"
@@ -170,6 +171,7 @@ class ContextKeeper:
         """After compacting, rebuild the snapshot so every tier-1 anchor is back in view."""
         outcome = proceed()
         if outcome is not None:  # everything after the system prompt changes: refreeze
+            self.ctx.words_floor = False  # and the person's words get their budget back
             self.refresh_snapshot()
             self.freeze_if_needed(force=True)
             missing = [a for a in self.loop.book.hard_constraints()
@@ -190,16 +192,17 @@ class ContextKeeper:
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
         if ctx.input_tokens(hint_msgs) > limit:
             self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room
-        over = ctx.input_tokens(hint_msgs) - limit
-        if over > 0:
+        if ctx.input_tokens(hint_msgs) > limit:
+            ctx.words_floor = True  # the person's words keep only their constraints
+        for _ in range(2):  # a person's message cut here joins the words block: re-measure
+            over = ctx.input_tokens(hint_msgs) - limit
             for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
                 msg = ctx.history[i]
                 if over <= 0:
                     break
                 if msg.tokens > 24 and msg.text:
-                    cut = ctx.shortened(msg, max(16, msg.tokens - over))
-                    over -= msg.tokens - cut.tokens
-                    ctx.history[i] = cut
+                    ctx.history[i] = ctx.shortened(msg, max(16, msg.tokens - over))
+                    over = ctx.input_tokens(hint_msgs) - limit
         if ctx.input_tokens(hint_msgs) > limit:
             hint_msgs.clear()
         budget = ctx.budget()

@@ -26,8 +26,9 @@ Payload shapes (keys every consumer may rely on):
                          "ok", "missing_anchors", "snapshot_present", "missing_tasks",
                          "unsupported_numbers"}, "instructions"}
 - HINT_BLOCK        {"kind": "time"|"tasks"|"context"|"tool_error", "text"}
-- ANCHOR_CHANGED    {"id", "tier", "old", "new", "source": "user"|"tool"|"admin",
-                     "action": "added"|"changed"|"removed"}
+- ANCHOR_CHANGED    {"id", "tier", "old", "new", "source": "user"|"tool"|"admin"|"pin",
+                     "action": "added"|"changed"|"removed", "old_id"?: the replaced
+                     anchor, kept inactive in the Store (a replacement the person asked for)}
 - TASKS_CHANGED     {"tasks": [task dict...], "source": "agent"|"admin"}
 - NOTES_CHANGED     {"notes": {...}}
 - OFFLOAD           {"ref", "kind": "tool_result"|"context"|"message", "chars"}
@@ -44,7 +45,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 # In layout order (SPEC C17): the stable part, then what changes every turn.
-ZONES = ("system", "snapshot", "summary", "history", "since", "hints", "reserve")
+ZONES = ("system", "snapshot", "words", "summary", "history", "since", "hints", "reserve")
 
 
 class EventType(StrEnum):

@@ -198,6 +198,7 @@ class AgentLoop:
                      cap=self.ctx.budget().message_cap)
         self.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
         if source != "engine":  # the engine's own nudges state no constraints
+            self.ctx.add_person(self.turn, ref, text, source)
             self.book.from_user(text, self.turn)
 
     # --- the model

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any, Callable
 
-from agents.anchors import extract_anchors
+from agents.anchors import extract_anchors, supersedes
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -158,8 +158,11 @@ def _constraint_keys(item: str) -> set[str]:
 
 def _still_valid(old: list[str], fresh: list[str]) -> list[str]:
     """Old overview items not overridden by a newer constraint on the same thing (the
-    anchor conflict key: "budget at most 80k" overrides "budget at most 50k")."""
-    fresh_keys = set().union(*map(_constraint_keys, fresh)) if fresh else set()
+    anchor conflict key) that says it replaces it ("Change the budget to at most 80k"):
+    "The marketing budget is at most 20k" shares the key of "budget at most 50k tokens"
+    and leaves it in place, as the anchor book does (issue 13)."""
+    replacing = [item for item in fresh or () if supersedes(item)]
+    fresh_keys = set().union(*map(_constraint_keys, replacing)) if replacing else set()
     return [item for item in old if not (keys := _constraint_keys(item)) or not keys <= fresh_keys]
 
 

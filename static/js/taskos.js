@@ -49,6 +49,18 @@
     toggle.textContent = anyOpen ? "unfold all" : "fold all";
   });
 
+  // Pins (issue 13): a sentence selected in the transcript goes into the drawer's pin
+  // form, ready to be made a hard constraint with one click.
+  document.addEventListener("mouseup", function () {
+    var transcript = document.getElementById("transcript");
+    var input = document.querySelector("form.pin-sentence input[name=text]");
+    var selection = window.getSelection();
+    if (!transcript || !input || !selection || selection.isCollapsed) { return; }
+    if (!transcript.contains(selection.anchorNode)) { return; }
+    var text = selection.toString().replace(/\s+/g, " ").trim();
+    if (text) { input.value = text.slice(0, 500); }
+  });
+
   // W8: some browser features need a secure context; say so instead of failing silently.
   document.addEventListener("DOMContentLoaded", function () {
     if (!window.isSecureContext) { document.body.classList.add("insecure-context"); }

@@ -11,6 +11,15 @@ from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session,
 
 
 def mark_anchor(anchor: Anchor) -> None:
+    """Mark an admin edit. An edited text keeps its previous version as an inactive row:
+    a replaced constraint stays in the database (issue 13), and the engine's ANCHOR event
+    names the old text and the new one."""
+    if anchor.pk is not None:
+        before = Anchor.objects.filter(pk=anchor.pk).first()
+        if before is not None and before.text != anchor.text:
+            Anchor.objects.create(session_id=before.session_id, tier=before.tier,
+                                  text=before.text, key=before.key, source=before.source,
+                                  active=False, turn=before.turn)
     anchor.source = Anchor.Source.ADMIN
 
 

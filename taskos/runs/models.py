@@ -256,6 +256,7 @@ class Anchor(models.Model):
         USER = "user"
         TOOL = "tool"
         ADMIN = "admin"
+        PIN = "pin"  # a sentence of the transcript a person pinned from the drawer
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="anchors")
     tier = models.PositiveSmallIntegerField(choices=Tier.choices, default=Tier.CONCLUSION)

@@ -1,4 +1,5 @@
-"""What a person does to a running session: cancel, follow up, compact now (SPEC W2, C13).
+"""What a person does to a running session: cancel, follow up, compact now, pin a sentence
+(SPEC W2, C13; issue 13).
 
 Each action answers htmx with a short notice for the page's #flash box and a plain
 form post with a redirect back to the session page; both are CSRF-protected.
@@ -15,6 +16,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from taskos.runs.models import Session
+from taskos.runs.pins import pin_sentence, unpin
 from taskos.runs.services import SessionError, post_message, request_cancel, request_compaction
 from taskos.web.forms import CompactForm, MessageForm
 from taskos.web.views import owned_session
@@ -73,4 +75,25 @@ def compact(request: HttpRequest, pk: int) -> HttpResponse:
         focus = form.cleaned_data["instructions"]
         return ("Compaction requested" + (f" with focus “{focus}”" if focus else "")
                 + ": it runs at the start of the next turn.")
+    return run_action(request, pk, act)
+
+
+@login_required
+@require_POST
+def pin(request: HttpRequest, pk: int) -> HttpResponse:
+    """Pin a sentence of the transcript as a hard constraint (issue 13)."""
+    def act(session: Session) -> str:
+        anchor, created = pin_sentence(session, request.POST.get("text", ""))
+        if not created:
+            return f"Already a hard constraint: “{anchor.text}”."
+        return f"Pinned as a hard constraint: “{anchor.text}”. The agent has it from its next call."
+    return run_action(request, pk, act)
+
+
+@login_required
+@require_POST
+def unpin_view(request: HttpRequest, pk: int, anchor_id: int) -> HttpResponse:
+    def act(session: Session) -> str:
+        anchor = unpin(session, anchor_id)
+        return f"Unpinned: “{anchor.text}”. The agent no longer has it from its next call."
     return run_action(request, pk, act)

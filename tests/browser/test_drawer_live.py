@@ -174,3 +174,77 @@ def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> Non
     expect(page.locator("#ws-state")).to_have_text("live")
     cancel(page)
     assert_page_matches_database(page, stack, pk)
+
+
+def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, line: str) -> bool | None:
+    """Whether the first agent call after event `seq` has `line` in its task snapshot
+    (None while there is no such call yet)."""
+    import json
+    for (payload,) in stack.query("SELECT payload FROM runs_sessionevent WHERE session_id = ? "
+                                  "AND type = 'MODEL_CALL' AND seq > ? ORDER BY seq", pk, seq):
+        data = json.loads(payload)
+        if data.get("kind") != "agent":
+            continue
+        snapshot = next((m.get("content") or "" for m in data.get("messages", [])
+                         if str(m.get("content") or "").startswith("<task-snapshot>")), "")
+        return line in snapshot.splitlines()
+    return None
+
+
+def pin_event_seq(stack: Stack, pk: int, action: str) -> int | None:
+    return stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ? AND type = "
+                        "'ANCHOR_CHANGED' AND payload LIKE '%\"source\": \"pin\"%' AND payload "
+                        "LIKE ?", pk, f'%"action": "{action}"%')
+
+
+SELECT_FIRST_SENTENCE = """el => {
+  const node = el.firstChild, text = node.textContent, stop = text.indexOf('. ');
+  const range = document.createRange();
+  range.setStart(node, 0);
+  range.setEnd(node, stop > 0 ? stop + 1 : Math.min(text.length, 200));
+  getSelection().removeAllRanges();
+  getSelection().addRange(range);
+}"""
+
+
+def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
+        page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "long-200", window=8000)
+    stack.resume("worker")
+    goal = page.locator("#transcript article.ev-user_message .text").first
+    expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
+    stack.pause("redis")  # hold the session at its next event send
+    try:
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        goal.evaluate(SELECT_FIRST_SENTENCE)
+        goal.dispatch_event("mouseup")  # the page copies the selection into the pin form
+        sentence = page.input_value("form.pin-sentence input[name=text]")
+        assert sentence and sentence in goal.inner_text()
+        page.click("form.pin-sentence button")
+        expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
+    finally:
+        stack.resume("redis")
+    line = f"- {sentence}"
+    wait_for(lambda: pin_event_seq(stack, pk, "added") is not None, "the engine to sync the pin")
+    added = pin_event_seq(stack, pk, "added")
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, added, line) is not None,
+             "a model call after the pin")
+    assert pinned_in_a_call_after(stack, pk, added, line)
+    pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
+    expect(pin_row).to_contain_text(sentence)
+
+    stack.pause("redis")
+    try:
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        pin_row.locator("button.unpin").click()
+        expect(page.locator("#flash")).to_contain_text("Unpinned")
+    finally:
+        stack.resume("redis")
+    wait_for(lambda: pin_event_seq(stack, pk, "removed") is not None, "the engine to drop the pin")
+    removed = pin_event_seq(stack, pk, "removed")
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, line) is not None,
+             "a model call after the unpin")
+    assert pinned_in_a_call_after(stack, pk, removed, line) is False
+    assert stack.scalar("SELECT active FROM runs_anchor WHERE session_id = ? AND source = 'pin'",
+                        pk) == 0  # kept, inactive
+    cancel(page)

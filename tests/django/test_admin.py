@@ -55,6 +55,13 @@ def test_saving_an_anchor_in_the_admin_marks_it_as_an_admin_edit(client, staff_u
     assert response.status_code == 302, response.content.decode()[:2000]
     anchor.refresh_from_db()
     assert (anchor.text, anchor.tier, anchor.source) == ("region A sales -15%", 1, "admin")
+    # The replaced version stays in the database, inactive (issue 13).
+    old = Anchor.objects.get(session=session, active=False)
+    assert (old.text, old.tier, old.source, old.turn) == ("region A sales -12%", 2, "tool", 4)
+    client.post(reverse("admin:runs_anchor_change", args=[anchor.pk]), {
+        "session": session.pk, "tier": 1, "text": "region A sales -15%", "key": "region-a",
+        "active": "on", "turn": 4})
+    assert Anchor.objects.filter(session=session).count() == 2  # same text: no copy
 
 
 def test_inline_edits_on_the_session_page_mark_anchors_and_tasks(client, staff_user, make_session):

@@ -1,8 +1,9 @@
 """Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
 import pytest
 
-from agents.anchors import (AnchorChange, clip_text, extract_anchors, extract_conclusions,
-                            merge_anchors, render_anchors, roll_off)
+from agents.anchor_merge import AnchorChange, merge_anchors, render_anchors, roll_off
+from agents.anchors import clip_text, extract_anchors
+from agents.conclusions import extract_conclusions
 from agents.store import AnchorRecord
 
 
@@ -102,14 +103,39 @@ def test_a_later_limit_replaces_the_earlier_one_with_one_change():
     assert existing[0].active  # merge only describes; the caller deactivates and saves
 
 
-def test_conflicts_are_found_in_chinese_and_across_languages():
+def test_explicit_replacements_are_found_in_chinese_and_across_languages():
     zh = extract_anchors("预算不超过5万。")
-    assert [c.action for c in merge_anchors(zh, extract_anchors("预算不超过8万。"))] == ["changed"]
+    assert [c.action for c in merge_anchors(zh, extract_anchors("预算改为不超过8万。"))] == ["changed"]
     en = extract_anchors("The budget is at most 50k tokens.")
-    assert [c.action for c in merge_anchors(en, extract_anchors("预算不超过8万。"))] == ["changed"]
+    assert [c.action for c in merge_anchors(en, extract_anchors("从现在起预算不超过8万。"))] == ["changed"]
     must = extract_anchors("You must cite sources.")
-    flip = merge_anchors(must, extract_anchors("You must not cite sources."))
+    flip = merge_anchors(must, extract_anchors("From now on you must not cite sources."))
     assert [c.action for c in flip] == ["changed"]
+
+
+def test_a_shared_key_alone_never_replaces_a_hard_constraint():
+    # Issue 13: both key max:budget; before, the token budget silently vanished.
+    tokens = extract_anchors("The budget is at most 50k tokens.", turn=1)
+    marketing = extract_anchors("The marketing budget is at most 20k EUR.", turn=3)
+    assert tokens[0].key == marketing[0].key
+    changes = merge_anchors(tokens, marketing)
+    assert [(c.action, c.old) for c in changes] == [("added", None)]
+    for restated in ("预算不超过8万。", "You must not cite sources.", "Budget at most 60k."):
+        assert all(c.action == "added" for c in merge_anchors(
+            extract_anchors("预算不超过5万。 You must cite sources. Budget at most 50k."),
+            extract_anchors(restated)))
+    both = merge_anchors([], extract_anchors("The budget is at most 50k tokens. "
+                                             "The marketing budget is at most 20k EUR."))
+    assert len(both) == 2  # within one message too
+
+
+def test_an_explicit_replacement_takes_the_constraint_it_names_best():
+    existing = (extract_anchors("The budget is at most 50k tokens.", turn=1)
+                + extract_anchors("The marketing budget is at most 20k EUR.", turn=2))
+    changes = merge_anchors(existing, extract_anchors(
+        "Change the marketing budget to at most 30k EUR.", turn=5))
+    assert [c.action for c in changes] == ["changed"]
+    assert "20k EUR" in changes[0].old.text and "30k" in changes[0].new.text
 
 
 def test_same_statement_again_changes_nothing_and_distinct_demands_are_both_kept():
@@ -119,10 +145,10 @@ def test_same_statement_again_changes_nothing_and_distinct_demands_are_both_kept
     assert [c.action for c in added] == ["added"] and added[0].old is None
 
 
-def test_restated_in_one_message_the_last_statement_wins():
-    changes = merge_anchors([], extract_anchors("Budget at most 50k. Actually, budget at most 60k."))
-    assert [(c.action, c.new.text) for c in changes] == [
-        ("added", "Actually, budget at most 60k")]
+def test_restated_in_one_message_with_instead_the_last_statement_wins():
+    changes = merge_anchors([], extract_anchors("Budget at most 50k. No wait, instead budget at most 60k."))
+    assert [(c.action, c.old, c.new.text) for c in changes] == [
+        ("added", None, "No wait, instead budget at most 60k")]
 
 
 def test_a_lower_tier_candidate_never_downgrades_a_hard_constraint():
@@ -192,3 +218,72 @@ def test_render_puts_hard_constraints_first_tagged_and_skips_inactive():
     assert render_anchors(anchors).splitlines() == [
         "[T1 constraint] must include a table", "[T2 finding] rows: 120", "[T3 detail] room 3"]
     assert render_anchors([]) == ""
+
+
+# --- issue 13: prohibitions and obligations, linear extraction
+def test_prohibitions_and_obligations_are_tier_one_in_english_and_chinese():
+    for text in ("Do not delete any files.", "Never email the customer.",
+                 "Only use data up to 2025-12-31.", "Always answer in German.",
+                 "Please don't touch the production database.", "You should not guess figures.",
+                 "Don’t rename the columns.",
+                 "不要删除任何文件。", "必须用中文回答。", "不得联系客户。", "只能使用公开数据。",
+                 "禁止修改原始数据。", "始终用德语回答。", "请勿发送邮件。"):
+        found = extract_anchors(text)
+        assert [a.tier for a in found] == [1], text
+    keys = {a.key for a in extract_anchors("Do not delete any files. Never email the customer.")}
+    assert len(keys) == 2  # two rules on different things
+
+
+def test_descriptive_sentences_with_rule_words_are_not_constraints():
+    for text in ("I only need a short summary of it.", "We never had this problem before.",
+                 "The team always meets on Mondays."):
+        assert [a for a in extract_anchors(text) if a.tier == 1] == [], text
+
+
+def test_a_rule_inside_a_longer_sentence_keeps_its_own_clause():
+    found = extract_anchors("Thanks for the help, do not delete any files, and keep notes.")
+    assert [a.tier for a in found] == [1] and "do not delete any files" in found[0].text
+
+
+def test_long_runs_without_a_break_are_classified_in_bounded_pieces():
+    from agents.anchors import MAX_CLAUSE_CHARS, _bounded, _clauses
+    run = "word " * 1000
+    pieces = _bounded(run)
+    assert "".join(pieces) == run and all(len(p) <= MAX_CLAUSE_CHARS for p in pieces)
+    assert _bounded("short text") == ["short text"]
+    solid = "x" * 1000  # no space at all: cut hard, nothing lost
+    assert "".join(_bounded(solid)) == solid and max(map(len, _bounded(solid))) == MAX_CLAUSE_CHARS
+    clauses = _clauses("deadline up to at most 5 under 3 " * 600)
+    assert all(len(c) <= MAX_CLAUSE_CHARS for c, _found in clauses)
+
+
+def test_a_pathological_twenty_thousand_character_message_is_extracted():
+    # Before issue 13 this input took ~29 s (quadratic date and limit scans); the speed
+    # itself is measured in scripts/bench_anchors.py, not here.
+    text = ("deadline up to at most 5 under 3 " * 700)[:20_000]
+    found = extract_anchors(text)
+    assert found and all(a.tier == 1 for a in found)
+    assert sum(len(a.text) for a in found) <= len(text)
+
+
+def test_supersedes_needs_explicit_words():
+    from agents.anchors import supersedes
+    for text in ("Use 80k instead.", "From now on, at most 3 pages.", "Change the budget to 80k.",
+                 "预算改为8万。", "从现在起只用英文。", "We no longer need a table."):
+        assert supersedes(text), text
+    for text in ("The marketing budget is at most 20k EUR.", "No longer than 5 pages.",
+                 "The budget is at most 50k tokens."):
+        assert not supersedes(text), text
+
+
+def test_an_explicit_replacement_of_a_narrower_thing_keeps_the_broader_constraint():
+    tokens = extract_anchors("The budget is at most 50k tokens.", turn=1)
+    narrower = merge_anchors(tokens, extract_anchors(
+        "From now on, the marketing budget is at most 30k EUR.", turn=4))
+    assert [(c.action, c.old) for c in narrower] == [("added", None)]
+    marketing = extract_anchors("The marketing budget is at most 20k EUR.", turn=2)
+    same = merge_anchors(marketing, extract_anchors(
+        "From now on, the marketing budget is at most 30k EUR.", turn=4))
+    assert [c.action for c in same] == ["changed"]
+    broader = merge_anchors(tokens, extract_anchors("Change the budget to at most 80k.", turn=5))
+    assert [c.action for c in broader] == ["changed"]

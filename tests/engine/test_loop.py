@@ -89,13 +89,28 @@ def test_hard_constraint_survives_every_later_request():
 def test_later_constraint_replaces_the_earlier_one():
     scenario = docs(8)
     scenario["steps"].insert(0, {"user": "The budget is at most 50k tokens."})
-    scenario["steps"].insert(5, {"user": "Change: the budget is at most 80k tokens."})
+    scenario["steps"].insert(5, {"user": "Change the budget to at most 80k tokens."})
     out = run_scenario(scenario, window=6000)
     changed = [p for p in out.payloads(EventType.ANCHOR_CHANGED) if p["action"] == "changed"]
     assert changed and "50k" in changed[0]["old"] and "80k" in changed[0]["new"]
+    added = {p["new"]: p["id"] for p in out.payloads(EventType.ANCHOR_CHANGED)
+             if p["action"] == "added"}
+    old_id = changed[0]["old_id"]  # the event names both; the old one stays, inactive
+    assert old_id == added["The budget is at most 50k tokens"] != changed[0]["id"]
+    assert not out.store._anchors["t1"][old_id].active
     last = out.transport.requests[-1]["messages"]
     snapshot = last[1]["content"]
     assert "80k" in snapshot and "50k" not in snapshot
+
+
+def test_a_constraint_on_another_budget_never_replaces_the_first():
+    scenario = docs(8)
+    scenario["steps"].insert(0, {"user": "The budget is at most 50k tokens."})
+    scenario["steps"].insert(5, {"user": "The marketing budget is at most 20k EUR."})
+    out = run_scenario(scenario, window=6000)
+    assert not [p for p in out.payloads(EventType.ANCHOR_CHANGED) if p["action"] == "changed"]
+    snapshot = out.transport.requests[-1]["messages"][1]["content"]
+    assert "at most 50k tokens" in snapshot and "at most 20k EUR" in snapshot
 
 
 def test_hints_are_injected_last_never_into_the_system_prompt():

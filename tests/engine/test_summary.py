@@ -74,6 +74,13 @@ def test_merge_drops_a_constraint_that_a_newer_one_overrides():
                                              "Change of plan: the budget is at most 80k tokens now"]
 
 
+def test_merge_keeps_a_constraint_that_a_newer_one_only_shares_a_key_with():
+    old = StructuredSummary(task_overview=["The budget is at most 50k tokens"])
+    new = StructuredSummary(task_overview=["The marketing budget is at most 20k EUR"])
+    assert merge(old, new).task_overview == ["The budget is at most 50k tokens",
+                                             "The marketing budget is at most 20k EUR"]
+
+
 def test_model_json_is_accepted_bare_or_fenced():
     data = full().to_dict()
     assert parse_model_summary(json.dumps(data)) == full()

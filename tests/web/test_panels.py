@@ -35,6 +35,15 @@ def test_budget_shows_latest_zones_with_trigger_and_band(session):
     assert "4,000" in html and "warning band" in html
 
 
+def test_budget_shows_the_persons_words_zone_between_snapshot_and_summary(session):
+    add_events(session, budget(words=120, summary=600))
+    context, html = panel_view(BudgetPanel(), session)
+    zones = [s["zone"] for s in context["budget"]["segments"]]
+    assert zones.index("snapshot") < zones.index("words") < zones.index("summary")
+    assert next(s for s in context["budget"]["segments"] if s["zone"] == "words")["tokens"] == 120
+    assert 'class="seg zone-words"' in html and '<i class="swatch zone-words"></i>words' in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
@@ -189,9 +198,10 @@ def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
 
 
 def test_cached_tokens_fill_zones_in_layout_order():
-    zones = {"system": 100, "snapshot": 50, "summary": 200, "history": 1000, "hints": 10}
-    assert split_cached(zones, 400) == {"system": 100, "snapshot": 50, "summary": 200,
-                                        "history": 50, "since": 0, "hints": 0}
+    zones = {"system": 100, "snapshot": 50, "words": 30, "summary": 200, "history": 1000,
+             "hints": 10}
+    assert split_cached(zones, 400) == {"system": 100, "snapshot": 50, "words": 30,
+                                        "summary": 200, "history": 20, "since": 0, "hints": 0}
 
 
 def test_compacted_away_share_is_zero_without_compactions(session):

@@ -1,0 +1,118 @@
+"""The person's words (issue 13): what the person wrote stays in every request, verbatim.
+
+Anchor extraction is a list of patterns, and the next way a person says "don't" will slip
+past it. The person's own messages (the goal and every later message) are small next to
+tool results, so the engine does not depend on extraction to keep them: each one is in
+every request, either in the recent history, while it is there whole, or in this block,
+once compaction has folded it away (or a cap cut it). Keeping only those avoids sending a
+message twice, and the block then changes only when compaction or a cut changes the
+history, which restarts the cached prefix anyway (context.py).
+
+Over its budget the block is condensed, oldest message first and visibly: a condensed
+message keeps every sentence that holds a hard constraint (extracted, pinned or set by a
+person) and says how many sentences were left out and under which archive ref they are.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from agents.anchors import extract_anchors, sentences
+
+OPEN = "<person-words>"
+INTRO = ("The person's own messages that are no longer in the recent turns below, verbatim "
+         "and oldest first (where two differ, the later one wins):")
+CLOSE = "</person-words>"
+CONDENSED = ("[… {left} of {total} sentences of this message left out to fit the context; "
+             "the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]")
+
+
+@dataclass
+class PersonMessage:
+    turn: int
+    ref: str
+    text: str
+    source: str = "user"  # goal | user | scenario
+
+    def to_state(self) -> dict:
+        return asdict(self)
+
+
+def _label(msg: PersonMessage) -> str:
+    kind = "goal" if msg.source == "goal" else "message"
+    return f"[turn {msg.turn} · {kind} · {msg.ref or 'not archived'}]"
+
+
+def holds_constraint(sentence: str, hard: tuple[str, ...]) -> bool:
+    """True when `sentence` states a hard constraint: one extraction finds, or one that is
+    active now (pinned or edited by a person), whose text it contains."""
+    flat = " ".join(sentence.split()).casefold()
+    if any(text and text in flat for text in hard):
+        return True
+    return any(a.tier == 1 for a in extract_anchors(sentence))
+
+
+def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
+    """The message reduced to its sentences that hold hard constraints, with a marker."""
+    parts = [s.strip() for s in sentences(msg.text) if s.strip()]
+    kept = [s for s in parts if holds_constraint(s, hard)]
+    if len(kept) == len(parts):
+        return msg.text
+    marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
+    return " ".join(kept + [marker])
+
+
+class PersonWords:
+    """The person's messages of this session, and the block for those out of the history."""
+
+    def __init__(self) -> None:
+        self.messages: list[PersonMessage] = []
+        self._key: tuple | None = None
+        self._text = ""
+        self._condensed: dict[tuple, str] = {}
+
+    def add(self, turn: int, ref: str, text: str, source: str = "user") -> None:
+        self.messages.append(PersonMessage(turn, ref, text, source))
+
+    def outside(self, history_texts: dict[str, str]) -> list[PersonMessage]:
+        """Messages not whole in the history (`history_texts`: ref → text there)."""
+        return [m for m in self.messages if history_texts.get(m.ref) != m.text or not m.ref]
+
+    def render(self, history_texts: dict[str, str], budget: int, hard: list[str],
+               count: Callable[[str], int]) -> str:
+        """The block ("" when every message is whole in the history); cached, so the same
+        state always gives the same text and costs nothing to ask for again."""
+        shown = self.outside(history_texts)
+        hard_norm = tuple(" ".join(h.rstrip("…").split()).casefold() for h in hard)
+        key = (tuple(m.ref for m in shown), budget, hard_norm)
+        if key == self._key:
+            return self._text
+        self._key, self._text = key, self._build(shown, budget, hard_norm, count)
+        return self._text
+
+    def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
+               count: Callable[[str], int]) -> str:
+        if not shown:
+            return ""
+        bodies = [m.text for m in shown]
+        cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
+        fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
+        for i, msg in enumerate(shown):  # oldest first, until the block fits
+            if fixed + sum(cost) <= budget:
+                break
+            cache_key = (msg.ref, msg.text, hard)
+            if cache_key not in self._condensed:
+                if len(self._condensed) > 256:
+                    self._condensed.clear()
+                self._condensed[cache_key] = condense(msg, hard)
+            bodies[i] = self._condensed[cache_key]
+            cost[i] = count(f"{_label(msg)} {bodies[i]}")
+        entries = [f"{_label(m)} {body}" for m, body in zip(shown, bodies)]
+        return "\n".join([OPEN, INTRO, *entries, CLOSE])
+
+    def to_state(self) -> list[dict]:
+        return [m.to_state() for m in self.messages]
+
+    def restore(self, raw: list[dict]) -> None:
+        self.messages = [PersonMessage(**m) for m in raw or ()]
+        self._key = None

@@ -1,0 +1,98 @@
+"""The person's words block (issue 13): the person's messages stay in every request."""
+
+from agents.config import ContextConfig
+from agents.context import WorkingContext
+from agents.events import ZONES, EventType
+from agents.person_words import PersonMessage, PersonWords, condense
+from agents.tokens import TokenCounter
+
+from .helpers import run_scenario
+
+COUNTER = TokenCounter()
+# No pattern in agents/anchors.py reads this as a constraint: only the block keeps it.
+UNPATTERNED = "Stay away from the legacy folder entirely, it belongs to another team."
+
+
+def docs(n, tokens=1600, **extra):
+    steps = [{"tool": "fetch_document", "args": {"tokens": tokens, "topic": f"topic {i}"}}
+             for i in range(n)]
+    return {"name": "t", "goal": "Read documents.", "steps": steps + [{"final": "done"}], **extra}
+
+
+def text_of(messages):
+    return "\n".join(str(m.get("content")) for m in messages)
+
+
+def test_condensing_keeps_constraint_and_pinned_sentences_and_says_where_the_rest_is():
+    msg = PersonMessage(3, "arc:s:7", "Thanks for the draft. It reads well overall. Never email "
+                        "the customer. The legacy folder is fragile. 预算不超过5万。")
+    text = condense(msg, hard=("the legacy folder is fragile",))
+    assert "Never email the customer." in text and "预算不超过5万。" in text
+    assert "The legacy folder is fragile." in text  # pinned: kept though no pattern binds
+    assert "Thanks for the draft" not in text
+    assert "2 of 5 sentences" in text and 'read_ref(ref="arc:s:7")' in text
+    whole = PersonMessage(1, "arc:s:1", "Do not delete any files.")
+    assert condense(whole, ()) == whole.text  # nothing to leave out: verbatim
+
+
+def test_the_block_holds_only_messages_not_whole_in_the_history_and_condenses_oldest_first():
+    words = PersonWords()
+    words.add(0, "arc:1", "Read all the documents. " * 30 + "Never email the customer.", "goal")
+    words.add(2, "arc:2", "Also compare the regions. " * 30 + "Always answer in German.", "user")
+    words.add(5, "arc:3", "Thanks, carry on.", "user")
+    in_history = {"arc:3": "Thanks, carry on."}
+    roomy = words.render(in_history, 10_000, [], COUNTER.text)
+    assert "Read all the documents." in roomy and "Thanks, carry on" not in roomy
+    assert roomy == words.render(dict(in_history), 10_000, [], COUNTER.text)  # stable
+    tight = words.render(in_history, 300, [], COUNTER.text)
+    assert "Never email the customer." in tight and "Always answer in German." in tight
+    assert "Read all the documents." not in tight  # the oldest went first
+    assert "Also compare the regions." in tight  # the newer one still fits whole
+    assert "[turn 0 · goal · arc:1]" in tight and "left out" in tight
+    floor = words.render(in_history, 0, [], COUNTER.text)
+    assert "Never email the customer." in floor and "Always answer in German." in floor
+    assert words.render({"arc:1": words.messages[0].text, "arc:2": words.messages[1].text,
+                         "arc:3": "Thanks, carry on."}, 0, [], COUNTER.text) == ""
+
+
+def test_a_message_cut_in_the_history_is_whole_in_the_block():
+    ctx = WorkingContext(counter=COUNTER, config=ContextConfig(), window=128_000,
+                         system_prompt="sys")
+    long = "Compare every region carefully. " * 400 + UNPATTERNED
+    ctx.add({"role": "user", "content": long}, 0, "arc:t:1", cap=200)
+    ctx.add_person(0, "arc:t:1", long, "goal")
+    request = ctx.build()
+    assert request.zones_of[:2] == ["system", "words"] and request.zones["words"] > 0
+    assert UNPATTERNED in text_of(request.messages)
+
+
+def test_an_unpatterned_constraint_survives_a_hostile_summarizer_in_every_later_request():
+    scenario = docs(12, summarizer="hostile")
+    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    out = run_scenario(scenario, window=6000)
+    assert out.run.report["compactions"] >= 2
+    stated = next(e.turn for e in out.sink.of_type(EventType.USER_MESSAGE)
+                  if e.payload["text"] == UNPATTERNED)
+    calls = [e for e in out.sink.of_type(EventType.MODEL_CALL)
+             if e.turn > stated and e.payload["kind"] == "agent"]
+    assert calls
+    for call in calls:
+        assert UNPATTERNED in text_of(call.payload["messages"])
+    last = out.transport.requests[-1]["messages"]
+    assert any(m["content"].startswith("<person-words>") and UNPATTERNED in m["content"]
+               for m in last if m["role"] == "system")
+
+
+def test_words_is_a_zone_in_layout_order_and_stays_the_same_between_compactions():
+    out = run_scenario(docs(12), window=6000)
+    assert ZONES.index("snapshot") < ZONES.index("words") < ZONES.index("summary")
+    budgets = [p for p in out.payloads(EventType.BUDGET)]
+    assert all("words" in p["zones"] and "words" in p["budgets"] for p in budgets)
+    assert any(p["zones"]["words"] > 0 for p in budgets)  # the goal, once folded away
+    compaction_turns = {e.turn for e in out.sink.of_type(EventType.COMPACTION)}
+    blocks = [(e.turn, next((m["content"] for m in e.payload["messages"]
+                             if m.get("zone") == "words"), None))
+              for e in out.sink.of_type(EventType.MODEL_CALL) if e.payload["kind"] == "agent"]
+    for (turn_a, a), (turn_b, b) in zip(blocks, blocks[1:]):
+        if a != b:  # the block changes only where a compaction ran
+            assert turn_b in compaction_turns
