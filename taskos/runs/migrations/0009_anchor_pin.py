@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0007_replay_of'),
+        ('runs', '0008_subagents'),
     ]
 
     operations = [
