@@ -44,8 +44,11 @@ def run_action(request: HttpRequest, pk: int, action: Callable[[Session], str]) 
 @require_POST
 def cancel(request: HttpRequest, pk: int) -> HttpResponse:
     def act(session: Session) -> str:
+        # Decided from the status before the request: a fast agent may already have
+        # stopped by the time the session is read again.
+        queued = session.status == Session.Status.QUEUED
         request_cancel(session)
-        if session.status == Session.Status.CANCELLED:
+        if queued and session.status == Session.Status.CANCELLED:
             return "Cancelled before it started."
         return ("Cancel requested: the agent stops within seconds, even in the middle of a "
                 "model call (a running tool finishes first).")
