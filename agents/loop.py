@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from agents.anchor_book import AnchorBook
+from agents.audit import SourceAudit
 from agents.calls import CallLedger, CallRunner
 from agents.compaction import CompactionFailed
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
@@ -83,6 +84,8 @@ class AgentLoop:
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
+        # E3 from the archive: reads back what the store kept, audits what was sent.
+        self.audit = SourceAudit(self.store, session_id, self.emit)
         self.turn = 0
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
@@ -90,7 +93,7 @@ class AgentLoop:
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
-        self.companions = list(companions or []) + [self.retries]
+        self.companions = list(companions or []) + [self.retries, self.audit]
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn
@@ -98,6 +101,7 @@ class AgentLoop:
         event.payload = redact_value(event.payload)  # no API key reaches an event
         self.events.emit(event)
         self.last_seq = event.seq or self.last_seq
+        self.audit.observe(event)
 
     # --- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunResult:
@@ -232,7 +236,8 @@ class AgentLoop:
                                  json.dumps(data, ensure_ascii=False))
         self.ctx.add(data, self.turn, ref)
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
-                                                      "tool_calls": reply.tool_calls}))
+                                                      "tool_calls": reply.tool_calls,
+                                                      "ref": ref}))
         for call in reply.tool_calls:
             self._run_tool(call)
         return None
@@ -292,7 +297,8 @@ class AgentLoop:
         answer = "".join(parts)
         ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
         self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
-        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": [],
+                                                      "ref": ref}))
         return answer
 
     def _incomplete_answer(self, parts: list[str]) -> None:
