@@ -61,6 +61,7 @@ class RunResult:
     final_answer: str
     turns: int
     error: str = ""
+    code: str = ""  # the error code (agents/errors.py) of a failed run
 
 
 class AgentLoop:
@@ -167,7 +168,7 @@ class AgentLoop:
 
     def _fail(self, code: str, message: str) -> RunResult:
         self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
-        return RunResult("failed", "", self.turn, message)
+        return RunResult("failed", "", self.turn, message, code)
 
     # --- inputs
     def _take_user_messages(self) -> None:

@@ -206,6 +206,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     ledger = loop.ledger
     per_call = ledger.per_call_ms()
     report = {"status": result.status, "turns": result.turns, "error": result.error,
+              "error_code": result.code,
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,
