@@ -120,6 +120,7 @@ class SourceAudit:
 
     def _retire_edited(self, payload: dict[str, Any]) -> None:
         """A person edited or removed an anchor in the admin: what it said is theirs to drop."""
+        self.read_archive()  # the statement it changes may not have been read yet
         old = _plain(payload.get("old") or "")
         if old and payload.get("action") in ("changed", "removed"):
             self.statements = [s for s in self.statements
