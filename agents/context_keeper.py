@@ -190,6 +190,8 @@ class ContextKeeper:
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
         if ctx.input_tokens(hint_msgs) > limit:
             self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room
+            if ctx.input_tokens(hint_msgs) > limit:  # the frozen copy still holds them all
+                ctx.freeze_snapshot()  # the cached prefix restarts: better than failing
         over = ctx.input_tokens(hint_msgs) - limit
         if over > 0:
             for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
