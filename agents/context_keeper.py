@@ -192,6 +192,8 @@ class ContextKeeper:
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
         if ctx.input_tokens(hint_msgs) > limit:
             self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room
+            if ctx.input_tokens(hint_msgs) > limit:  # the frozen copy still holds them all
+                ctx.freeze_snapshot()  # the cached prefix restarts: better than failing
         if ctx.input_tokens(hint_msgs) > limit:
             ctx.words_floor = True  # the person's words keep only their constraints
         for _ in range(2):  # a person's message cut here joins the words block: re-measure
@@ -205,6 +207,15 @@ class ContextKeeper:
                     over = ctx.input_tokens(hint_msgs) - limit
         if ctx.input_tokens(hint_msgs) > limit:
             hint_msgs.clear()
+        if ctx.input_tokens(hint_msgs) > limit and ctx.summary_text:
+            # The last resort before failing: the summary is not a fixed part (tier 1 is in
+            # the snapshot, the folded messages are in the archive), so it goes, visibly.
+            dropped = ctx.summary_text
+            ctx.set_summary(None, "")
+            self.loop.emit(Event(EventType.ERROR, error_payload(
+                "summary_failed", f"the summary ({self.ctx.count(dropped)} tokens) was dropped "
+                "from this request: even shrunk to its overview it did not fit next to the "
+                "system prompt, the task snapshot and the newest turn", fatal=False)))
         budget = ctx.budget()
         # The hard check: whatever happened above, a request over the limit is never sent.
         check_request(ctx.input_tokens(hint_msgs), limit, budget.window, budget.reserve,
@@ -217,6 +228,7 @@ class ContextKeeper:
             ctx.window = exc.limit
         if our_tokens:
             ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
+        self.preflight()  # the window just shrank: the fixed parts may no longer fit
         self.compact("overflow", emergency=True)
         self.fit([])
         request = ctx.build([])

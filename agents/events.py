@@ -13,7 +13,7 @@ Payload shapes (keys every consumer may rely on):
                      "cost", "over_window": bool, "limit", "model",
                      "reply": {"content", "tool_calls", "finish_reason"},
                      "messages": [{"role", "zone", "tokens", "content", ...}]}
-- ASSISTANT_MESSAGE {"content", "tool_calls": [{"id", "name", "arguments"}]}
+- ASSISTANT_MESSAGE {"content", "tool_calls": [{"id", "name", "arguments"}], "ref"}
 - TOOL_CALL         {"call_id", "name", "args"}
 - TOOL_RESULT       {"call_id", "name", "original_chars", "kept_chars", "original_tokens",
                      "kept_tokens", "truncated": bool, "ref": str|None, "error": str|None,
@@ -25,6 +25,10 @@ Payload shapes (keys every consumer may rely on):
                      "refs": [ref...], "fallback": bool, "fallback_reason", "audit": {
                          "ok", "missing_anchors", "snapshot_present", "missing_tasks",
                          "unsupported_numbers"}, "instructions"}
+- AUDIT             {"compaction_seq", "compaction_turn", "call", "ok": bool,
+                     "statements_checked", "missing_statements": [str],
+                     "unsupported_figures": [str], "unsupported_count"}: the E3 audit of
+                     the first agent request sent after a compaction (agents/audit.py)
 - HINT_BLOCK        {"kind": "time"|"tasks"|"context"|"tool_error", "text"}
 - ANCHOR_CHANGED    {"id", "tier", "old", "new", "source": "user"|"tool"|"admin"|"pin",
                      "action": "added"|"changed"|"removed", "old_id"?: the replaced
@@ -59,6 +63,7 @@ class EventType(StrEnum):
     TOOL_RESULT = "TOOL_RESULT"
     COMPACTION_STARTED = "COMPACTION_STARTED"
     COMPACTION = "COMPACTION"
+    AUDIT = "AUDIT"
     HINT_BLOCK = "HINT_BLOCK"
     ANCHOR_CHANGED = "ANCHOR_CHANGED"
     TASKS_CHANGED = "TASKS_CHANGED"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from agents.anchor_book import AnchorBook
+from agents.audit import SourceAudit
 from agents.calls import CallLedger, CallRunner
 from agents.compaction import CompactionFailed
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
@@ -61,6 +62,7 @@ class RunResult:
     final_answer: str
     turns: int
     error: str = ""
+    code: str = ""  # the error code (agents/errors.py) of a failed run
 
 
 class AgentLoop:
@@ -84,6 +86,8 @@ class AgentLoop:
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
+        # E3 from the archive: reads back what the store kept, audits what was sent.
+        self.audit = SourceAudit(self.store, session_id, self.emit)
         self.turn = 0
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
@@ -92,7 +96,7 @@ class AgentLoop:
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         self.delegations = Delegations(self)  # delegate calls waiting for sub-agents (T6)
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
-        self.companions = list(companions or []) + [self.retries]
+        self.companions = list(companions or []) + [self.retries, self.audit]
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn
@@ -100,6 +104,7 @@ class AgentLoop:
         event.payload = redact_value(event.payload)  # no API key reaches an event
         self.events.emit(event)
         self.last_seq = event.seq or self.last_seq
+        self.audit.observe(event)
 
     # --- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunResult:
@@ -173,7 +178,7 @@ class AgentLoop:
 
     def _fail(self, code: str, message: str) -> RunResult:
         self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
-        return RunResult("failed", "", self.turn, message)
+        return RunResult("failed", "", self.turn, message, code)
 
     # --- inputs
     def _take_user_messages(self) -> None:
@@ -243,7 +248,8 @@ class AgentLoop:
                                  json.dumps(data, ensure_ascii=False))
         self.ctx.add(data, self.turn, ref)
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
-                                                      "tool_calls": reply.tool_calls}))
+                                                      "tool_calls": reply.tool_calls,
+                                                      "ref": ref}))
         for call in reply.tool_calls:
             self._run_tool(call)
         return None
@@ -306,7 +312,8 @@ class AgentLoop:
         answer = "".join(parts)
         ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
         self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
-        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": [],
+                                                      "ref": ref}))
         return answer
 
     def _incomplete_answer(self, parts: list[str]) -> None:

@@ -16,6 +16,7 @@ from agents.pricing import CostMeter
 from agents.retry import RetryBudget
 from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
 from agents.sim.transport import sim_http_client
+from agents.summary import numbers_in
 from agents.store import Store
 from agents.tools.registry import default_registry
 
@@ -40,6 +41,11 @@ class ReportSink:
         self.meter = CostMeter(profile or ModelProfile())
         # Sub-agents (T6): per delegate answer, the child and the tokens it added here.
         self.delegated: list[dict[str, Any]] = []
+        self.audit_failures = 0
+        self.flagged: list[str] = []  # figures any audit found without support, in order
+        # Figures as written in any summary that was made or sent: an invented figure
+        # that shows up here must be in `flagged`.
+        self.summary_figures: set[str] = set()
 
     def emit(self, event: Event) -> None:
         payload = event.payload
@@ -53,6 +59,10 @@ class ReportSink:
             if payload.get("refused"):  # never sent on to the model: nothing to check in it
                 return self.inner.emit(event)
             self.meter.add(payload["input_tokens"], cached, output)
+            if payload["kind"] == "agent":
+                self._note_figures("\n".join(str(m.get("content") or "")
+                                              for m in payload["messages"]
+                                              if m.get("zone") == "summary"))
             if self.expect:
                 text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
                 for expected in self.expect:
@@ -69,11 +79,24 @@ class ReportSink:
                 "parent_calls_before": len(self.model_calls)})
         elif event.type == EventType.COMPACTION and not payload.get("noop"):
             self.compactions += 1
+            self._note_figures(payload.get("summary_after") or "")
+        elif event.type == EventType.AUDIT:
+            self.audit_failures += not payload.get("ok")
+            self.flagged += [f for f in payload.get("unsupported_figures") or []
+                             if f not in self.flagged]
         elif event.type == EventType.USER_MESSAGE:
             for expected in self.expect:
                 if expected in payload["text"] and expected not in self.stated_turn:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
+
+    def _note_figures(self, text: str) -> None:
+        if text:
+            self.summary_figures.update(written for written, _, _ in numbers_in(text))
+
+    def unflagged(self, invented: list[str]) -> list[str]:
+        """Figures a summarizer made up that reached a summary without an audit flag."""
+        return [f for f in invented if f in self.summary_figures and f not in self.flagged]
 
     def discard_after(self, seq: int) -> int:
         discard = getattr(self.inner, "discard_after", None)
@@ -85,13 +108,18 @@ class ReportSink:
     def to_state(self) -> dict[str, Any]:
         return {"model_calls": self.model_calls, "compactions": self.compactions,
                 "stated_turn": self.stated_turn, "present": self.present,
-                "cost": self.meter.totals, "delegated": self.delegated}
+                "cost": self.meter.totals, "delegated": self.delegated,
+                "audit_failures": self.audit_failures,
+                "flagged": self.flagged, "summary_figures": list(self.summary_figures)}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.model_calls = list(state.get("model_calls", []))
         self.compactions = state.get("compactions", 0)
         self.delegated = list(state.get("delegated", []))
         self.stated_turn = dict(state.get("stated_turn", {}))
+        self.audit_failures = int(state.get("audit_failures", 0))
+        self.flagged = list(state.get("flagged", []))
+        self.summary_figures = set(state.get("summary_figures", []))
         for key, pair in state.get("present", {}).items():
             if (key in self.present and isinstance(pair, list) and len(pair) == 2
                     and all(isinstance(x, int) for x in pair)):
@@ -118,6 +146,7 @@ class ReportSink:
                 "compactions": self.compactions,
                 "over_window_requests": sum(1 for c in calls if c["over_window"]),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
+                "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
                 **({"children": self.children_report()} if self.delegated else {})}
 
     def children_report(self) -> dict[str, Any]:
@@ -197,8 +226,9 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     if plan is None and profile.simulated:
         plan = generic_scenario(goal)
     goal = goal or (plan.goal if plan else "")
+    transport = None
     if profile.simulated and http_client is None and model is None:
-        http_client, _ = sim_http_client(plan, profile.context_size, summarizer)
+        http_client, transport = sim_http_client(plan, profile.context_size, summarizer)
     model = model or ModelClient(profile, http_client=http_client,
                                  base_url="http://sim.taskos.invalid/v1" if profile.simulated
                                  else None)
@@ -222,10 +252,15 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     ledger = loop.ledger
     per_call = ledger.per_call_ms()
     report = {"status": result.status, "turns": result.turns, "error": result.error,
+              "error_code": result.code,
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,
               "engine_ms_per_turn_median": round(statistics.median(ledger.turn_ms), 3)
               if ledger.turn_ms else None}
+    if transport is not None:  # the simulated summarizer says what it made up: check the audit
+        invented = transport.summaries.invented
+        report["invented_figures"] = len(invented)
+        report["invented_unflagged"] = sink.unflagged(invented)
     return SessionRun(result=result, report=report, engine_ms=list(ledger.turn_ms),
                       engine_calls=list(ledger.turn_calls))

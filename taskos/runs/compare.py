@@ -49,6 +49,9 @@ def stored_report(session: Session) -> dict[str, Any]:
         cost=F("payload__cost"), over=F("payload__over_window")))
     compactions = list(SessionEvent.objects.filter(session=session, type="COMPACTION").values(
         noop=F("payload__noop"), ok=F("payload__audit__ok")))
+    audits = list(SessionEvent.objects.filter(session=session, type="AUDIT").values(
+        ok=F("payload__ok"), count=F("payload__unsupported_count"),
+        figures=F("payload__unsupported_figures")))
     impossible = list(SessionEvent.objects.filter(
         session=session, type="ERROR", payload__code=IMPOSSIBLE).values("turn", message=F(
             "payload__message")))
@@ -68,7 +71,10 @@ def stored_report(session: Session) -> dict[str, Any]:
         "anchor_survival": anchor_survival(session),
         "cached_tokens": cached, "cached_share": round(cached / sum(inputs), 4) if inputs else 0,
         "cost": round(sum(float(c["cost"] or 0) for c in calls), 6),
-        "audit_failures": sum(1 for c in real if c["ok"] is False),
+        # The E3 audit against the archive when the session has it, else the old self-check.
+        "audit_failures": sum(1 for a in audits if a["ok"] is False) if audits
+        else sum(1 for c in real if c["ok"] is False),
+        "unsupported_figures": len({f for a in audits for f in a["figures"] or []}),
         "impossible_decisions": [{"turn": i["turn"], "reason": i["message"]} for i in impossible],
     }
 

@@ -13,7 +13,7 @@ from taskos.live.publisher import ChannelsPublisher
 
 from . import delegation
 from .lease import Lease, LeaseLost
-from .models import Session, max_input_chars
+from .models import Session, SessionEvent, max_input_chars
 from .store import DjangoStore
 
 log = logging.getLogger("taskos.runs")
@@ -70,12 +70,33 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         if isinstance(report.get(name), int):
             values[name] = report[name]
     if status == Session.Status.FAILED and not values["final_answer"]:
-        values["error"] = report.get("error") or "The engine stopped without a final answer."
+        values["error"] = failure_reason(session, report)
     if lease is not None:
         lease.fenced_update(**values)
     else:
         Session.objects.filter(pk=session.pk).update(**values)
     return report
+
+
+def failure_reason(session: Session, report: dict) -> str:
+    """Why a run failed, for Session.error and the page: the engine's message and what to
+    do about it, else the last fatal ERROR event the session stored."""
+    from agents.errors import advise
+
+    message, code = report.get("error") or "", report.get("error_code") or ""
+    if not message:
+        fatal = (SessionEvent.objects.filter(session=session, type="ERROR", payload__fatal=True)
+                 .order_by("-seq").values_list("payload", flat=True).first())
+        if fatal:
+            message, code = fatal.get("message") or "", fatal.get("code") or ""
+    if not message:
+        return ("The engine stopped without a final answer and gave no reason; see the "
+                "drawer's log and the worker log.")
+    label = f"{code}: " if code else ""
+    action = f" What to do: {advise(code).action}" if code else ""
+    message = message.rstrip()
+    end = "" if message.endswith((".", "!", "?", "。")) else "."
+    return redact(f"{label}{message}{end}{action}")
 
 
 def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: BaseException) -> None:

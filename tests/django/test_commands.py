@@ -31,6 +31,19 @@ def test_runtask_json_prints_exactly_one_report(sim_profile, channels_redis_url)
     assert session.events.filter(type="BUDGET").exists()
 
 
+def test_runtask_json_reports_the_audit_of_a_hostile_summarizer(sim_profile, channels_redis_url):
+    out = io.StringIO()
+    call_command("runtask", "--scenario", "oversized-results", "--summarizer", "hostile",
+                 "--json", stdout=out, stderr=io.StringIO())
+    report = json.loads(out.getvalue())
+    assert report["status"] == "finished" and report["over_window_requests"] == 0
+    assert report["invented_figures"] >= 1 and report["invented_unflagged"] == []
+    assert report["unsupported_figures"] >= 1 and report["audit_failures"] >= 1
+    session = Session.objects.get()
+    failed = session.events.filter(type="AUDIT", payload__ok=False)
+    assert failed.exists() and failed.first().payload["unsupported_figures"]
+
+
 def test_runtask_window_option_and_human_output(sim_profile, channels_redis_url):
     out = io.StringIO()
     call_command("runtask", "--scenario", "retrieval-6x1600", "--window", "6000", stdout=out,

@@ -42,7 +42,9 @@ class ErrorsPanel(Panel):
                   for ev in reversed(events) if ev.type == "ERROR"]
         # A worker crash can fail a session without an ERROR event; its message is here.
         reported = {e["message"] for e in errors}
-        failure = session.error if session.error and session.error not in reported else ""
+        # Session.error quotes the fatal event's message (with its code and action).
+        failure = (session.error if session.error
+                   and not any(m and m in session.error for m in reported) else "")
         return {"errors": errors[:SHOWN], "count": len(errors), "failure": failure}
 
     def badge(self, context: dict[str, Any]) -> str:

@@ -79,7 +79,8 @@ class Command(BaseCommand):
         session.refresh_from_db()
         self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
         for key in ("total_input_tokens", "peak_input_tokens", "compactions",
-                    "over_window_requests", "anchor_survival", "engine_ms_per_call"):
+                    "over_window_requests", "anchor_survival", "audit_failures",
+                    "unsupported_figures", "engine_ms_per_call"):
             self.stdout.write(f"  {key:22} {report.get(key)}")
         if session.final_answer:
             self.stdout.write("\n" + session.final_answer)
