@@ -19,19 +19,27 @@ from agents.store import Store
 from agents.tools.registry import default_registry
 
 
+ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
+             "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
+             "over_window_requests": 0}
+
+
 class ReportSink:
     """Forwards every event and keeps what the run report needs (the runtask keys).
 
     Everything is a running total updated per event, so saving it with the loop state
-    every turn costs the same at turn 10 and at turn 1000 (the per-call list is shared
-    with the saved state, not copied).
+    every turn costs the same at turn 10 and at turn 1000 (the per-call list stays in
+    memory and is never part of the saved state).
     """
 
     def __init__(self, inner: EventSink, expect_tier1: list[str],
                  profile: ModelProfile | None = None) -> None:
         self.inner = inner
         self.expect = expect_tier1
+        # Per call, for this process's report (bench sequences, plots); not saved with the
+        # state: a save per turn would copy every call ever made (O(calls) per turn).
         self.model_calls: list[dict[str, Any]] = []
+        self.sums = dict(ZERO_SUMS)  # running totals: what the state saves and resumes
         self.compactions = 0
         self.stated_turn: dict[str, int] = {}
         # per expected anchor: [calls that should show it, calls that did]
@@ -42,11 +50,12 @@ class ReportSink:
         payload = event.payload
         if event.type == EventType.MODEL_CALL:
             cached, output = int(payload.get("cached_tokens") or 0), int(payload.get("output_tokens") or 0)
-            self.model_calls.append({"input_tokens": payload["input_tokens"],
-                                     "kind": payload["kind"],
-                                     "over_window": payload["over_window"],
-                                     "cached_tokens": cached, "output_tokens": output,
-                                     **({"refused": True} if payload.get("refused") else {})})
+            call = {"input_tokens": payload["input_tokens"], "kind": payload["kind"],
+                    "over_window": payload["over_window"], "cached_tokens": cached,
+                    "output_tokens": output,
+                    **({"refused": True} if payload.get("refused") else {})}
+            self.model_calls.append(call)
+            self._add(call)
             if payload.get("refused"):  # never sent on to the model: nothing to check in it
                 return self.inner.emit(event)
             self.meter.add(payload["input_tokens"], cached, output)
@@ -65,6 +74,12 @@ class ReportSink:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
 
+    def __getattr__(self, name: str) -> Any:
+        # The inner sink's batching (hold, flush, release, drop_held) where it has it.
+        if name in ("hold", "flush", "release", "drop_held"):
+            return getattr(self.inner, name)
+        raise AttributeError(name)
+
     def discard_after(self, seq: int) -> int:
         discard = getattr(self.inner, "discard_after", None)
         return discard(seq) if discard else 0
@@ -72,13 +87,31 @@ class ReportSink:
     # The report survives a resume: the loop saves this with its own state every turn.
     state_key = "report"
 
+    def _add(self, call: dict[str, Any]) -> None:
+        sums = self.sums
+        sums["calls"] += 1
+        sums["total_input_tokens"] += call["input_tokens"]
+        sums["peak_input_tokens"] = max(sums["peak_input_tokens"], call["input_tokens"])
+        sums["cached_input_tokens"] += call["cached_tokens"]
+        sums["output_tokens"] += call["output_tokens"]
+        sums["summary_calls"] += call["kind"] == "summary"
+        sums["over_window_requests"] += bool(call["over_window"])
+
     def to_state(self) -> dict[str, Any]:
-        return {"model_calls": self.model_calls, "compactions": self.compactions,
+        # Sizes that do not grow with the session: totals, never the list of calls.
+        return {"sums": self.sums, "compactions": self.compactions,
                 "stated_turn": self.stated_turn, "present": self.present,
                 "cost": self.meter.totals}
 
     def from_state(self, state: dict[str, Any]) -> None:
-        self.model_calls = list(state.get("model_calls", []))
+        self.model_calls = []  # the calls of this process; the sums carry the earlier ones
+        for call in state.get("model_calls", []):  # a state saved before the sums existed
+            self.model_calls.append(call)
+            self._add({**call, "cached_tokens": call.get("cached_tokens", 0),
+                       "output_tokens": call.get("output_tokens", 0)})
+        for name, value in (state.get("sums") or {}).items():
+            if name in self.sums and isinstance(value, int):
+                self.sums[name] = value
         self.compactions = state.get("compactions", 0)
         self.stated_turn = dict(state.get("stated_turn", {}))
         for key, pair in state.get("present", {}).items():
@@ -98,14 +131,11 @@ class ReportSink:
         return survived / len(self.expect)
 
     def totals(self) -> dict[str, Any]:
-        calls = self.model_calls
-        inputs = [c["input_tokens"] for c in calls]
-        return {"total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
-                "cached_input_tokens": sum(c.get("cached_tokens", 0) for c in calls),
-                "output_tokens": sum(c.get("output_tokens", 0) for c in calls),
-                "summary_calls": sum(1 for c in calls if c["kind"] == "summary"),
-                "compactions": self.compactions,
-                "over_window_requests": sum(1 for c in calls if c["over_window"]),
+        sums = self.sums
+        return {name: sums[name] for name in ("total_input_tokens", "peak_input_tokens",
+                                              "cached_input_tokens", "output_tokens",
+                                              "summary_calls", "over_window_requests")} | {
+                "model_call_count": sums["calls"], "compactions": self.compactions,
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded()}
 
 

@@ -13,7 +13,7 @@ from taskos.live.publisher import ChannelsPublisher
 
 from .lease import Lease, LeaseLost
 from .models import Session, max_input_chars
-from .store import DjangoStore
+from .store import DjangoStore, relaxed_commits
 
 log = logging.getLogger("taskos.runs")
 
@@ -39,13 +39,14 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
             from .replays import replay_engine
             run_engine = replay_engine(session)
-        result = run_engine(
-            session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
-            profile=session.profile.to_engine(context_size=session.window),
-            config=ContextConfig.from_dict(session.context_settings),
-            store=DjangoStore(lease=lease), events=publisher,
-            workspace=session.workspace, progress=progress, summarizer=summarizer,
-            max_input_chars=max_input_chars())
+        with relaxed_commits():
+            result = run_engine(
+                session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
+                profile=session.profile.to_engine(context_size=session.window),
+                config=ContextConfig.from_dict(session.context_settings),
+                store=DjangoStore(lease=lease), events=publisher,
+                workspace=session.workspace, progress=progress, summarizer=summarizer,
+                max_input_chars=max_input_chars())
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
