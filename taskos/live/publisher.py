@@ -6,15 +6,8 @@ and is the truth; a browser that missed a message resyncs from it.
 """
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
-import logging
-import os
-import threading
-import time
 
-from channels.layers import get_channel_layer
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max, Value
 from django.db.models.functions import Greatest
@@ -24,46 +17,7 @@ from agents.events import Event, EventType
 from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
-log = logging.getLogger("taskos.live")
-
-# After a failed send, skip streaming for this long instead of paying a connection
-# attempt on every event while Redis is down.
-SEND_RETRY_AFTER_S = 5.0
-SEND_TIMEOUT_S = 10.0
-
-
-class _SendLoop:
-    """One event loop per process, in a daemon thread, for every group_send.
-
-    async_to_sync would make a fresh loop per call, and the Redis layer keeps its
-    connections per loop: every event would open and close a connection (~25 ms each).
-    """
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-    _pid = 0
-
-    @classmethod
-    def run(cls, coroutine, timeout: float):
-        with cls._lock:
-            if cls._loop is None or cls._pid != os.getpid():  # none yet, or forked
-                cls._loop = asyncio.new_event_loop()
-                cls._pid = os.getpid()
-                threading.Thread(target=cls._loop.run_forever, name="taskos-publisher",
-                                 daemon=True).start()
-            loop = cls._loop
-        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        if timeout is None:  # the caller does not wait; it may chain on the future
-            return future
-        try:
-            return future.result(timeout)
-        except BaseException:
-            future.cancel()
-            raise
-
-
-def group_name(session_id: int | str) -> str:
-    return f"session.{session_id}"
+from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
 
 
 def _event_time(event: Event) -> dt.datetime:
@@ -87,11 +41,8 @@ class ChannelsPublisher:
     def __init__(self, session: Session | int | str) -> None:
         self.session_pk = session.pk if isinstance(session, Session) else int(session)
         self._seq = self._stored_max_seq()
-        self._layer = get_channel_layer()
-        self._send_blocked_until = 0.0
-        self._warned = False
+        self._sender = GroupSender(self.session_pk)
         self._held: list[Event] | None = None  # None: events are stored as they come
-        self._sending = None  # the last batch's send, maybe still under way
         self._calls = CallCompactor()
 
     # --- batches
@@ -276,49 +227,4 @@ class ChannelsPublisher:
         return {"type": "session.event", "event": data}
 
     def _send_many(self, events: list[Event], wait: bool = True) -> None:
-        """Send in seq order, after any earlier batch. A batch's send is not waited for
-        (the engine goes on with its turn); a single event's is, with all before it."""
-        if self._layer is None or time.monotonic() < self._send_blocked_until:
-            return
-        group, previous = group_name(self.session_pk), self._sending
-        messages = [self._message(e) for e in events]
-
-        async def send_in_order():
-            if previous is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.wrap_future(previous), SEND_TIMEOUT_S)
-            for message in messages:  # in seq order: the drawer appends as they come
-                await asyncio.wait_for(self._layer.group_send(group, message), SEND_TIMEOUT_S)
-
-        if not wait:
-            self._sending = _SendLoop.run(send_in_order(), None)
-            self._sending.add_done_callback(self._sent)
-            return
-        self._sending = None
-        try:
-            _SendLoop.run(send_in_order(), SEND_TIMEOUT_S * 2)
-        except Exception as exc:  # noqa: BLE001 - any transport failure: keep storing
-            self._send_failed(exc)
-            return
-        self._send_ok()
-
-    def _sent(self, future) -> None:
-        exc = None if future.cancelled() else future.exception()
-        if exc is not None:
-            self._send_failed(exc)
-        else:
-            self._send_ok()
-
-    def _send_failed(self, exc: BaseException) -> None:
-        """Keep storing; streaming pauses for a while instead of failing every event."""
-        self._send_blocked_until = time.monotonic() + SEND_RETRY_AFTER_S
-        if not self._warned:
-            self._warned = True
-            log.warning("Live updates for session %s are paused: the channel layer is "
-                        "unreachable (%s). Events are still stored; open pages catch up "
-                        "when they reconnect.", self.session_pk, exc)
-
-    def _send_ok(self) -> None:
-        if self._warned:
-            self._warned = False
-            log.info("Live updates for session %s resumed.", self.session_pk)
+        self._sender.send([self._message(e) for e in events], wait=wait)
