@@ -34,7 +34,7 @@ class ChannelsPublisher:
     Between `hold()` and `release()` (the engine's commit points, agents/commits.py)
     events get their seq at once but are stored by `flush()`: one bulk insert and one
     counter update in the caller's transaction, sent after its commit in one hop to the
-    send loop, not waited for. A MODEL_CALL is stored as what is new since the previous
+    send loop. A MODEL_CALL is stored as what is new since the previous
     call (taskos/runs/call_messages.py).
     """
 
@@ -70,7 +70,7 @@ class ChannelsPublisher:
         with transaction.atomic(savepoint=False):
             self._store_many(events)
             self._update_counters(events)
-        transaction.on_commit(lambda: self._send_many(events, wait=False))
+        transaction.on_commit(lambda: self._send_many(events))
 
     def _store_many(self, events: list[Event]) -> None:
         saved = self._calls.state()
@@ -226,5 +226,5 @@ class ChannelsPublisher:
             data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
         return {"type": "session.event", "event": data}
 
-    def _send_many(self, events: list[Event], wait: bool = True) -> None:
-        self._sender.send([self._message(e) for e in events], wait=wait)
+    def _send_many(self, events: list[Event]) -> None:
+        self._sender.send([self._message(e) for e in events])

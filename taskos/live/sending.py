@@ -1,4 +1,4 @@
-"""Sending stored events to a session's channel-layer group, in order, without waiting.
+"""Sending stored events to a session's channel-layer group, in order, a batch per hop.
 
 The database row is the truth (taskos/live/publisher.py); a page that missed a message
 resyncs from it, so a failed send pauses streaming for a while instead of failing the run.
@@ -6,7 +6,6 @@ resyncs from it, so a failed send pauses streaming for a while instead of failin
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import threading
@@ -34,7 +33,7 @@ class _SendLoop:
     _pid = 0
 
     @classmethod
-    def run(cls, coroutine, timeout: float | None):
+    def run(cls, coroutine, timeout: float):
         with cls._lock:
             if cls._loop is None or cls._pid != os.getpid():  # none yet, or forked
                 cls._loop = asyncio.new_event_loop()
@@ -43,8 +42,6 @@ class _SendLoop:
                                  daemon=True).start()
             loop = cls._loop
         future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        if timeout is None:  # the caller does not wait; it may chain on the future
-            return future
         try:
             return future.result(timeout)
         except BaseException:
@@ -57,46 +54,34 @@ def group_name(session_id: int | str) -> str:
 
 
 class GroupSender:
-    """Sends a session's messages in order; a batch's send is not waited for."""
+    """Sends a session's messages, in order, in one hop to the send loop per batch.
+
+    The engine waits for the send (bounded by SEND_TIMEOUT_S): a page is never far behind
+    the stored rows, and a held channel layer holds the engine between two commit points,
+    outside any transaction (the browser tests rely on that to act mid-run).
+    """
 
     def __init__(self, session_pk: int) -> None:
         self.session_pk = session_pk
         self._layer = get_channel_layer()
         self._send_blocked_until = 0.0
         self._warned = False
-        self._sending = None  # the last batch's send, maybe still under way
 
-    def send(self, messages: list[dict], wait: bool = True) -> None:
-        """Send in seq order, after any earlier batch. A batch's send is not waited for
-        (the engine goes on with its turn); a single event's is, with all before it."""
-        if self._layer is None or time.monotonic() < self._send_blocked_until:
+    def send(self, messages: list[dict]) -> None:
+        if not messages or self._layer is None or time.monotonic() < self._send_blocked_until:
             return
-        group, previous = group_name(self.session_pk), self._sending
+        group = group_name(self.session_pk)
 
         async def send_in_order():
-            if previous is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.wrap_future(previous), SEND_TIMEOUT_S)
             for message in messages:  # in seq order: the drawer appends as they come
                 await asyncio.wait_for(self._layer.group_send(group, message), SEND_TIMEOUT_S)
 
-        if not wait:
-            self._sending = _SendLoop.run(send_in_order(), None)
-            self._sending.add_done_callback(self._sent)
-            return
-        self._sending = None
         try:
             _SendLoop.run(send_in_order(), SEND_TIMEOUT_S * 2)
         except Exception as exc:  # noqa: BLE001 - any transport failure: keep storing
             self._send_failed(exc)
             return
         self._send_ok()
-    def _sent(self, future) -> None:
-        exc = None if future.cancelled() else future.exception()
-        if exc is not None:
-            self._send_failed(exc)
-        else:
-            self._send_ok()
 
     def _send_failed(self, exc: BaseException) -> None:
         """Keep storing; streaming pauses for a while instead of failing every event."""
