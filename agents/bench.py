@@ -50,8 +50,9 @@ def engine_tenths(run: Any) -> dict[str, float]:
     def per_call(part_ms, part_calls):
         return round(sum(part_ms) / max(1, sum(part_calls)), 3)
 
-    return {"engine_ms_per_call_first_tenth": per_call(ms[:tenth], calls[:tenth]),
-            "engine_ms_per_call_last_tenth": per_call(ms[-tenth:], calls[-tenth:])}
+    first, last = per_call(ms[:tenth], calls[:tenth]), per_call(ms[-tenth:], calls[-tenth:])
+    return {"engine_ms_per_call_first_tenth": first, "engine_ms_per_call_last_tenth": last,
+            "engine_tenth_ratio": round(last / first, 3) if first else None}
 
 
 def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True) -> dict[str, Any]:
@@ -60,6 +61,7 @@ def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True) -> di
     report.update({"scenario": name, "window": window,
                    "input_sequence": [c["input_tokens"] for c in report["model_calls"]]})
     report.update(engine_tenths(managed))
+    report["peak_window_share"] = round(report["peak_input_tokens"] / window, 4)
     if not with_unmanaged:
         return report
     unmanaged = run_once(name, window, managed=False)
@@ -78,6 +80,9 @@ def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True) -> di
         "unmanaged_cost": unmanaged.report["cost"],
         "unmanaged_cost_sequence": cost_sequence(unmanaged.report["model_calls"]),
         "cost_sequence": cost_sequence(report["model_calls"]),
+        "cost_sequences": {t: cost_sequence(report["model_calls"], t) for t in PRICE_TABLES},
+        "unmanaged_cost_sequences": {t: cost_sequence(unmanaged.report["model_calls"], t)
+                                     for t in PRICE_TABLES},
         "cost_ratio": {table: round(report["cost"][table] / unmanaged.report["cost"][table], 3)
                        for table in PRICE_TABLES if unmanaged.report["cost"][table]},
     })
@@ -94,10 +99,17 @@ def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") ->
 
 
 def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
-              scenarios: list[tuple[str, int]] | None = None) -> dict[str, Any]:
+              scenarios: list[tuple[str, int]] | None = None,
+              plot_path: str | None = None, plot_scenario: str = "long-200") -> dict[str, Any]:
     results = {name: bench_scenario(name, window, with_unmanaged=name not in MANAGED_ONLY)
                for name, window in scenarios or BENCH_SCENARIOS}
     out(format_table(results))
+    results["targets"] = targets(results)
+    out(format_targets(results["targets"]))
+    if plot_path and plot_scenario in results:
+        from agents.bench_plot import plot_scenario as draw
+        draw(results[plot_scenario], plot_path)
+        out(f"wrote {plot_path} ({plot_scenario})")
     if "retrieval-6x1600" in results:
         r = results["retrieval-6x1600"]
         out("retrieval-6x1600 input tokens per call (window 4000, trigger 0.8):")
@@ -147,3 +159,40 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
             f"{_money(unm_cost.get('anthropic-like')):>7}"
             f"{r['engine_ms_per_call'] or 0:>8.3f}{r['engine_ms_per_turn_median'] or 0:>8.3f}")
     return "\n".join(rows)
+
+
+# Issue 8's targets: (scenario, key in its result, how it is checked, the limit).
+TARGETS = [
+    ("long-200", "cost_ratio.openai-like", "<=", 0.5),
+    ("long-200", "cost_ratio.anthropic-like", "<=", 0.5),
+    ("long-200", "peak_window_share", "<=", 0.25),
+    ("long-200", "over_window_requests", "<=", 0),
+    ("long-200", "anchor_survival", ">=", 1.0),
+    ("long-200", "summary_calls", "<=", 20),
+    ("long-1000", "engine_tenth_ratio", "<=", 1.2),
+    ("long-1000", "engine_ms_per_call", "<=", 4.0),
+]
+
+
+def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target of the scenarios that ran: the measured value and whether it holds."""
+    out = []
+    for scenario, key, check, limit in TARGETS:
+        if scenario not in results:
+            continue
+        value: Any = results[scenario]
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        met = None if value is None else (value <= limit if check == "<=" else value >= limit)
+        out.append({"scenario": scenario, "key": key, "value": value,
+                    "target": f"{check} {limit}", "met": met})
+    return out
+
+
+def format_targets(rows: list[dict[str, Any]]) -> str:
+    lines = ["targets (issue 8):"]
+    for row in rows:
+        verdict = {True: "met", False: "MISSED", None: "n/a"}[row["met"]]
+        lines.append(f"  {row['scenario']:<10} {row['key']:<26} {row['value']!s:>9} "
+                     f"(target {row['target']}): {verdict}")
+    return "\n".join(lines)

@@ -60,6 +60,11 @@ class CallRunner:
         # The session's RetryBudget: a summary call that meets a transient fault waits and
         # asks again like an agent call, instead of falling back to truncation at once.
         self.retries = None
+        # Commit points (agents/commits.py): nothing stays open while the model works,
+        # and each MODEL_CALL is committed as soon as it is recorded.
+        self.pause: Callable[[], None] = lambda: None
+        self.resume: Callable[[], None] = lambda: None
+        self.recorded: Callable[[], None] = lambda: None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         try:
@@ -103,6 +108,7 @@ class CallRunner:
                 return reply
 
     def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
+        self.pause()
         started = time.perf_counter()
         try:
             return self._interruptible(messages, tools, max_tokens, model, tool_choice)
@@ -111,6 +117,7 @@ class CallRunner:
             raise
         finally:
             self.ledger.outside(time.perf_counter() - started)
+            self.resume()
 
     def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout."""
@@ -149,3 +156,4 @@ class CallRunner:
             "reply": {"content": reply.content, "tool_calls": reply.tool_calls,
                       "finish_reason": reply.finish_reason},
             "messages": messages}, turn=turn))
+        self.recorded()

@@ -17,6 +17,7 @@ from typing import Callable
 from agents.anchor_book import AnchorBook
 from agents.audit import SourceAudit
 from agents.calls import CallLedger, CallRunner
+from agents.commits import CommitPoints
 from agents.compaction import CompactionFailed
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
 from agents.context import WorkingContext
@@ -80,6 +81,10 @@ class AgentLoop:
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
         self.calls.retries = self.retries
+        # A turn's writes commit together, at its model calls and with its state save.
+        self.commits = CommitPoints(self.store.inner, events)
+        self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
+        self.calls.recorded = self.commits.checkpoint
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
@@ -155,18 +160,12 @@ class AgentLoop:
             if self.store.cancel_requested(self.session_id):
                 return RunResult("cancelled", "", self.turn, "cancelled by a person")
             self.ledger.start()
-            self.emit(Event(EventType.TURN_STARTED, {"turn": self.turn}))
-            self._take_user_messages()
-            self.book.sync(self.turn)
-            self.book.roll(self.turn)
-            request, limit = self.keeper.prepare()
-            reply = self._call_agent(request, limit)
-            answer = self._handle_reply(reply)
-            self.turn += 1
-            self.finished = answer
-            if self.delegations.waiting:  # before the save: part of the committed turn
-                self.emit(self.delegations.pause_event())
-            self._save_state()
+            self.commits.begin()
+            try:
+                answer = self._one_turn()
+            except BaseException as exc:  # a kill included: the turn's open writes go
+                self.commits.abort(exc)
+                raise
             self.ledger.lap()
             if progress:
                 progress(min(self.turn, total), total)
@@ -175,6 +174,23 @@ class AgentLoop:
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
+
+    def _one_turn(self) -> str | None:
+        self.emit(Event(EventType.TURN_STARTED, {"turn": self.turn}))
+        self._take_user_messages()
+        self.book.sync(self.turn)
+        self.book.roll(self.turn)
+        request, limit = self.keeper.prepare()
+        reply = self._call_agent(request, limit)
+        answer = self._handle_reply(reply)
+        self.turn += 1
+        self.finished = answer
+        if self.delegations.waiting:  # before the save: part of the committed turn
+            self.emit(self.delegations.pause_event())
+        self.commits.flush_events()  # stored before the state that names the last seq
+        self._save_state()  # a database store commits the batch, then the state, durably
+        self.commits.end()
+        return answer
 
     def _fail(self, code: str, message: str) -> RunResult:
         self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
@@ -260,9 +276,13 @@ class AgentLoop:
         tool_ctx = ToolContext(session_id=self.session_id, store=self.store,
                                workspace=self.workspace, events=self, turn=self.turn,
                                state=self.tool_state)
+        self.commits.commit()  # no transaction stays open while a tool works
         started = time.perf_counter()
-        outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
-        self.ledger.outside(time.perf_counter() - started)
+        try:
+            outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
+        finally:
+            self.ledger.outside(time.perf_counter() - started)
+            self.commits.begin()
         if outcome.pending is not None:  # answered when the sub-agent finishes
             self.delegations.wait_for(call, outcome.pending, outcome.ref)
             return

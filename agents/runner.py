@@ -21,19 +21,27 @@ from agents.store import Store
 from agents.tools.registry import default_registry
 
 
+ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
+             "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
+             "over_window_requests": 0}
+
+
 class ReportSink:
     """Forwards every event and keeps what the run report needs (the runtask keys).
 
     Everything is a running total updated per event, so saving it with the loop state
-    every turn costs the same at turn 10 and at turn 1000 (the per-call list is shared
-    with the saved state, not copied).
+    every turn costs the same at turn 10 and at turn 1000 (the per-call list stays in
+    memory and is never part of the saved state).
     """
 
     def __init__(self, inner: EventSink, expect_tier1: list[str],
                  profile: ModelProfile | None = None) -> None:
         self.inner = inner
         self.expect = expect_tier1
+        # Per call, for this process's report (bench sequences, plots); not saved with the
+        # state: a save per turn would copy every call ever made (O(calls) per turn).
         self.model_calls: list[dict[str, Any]] = []
+        self.sums = dict(ZERO_SUMS)  # running totals: what the state saves and resumes
         self.compactions = 0
         self.stated_turn: dict[str, int] = {}
         # per expected anchor: [calls that should show it, calls that did]
@@ -41,6 +49,7 @@ class ReportSink:
         self.meter = CostMeter(profile or ModelProfile())
         # Sub-agents (T6): per delegate answer, the child and the tokens it added here.
         self.delegated: list[dict[str, Any]] = []
+        self.agent_inputs: list[int] = []  # input tokens per agent call (the children report)
         self.audit_failures = 0
         self.flagged: list[str] = []  # figures any audit found without support, in order
         # Figures as written in any summary that was made or sent: an invented figure
@@ -51,11 +60,14 @@ class ReportSink:
         payload = event.payload
         if event.type == EventType.MODEL_CALL:
             cached, output = int(payload.get("cached_tokens") or 0), int(payload.get("output_tokens") or 0)
-            self.model_calls.append({"input_tokens": payload["input_tokens"],
-                                     "kind": payload["kind"],
-                                     "over_window": payload["over_window"],
-                                     "cached_tokens": cached, "output_tokens": output,
-                                     **({"refused": True} if payload.get("refused") else {})})
+            call = {"input_tokens": payload["input_tokens"], "kind": payload["kind"],
+                    "over_window": payload["over_window"], "cached_tokens": cached,
+                    "output_tokens": output,
+                    **({"refused": True} if payload.get("refused") else {})}
+            self.model_calls.append(call)
+            self._add(call)
+            if payload["kind"] == "agent" and not payload.get("refused"):
+                self.agent_inputs.append(payload["input_tokens"])
             if payload.get("refused"):  # never sent on to the model: nothing to check in it
                 return self.inner.emit(event)
             self.meter.add(payload["input_tokens"], cached, output)
@@ -76,7 +88,7 @@ class ReportSink:
                 "answer_tokens": payload.get("kept_tokens"), "error": payload.get("error"),
                 "child_input_tokens": payload.get("child_input_tokens"),
                 "child_cost": payload.get("child_cost"),
-                "parent_calls_before": len(self.model_calls)})
+                "parent_calls_before": len(self.agent_inputs)})
         elif event.type == EventType.COMPACTION and not payload.get("noop"):
             self.compactions += 1
             self._note_figures(payload.get("summary_after") or "")
@@ -97,6 +109,11 @@ class ReportSink:
     def unflagged(self, invented: list[str]) -> list[str]:
         """Figures a summarizer made up that reached a summary without an audit flag."""
         return [f for f in invented if f in self.summary_figures and f not in self.flagged]
+    def __getattr__(self, name: str) -> Any:
+        # The inner sink's batching (hold, flush, release, drop_held) where it has it.
+        if name in ("hold", "flush", "release", "drop_held"):
+            return getattr(self.inner, name)
+        raise AttributeError(name)
 
     def discard_after(self, seq: int) -> int:
         discard = getattr(self.inner, "discard_after", None)
@@ -105,17 +122,37 @@ class ReportSink:
     # The report survives a resume: the loop saves this with its own state every turn.
     state_key = "report"
 
+    def _add(self, call: dict[str, Any]) -> None:
+        sums = self.sums
+        sums["calls"] += 1
+        sums["total_input_tokens"] += call["input_tokens"]
+        sums["peak_input_tokens"] = max(sums["peak_input_tokens"], call["input_tokens"])
+        sums["cached_input_tokens"] += call["cached_tokens"]
+        sums["output_tokens"] += call["output_tokens"]
+        sums["summary_calls"] += call["kind"] == "summary"
+        sums["over_window_requests"] += bool(call["over_window"])
+
     def to_state(self) -> dict[str, Any]:
-        return {"model_calls": self.model_calls, "compactions": self.compactions,
+        # Sizes that do not grow with the session: totals, never the list of calls.
+        return {"sums": self.sums, "compactions": self.compactions,
                 "stated_turn": self.stated_turn, "present": self.present,
                 "cost": self.meter.totals, "delegated": self.delegated,
+                "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
                 "audit_failures": self.audit_failures,
                 "flagged": self.flagged, "summary_figures": list(self.summary_figures)}
 
     def from_state(self, state: dict[str, Any]) -> None:
-        self.model_calls = list(state.get("model_calls", []))
+        self.model_calls = []  # the calls of this process; the sums carry the earlier ones
+        for call in state.get("model_calls", []):  # a state saved before the sums existed
+            self.model_calls.append(call)
+            self._add({**call, "cached_tokens": call.get("cached_tokens", 0),
+                       "output_tokens": call.get("output_tokens", 0)})
+        for name, value in (state.get("sums") or {}).items():
+            if name in self.sums and isinstance(value, int):
+                self.sums[name] = value
         self.compactions = state.get("compactions", 0)
         self.delegated = list(state.get("delegated", []))
+        self.agent_inputs = [int(n) for n in state.get("agent_inputs", [])]
         self.stated_turn = dict(state.get("stated_turn", {}))
         self.audit_failures = int(state.get("audit_failures", 0))
         self.flagged = list(state.get("flagged", []))
@@ -137,14 +174,11 @@ class ReportSink:
         return survived / len(self.expect)
 
     def totals(self) -> dict[str, Any]:
-        calls = self.model_calls
-        inputs = [c["input_tokens"] for c in calls]
-        return {"total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
-                "cached_input_tokens": sum(c.get("cached_tokens", 0) for c in calls),
-                "output_tokens": sum(c.get("output_tokens", 0) for c in calls),
-                "summary_calls": sum(1 for c in calls if c["kind"] == "summary"),
-                "compactions": self.compactions,
-                "over_window_requests": sum(1 for c in calls if c["over_window"]),
+        sums = self.sums
+        return {name: sums[name] for name in ("total_input_tokens", "peak_input_tokens",
+                                              "cached_input_tokens", "output_tokens",
+                                              "summary_calls", "over_window_requests")} | {
+                "model_call_count": sums["calls"], "compactions": self.compactions,
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
                 **({"children": self.children_report()} if self.delegated else {})}
@@ -152,24 +186,22 @@ class ReportSink:
     def children_report(self) -> dict[str, Any]:
         """What sub-agents cost this context: each answer's tokens against the child's own
         input, and the agent call input before and after the answers arrived."""
-        agent = [i for i, c in enumerate(self.model_calls) if c["kind"] == "agent"]
+        # Saved with the state (one int per agent call): a waiting parent resumes in a new
+        # process, whose model_calls list starts empty.
+        agent = self.agent_inputs
         growth = []
         for mark in sorted({d["parent_calls_before"] for d in self.delegated}):
-            before = [i for i in agent if i < mark]
-            after = [i for i in agent if i >= mark]
-            if before and after:
+            if 0 < mark < len(agent):
                 answers = sum(int(d["answer_tokens"] or 0) for d in self.delegated
                               if d["parent_calls_before"] == mark)
-                growth.append({"input_before": self.model_calls[before[-1]]["input_tokens"],
-                               "input_after": self.model_calls[after[0]]["input_tokens"],
+                growth.append({"input_before": agent[mark - 1], "input_after": agent[mark],
                                "answers_tokens": answers})
         return {"sessions": [{k: v for k, v in d.items() if k != "parent_calls_before"}
                              for d in self.delegated],
                 "children_input_tokens": sum(int(d["child_input_tokens"] or 0)
                                              for d in self.delegated),
                 "answers_tokens": sum(int(d["answer_tokens"] or 0) for d in self.delegated),
-                "parent_agent_input_tokens": [self.model_calls[i]["input_tokens"]
-                                              for i in agent],
+                "parent_agent_input_tokens": list(agent),
                 "growth_at_resume": growth,
                 "cost_with_children": round(self.meter.totals["profile"] + sum(
                     float(d["child_cost"] or 0) for d in self.delegated), 6)}

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from agents.anchors import extract_anchors, supersedes
+from agents.numbers import known_values, numbers_in  # noqa: F401 - numbers_in re-exported
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -260,24 +261,7 @@ def shrink_to(summary: StructuredSummary, max_tokens: int,
     return out
 
 
-# --- compaction audit (SPEC E3)
-_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-                     r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
-_SCALE = {"k": 1000, "m": 1_000_000, "万": 10_000, "亿": 100_000_000, "千": 1000}
-# Archive references come from the engine, not from the model's memory of the data.
-_REFS = re.compile(r"arc:[^\s,;)\]]+|\b(?:archive\s+)?turns?\s+\d+(?:\s*(?:[-–—]|to|and|,)\s*\d+)*"
-                   r"|第\s*\d+\s*轮", re.I)
-
-
-def numbers_in(text: str) -> list[tuple[str, str, str]]:
-    """(as written, value, scaled value) of each number, archive refs excluded: "1,234.0"
-    is 1234; "50k" is 50 and 50000; "12%" is 12."""
-    out = []
-    for m in _NUMBER.finditer(_REFS.sub(" ", text or "")):
-        raw = Decimal(m.group(1).replace(",", ""))
-        scaled = raw * _SCALE.get((m.group(2) or "").strip().lower(), 1)
-        out.append((m.group(0).strip(), *(format(v.normalize(), "f") for v in (raw, scaled))))
-    return out
+# --- compaction audit (SPEC E3); numbers_in is agents/numbers.py's
 
 
 def audit_compaction(*, new_context_text: str, tier1_anchors: list[str], snapshot_text: str,
@@ -292,8 +276,8 @@ def audit_compaction(*, new_context_text: str, tier1_anchors: list[str], snapsho
     missing_anchors = [a for a in tier1_anchors if _one_line(a) not in context]
     snapshot_present = _one_line(snapshot_text) in context
     missing_tasks = [t for t in open_tasks if _one_line(t) not in context]
-    known = {v for source in (compacted_text, previous_summary_text, *tier1_anchors)
-             for _, raw, scaled in numbers_in(source) for v in (raw, scaled)}
+    known = set().union(*(known_values(source) for source in
+                          (compacted_text, previous_summary_text, *tier1_anchors)))
     unsupported: list[str] = []
     for written, _, scaled in numbers_in(new_summary_text):
         if scaled not in known and written not in unsupported:

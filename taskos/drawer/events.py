@@ -11,10 +11,12 @@ from typing import Any, Iterable
 
 from django.db.models import F
 
+from taskos.runs.call_messages import full_payload
 from taskos.runs.models import Session, SessionEvent
 
 MODEL_CALL = "MODEL_CALL"
-# Every key of a MODEL_CALL payload except "messages" (see agents/events.py).
+# Every key of a MODEL_CALL payload except "messages" and "message_parts" (see
+# agents/events.py and taskos/runs/call_messages.py).
 CALL_KEYS = ("call", "kind", "input_tokens", "zones", "output_tokens", "cached_tokens",
              "finish_reason", "latency_ms", "cost", "over_window", "limit", "model")
 
@@ -57,7 +59,9 @@ def call_payload(session: Session, number: int) -> dict[str, Any] | None:
            .values("payload", "seq", "turn").first())
     if row is None:
         return None
-    return {**row["payload"], "seq": row["seq"], "turn": row["turn"]}
+    # Stored as what is new since the previous call: rebuilt to the exact list sent.
+    payload = full_payload(session.pk, row["seq"], row["payload"])
+    return {**payload, "seq": row["seq"], "turn": row["turn"]}
 
 
 def latest_seq(session: Session | int) -> int:

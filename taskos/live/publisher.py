@@ -6,60 +6,18 @@ and is the truth; a browser that missed a message resyncs from it.
 """
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import logging
-import os
-import threading
-import time
 
-from channels.layers import get_channel_layer
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agents.events import Event, EventType
+from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
-log = logging.getLogger("taskos.live")
-
-# After a failed send, skip streaming for this long instead of paying a connection
-# attempt on every event while Redis is down.
-SEND_RETRY_AFTER_S = 5.0
-SEND_TIMEOUT_S = 10.0
-
-
-class _SendLoop:
-    """One event loop per process, in a daemon thread, for every group_send.
-
-    async_to_sync would make a fresh loop per call, and the Redis layer keeps its
-    connections per loop: every event would open and close a connection (~25 ms each).
-    """
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-    _pid = 0
-
-    @classmethod
-    def run(cls, coroutine, timeout: float):
-        with cls._lock:
-            if cls._loop is None or cls._pid != os.getpid():  # none yet, or forked
-                cls._loop = asyncio.new_event_loop()
-                cls._pid = os.getpid()
-                threading.Thread(target=cls._loop.run_forever, name="taskos-publisher",
-                                 daemon=True).start()
-            loop = cls._loop
-        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        try:
-            return future.result(timeout)
-        except BaseException:
-            future.cancel()
-            raise
-
-
-def group_name(session_id: int | str) -> str:
-    return f"session.{session_id}"
+from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
 
 
 def _event_time(event: Event) -> dt.datetime:
@@ -71,14 +29,74 @@ def _event_time(event: Event) -> dt.datetime:
 
 
 class ChannelsPublisher:
-    """EventSink for one session: SessionEvent row first, then the channel layer."""
+    """EventSink for one session: SessionEvent row first, then the channel layer.
+
+    Between `hold()` and `release()` (the engine's commit points, agents/commits.py)
+    events get their seq at once but are stored by `flush()`: one bulk insert and one
+    counter update in the caller's transaction, sent after its commit in one hop to the
+    send loop. A MODEL_CALL is stored as what is new since the previous
+    call (taskos/runs/call_messages.py).
+    """
 
     def __init__(self, session: Session | int | str) -> None:
         self.session_pk = session.pk if isinstance(session, Session) else int(session)
         self._seq = self._stored_max_seq()
-        self._layer = get_channel_layer()
-        self._send_blocked_until = 0.0
-        self._warned = False
+        self._sender = GroupSender(self.session_pk)
+        self._held: list[Event] | None = None  # None: events are stored as they come
+        self._calls = CallCompactor()
+
+    # --- batches
+    def hold(self) -> None:
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> None:
+        self.flush()
+        self._held = None
+
+    def drop_held(self) -> None:
+        """The transaction the held events were for rolled back: they never existed."""
+        self._held = None
+        self._calls.forget()
+        self._seq = self._stored_max_seq()
+
+    def flush(self) -> None:
+        """Store the held events in one go, in the caller's transaction; send after commit."""
+        if not self._held:
+            return
+        events, self._held = self._held, []
+        # Inside the engine's batch no savepoint of its own (a statement pair saved): an
+        # error rolls the batch back as a whole.
+        with transaction.atomic(savepoint=False):
+            self._store_many(events)
+            self._update_counters(events)
+        transaction.on_commit(lambda: self._send_many(events))
+
+    def _store_many(self, events: list[Event]) -> None:
+        saved = self._calls.state()
+        for _ in range(5):
+            rows = [SessionEvent(session_id=self.session_pk, seq=e.seq, type=str(e.type),
+                                 payload=self._stored_payload(e), turn=e.turn or 0,
+                                 at=_event_time(e)) for e in events]
+            try:
+                with transaction.atomic():
+                    SessionEvent.objects.bulk_create(rows)
+                return
+            except IntegrityError:
+                # Another publisher (an executor that lost its lease) took these numbers:
+                # number them after whatever is stored now (the loop reads event.seq back).
+                self._calls.restore(saved)
+                self._seq = self._stored_max_seq()
+                for event in events:
+                    self._seq += 1
+                    event.seq = self._seq
+        raise RuntimeError(f"Could not store {len(events)} events for session "
+                           f"{self.session_pk}: the sequence numbers kept clashing")
+
+    def _stored_payload(self, event: Event) -> dict:
+        if event.type == EventType.MODEL_CALL:
+            return self._calls.stored(event.seq, event.payload)
+        return event.payload
 
     def _stored_max_seq(self) -> int:
         # Discarded rows count too: a seq a browser has seen is never given out again.
@@ -110,6 +128,11 @@ class ChannelsPublisher:
 
     def emit(self, event: Event) -> None:
         event.session_id = str(self.session_pk)
+        if self._held is not None:
+            self._seq += 1
+            event.seq = self._seq
+            self._held.append(event)
+            return
         with transaction.atomic():
             if connection.vendor == "postgresql":
                 # The event log does not wait for its own disk flush (SQLite in WAL mode
@@ -129,16 +152,40 @@ class ChannelsPublisher:
                 with transaction.atomic():
                     SessionEvent.objects.create(
                         session_id=self.session_pk, seq=event.seq, type=str(event.type),
-                        payload=event.payload, turn=event.turn or 0, at=_event_time(event))
+                        payload=self._stored_payload(event), turn=event.turn or 0,
+                        at=_event_time(event))
             except IntegrityError:
                 # Another publisher (a redelivered task overlapping the old one) took this
                 # seq; continue after whatever is stored now.
                 self._seq = self._stored_max_seq()
+                self._calls.forget()
                 continue
             self._seq = event.seq
             return
         raise RuntimeError(f"Could not store event {event.type} for session {self.session_pk}: "
                            "the sequence number kept clashing with another writer")
+
+    def _update_counters(self, events: list[Event]) -> None:
+        """One UPDATE for the calls and compactions of a batch; the rare lifecycle events
+        (start, finish) as they are."""
+        calls = [e for e in events if e.type == EventType.MODEL_CALL]
+        compactions = sum(1 for e in events if e.type == EventType.COMPACTION
+                          and not (e.payload or {}).get("noop"))
+        values = {}
+        if calls:
+            tokens = [int(e.payload.get("input_tokens") or 0) for e in calls]
+            values.update(
+                total_input_tokens=F("total_input_tokens") + sum(tokens),
+                peak_input_tokens=Greatest(F("peak_input_tokens"), Value(max(tokens))),
+                turns=Greatest(F("turns"), Value(max(int(e.turn or 0) for e in calls))),
+                cost=F("cost") + sum(float(e.payload.get("cost") or 0) for e in calls))
+        if compactions:
+            values["compactions"] = F("compactions") + compactions
+        if values:
+            Session.objects.filter(pk=self.session_pk).update(**values)
+        for event in events:
+            if event.type in (EventType.SESSION_STARTED, EventType.SESSION_FINISHED):
+                self._update_session(event)
 
     def _update_session(self, event: Event) -> None:
         """Keep the dashboard's counters live; SESSION_FINISHED carries the final figures."""
@@ -169,20 +216,15 @@ class ChannelsPublisher:
             sessions.update(**values)
 
     def _send(self, event: Event) -> None:
-        if self._layer is None or time.monotonic() < self._send_blocked_until:
-            return
-        message = {"type": "session.event", "event": event.to_dict()}
-        try:
-            _SendLoop.run(self._layer.group_send(group_name(self.session_pk), message),
-                          SEND_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - any transport failure: keep storing
-            self._send_blocked_until = time.monotonic() + SEND_RETRY_AFTER_S
-            if not self._warned:
-                self._warned = True
-                log.warning("Live updates for session %s are paused: the channel layer is "
-                            "unreachable (%s). Events are still stored; open pages catch up "
-                            "when they reconnect.", self.session_pk, exc)
-            return
-        if self._warned:
-            self._warned = False
-            log.info("Live updates for session %s resumed.", self.session_pk)
+        self._send_many([event])
+
+    def _message(self, event: Event) -> dict:
+        """What the group gets: pages re-read the stored rows, so a call's prompt is not
+        sent (it may be hundreds of kB); its seq, type and figures are."""
+        data = event.to_dict()
+        if event.type == EventType.MODEL_CALL:
+            data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
+        return {"type": "session.event", "event": data}
+
+    def _send_many(self, events: list[Event]) -> None:
+        self._sender.send([self._message(e) for e in events])

@@ -15,6 +15,7 @@ from agents.replay.runner import differences
 from agents.runner import ReportSink
 from agents.scenarios import ScenarioError, load_scenario
 
+from .call_messages import MessageResolver
 from .models import ArchivedTurn, Session, SessionEvent
 
 REF = re.compile(r"arc:(\d+):(\d+)")
@@ -90,12 +91,14 @@ def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, 
     """(turn, call number, messages as sent) of each agent call, oldest first."""
     rows = (SessionEvent.objects.filter(session=session, type="MODEL_CALL",
                                         payload__kind="agent")
-            .order_by("seq").values_list("turn", "payload"))
-    for turn, payload in rows.iterator(chunk_size=20):
+            .order_by("seq").values_list("seq", "turn", "payload"))
+    resolver = MessageResolver(session.pk)  # rows store what is new since the last call
+    for seq, turn, payload in rows.iterator(chunk_size=20):
         if payload.get("refused"):
+            resolver.remember(seq, payload)
             continue
         sent = [{k: v for k, v in m.items() if k not in ("zone", "tokens")}
-                for m in payload.get("messages") or []]
+                for m in resolver.messages(seq, payload)]
         yield turn, payload.get("call"), sent
 
 

@@ -14,7 +14,7 @@ from taskos.live.publisher import ChannelsPublisher
 from . import delegation
 from .lease import Lease, LeaseLost
 from .models import Session, SessionEvent, max_input_chars
-from .store import DjangoStore
+from .store import DjangoStore, relaxed_commits
 
 log = logging.getLogger("taskos.runs")
 
@@ -42,13 +42,14 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             run_engine = replay_engine(session)
         store = DjangoStore(lease=lease)
         store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
-        result = run_engine(
-            session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
-            profile=session.profile.to_engine(context_size=session.window),
-            config=ContextConfig.from_dict(session.context_settings),
-            store=store, events=publisher,
-            workspace=session.workspace, progress=progress, summarizer=summarizer,
-            max_input_chars=max_input_chars(), delegation=delegation.limits())
+        with relaxed_commits():
+            result = run_engine(
+                session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
+                profile=session.profile.to_engine(context_size=session.window),
+                config=ContextConfig.from_dict(session.context_settings),
+                store=store, events=publisher,
+                workspace=session.workspace, progress=progress, summarizer=summarizer,
+                max_input_chars=max_input_chars(), delegation=delegation.limits())
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}

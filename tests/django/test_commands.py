@@ -78,7 +78,7 @@ def test_progress_bar_draws_on_a_log_once_per_tenth():
 def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
     import taskos.runs.management.commands.bench as bench_command
     monkeypatch.setattr(bench_command, "run_bench",
-                        lambda json_path, out: out("table") or {"sales-report": {"turns": 14}})
+                        lambda json_path, out, **kw: out("table") or {"sales-report": {"turns": 14}})
     path = tmp_path / "bench.json"
     out = io.StringIO()
     call_command("bench", "--json", str(path), "--recall-rows", "300", stdout=out)

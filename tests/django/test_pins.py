@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from taskos.runs import services
+from taskos.runs.call_messages import full_payload
 from taskos.runs.models import Anchor, ArchivedTurn, Session, SessionEvent
 from taskos.runs.store import DjangoStore
 from taskos.runs.tasks import run_session
@@ -21,9 +22,10 @@ def snapshot_of(messages):
 
 
 def agent_calls(session):
-    return [(turn, messages) for turn, kind, messages in SessionEvent.objects.filter(
-        session=session, type="MODEL_CALL").order_by("seq").values_list(
-            "turn", "payload__kind", "payload__messages") if kind == "agent"]
+    rows = SessionEvent.objects.filter(session=session, type="MODEL_CALL").order_by("seq")
+    return [(turn, full_payload(session.pk, seq, payload)["messages"])
+            for turn, seq, payload in rows.values_list("turn", "seq", "payload")
+            if payload["kind"] == "agent"]
 
 
 @pytest.fixture

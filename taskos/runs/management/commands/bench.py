@@ -1,4 +1,4 @@
-"""`python manage.py bench [--json PATH] [--recall-rows N]`: the engine benchmark (SPEC E1)
+"""`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N]`: the engine benchmark (SPEC E1)
 plus archive-recall latency on the configured database."""
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--json", dest="json_path", default=None,
                             help="also write all results to this JSON file")
+        parser.add_argument("--plot", dest="plot_path", default=None,
+                            help="also draw input tokens per call and cumulative cost, "
+                                 "TaskOS vs unmanaged, on long-200 into this PNG "
+                                 "(needs matplotlib: pip install -e '.[plot]')")
         parser.add_argument("--recall-rows", type=int, default=100_000,
                             help="archived turns in the recall benchmark (100000; 0 skips it)")
 
@@ -24,10 +28,16 @@ class Command(BaseCommand):
         rows = options["recall_rows"]
         if 0 < rows < 100:
             raise CommandError("--recall-rows must be 0 (skip) or at least 100.")
-        path = options["json_path"]
-        if path and not Path(path).resolve().parent.is_dir():
-            raise CommandError(f"Cannot write {path}: its folder does not exist.")
-        results = run_bench(json_path=None, out=self.stdout.write)
+        path, plot = options["json_path"], options["plot_path"]
+        for target in (path, plot):
+            if target and not Path(target).resolve().parent.is_dir():
+                raise CommandError(f"Cannot write {target}: its folder does not exist.")
+        if plot:
+            try:
+                import matplotlib  # noqa: F401 - fail before an hour of benchmark, not after
+            except ImportError:
+                raise CommandError("--plot needs matplotlib: pip install -e '.[plot]'") from None
+        results = run_bench(json_path=None, out=self.stdout.write, plot_path=plot)
         if rows:
             self.stdout.write(f"\nArchive recall: {rows} turns in one session, 50 searches…")
             recall = measure(rows)

@@ -1,0 +1,78 @@
+"""Commit points of a turn: the writes between two model calls go to the database together.
+
+A turn used to cost a transaction (and a disk flush) per event and per archived row. Now
+the loop opens a batch when a turn starts; the store's writes and the sink's events join
+it, and it commits at three points:
+
+1. right before each model call and each tool run — what the turn prepared (its user
+   messages, anchors, BUDGET) is stored and streamed while the model works, and no
+   transaction (no SQLite write lock) stays open while the model or a tool works;
+2. right after each model call — its MODEL_CALL event, so a paid call stays on record
+   even when the turn never commits (tests/django/test_exactly_once.py);
+3. at the end of the turn, before the state save — which is the turn's durable commit.
+
+The database store does not wait for the disk at points 1 and 2 (taskos/runs/store.py
+relaxed_commits); they cannot be lost alone: the state save's durable commit flushes every
+earlier commit with it, and until then the saved state says the turn did not happen, so
+a crash redoes it (agents/loop.py discards what it left). Stores and sinks without
+`begin_batch` / `hold` (MemoryStore, ListSink) are left as they are: nothing to batch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class CommitPoints:
+    def __init__(self, store: Any, events: Any) -> None:
+        self.store, self.events = store, events
+        self._transactions = callable(getattr(store, "begin_batch", None))
+        self._holds_events = callable(getattr(events, "hold", None))
+        self.open = False
+
+    def begin(self) -> None:
+        """Open a batch: a transaction where the store has them, events held."""
+        if self.open:
+            return
+        self.open = True
+        if self._holds_events:
+            self.events.hold()
+        if self._transactions:
+            self.store.begin_batch()
+
+    def flush_events(self) -> None:
+        """Store the held events now, in the open transaction (their seqs are final)."""
+        if self.open and self._holds_events:
+            self.events.flush()
+
+    def commit(self) -> None:
+        """Flush the events and commit the open batch; nothing stays open (a model call
+        never runs inside a transaction)."""
+        if not self.open:
+            return
+        self.flush_events()
+        self.open = False
+        if self._transactions:
+            self.store.commit_batch()
+
+    def checkpoint(self) -> None:
+        """Commit what is open and go on in a new batch."""
+        if self.open:
+            self.commit()
+            self.begin()
+
+    def end(self) -> None:
+        """After the state save (a database store committed the batch with it): events
+        are written as they come until the next turn."""
+        self.commit()
+        if self._holds_events:
+            self.events.release()
+
+    def abort(self, exc: BaseException) -> None:
+        """Roll back the open transaction and forget the held events (never stored)."""
+        was_open, self.open = self.open, False
+        try:
+            if was_open and self._transactions:
+                self.store.rollback_batch(exc)
+        finally:
+            if self._holds_events:
+                self.events.drop_held()

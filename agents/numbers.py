@@ -1,0 +1,46 @@
+"""Numbers in text for the compaction audit (SPEC E3), cheap enough for every compaction.
+
+The audit reads every number of the compacted messages and of the previous summary: tens
+of kB, often thousands of numbers, per compaction. Each distinct number is converted once
+(an LRU of conversions), and the value set of a text is remembered for the next audit,
+whose "previous summary" is the summary this one just checked.
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from functools import lru_cache
+
+NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+                    r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
+SCALE = {"k": 1000, "m": 1_000_000, "万": 10_000, "亿": 100_000_000, "千": 1000}
+# Archive references come from the engine, not from the model's memory of the data.
+REFS = re.compile(r"arc:[^\s,;)\]]+|\b(?:archive\s+)?turns?\s+\d+(?:\s*(?:[-–—]|to|and|,)\s*\d+)*"
+                  r"|第\s*\d+\s*轮", re.I)
+
+
+def without_refs(text: str) -> str:
+    return REFS.sub(" ", text) if text else ""
+
+
+@lru_cache(maxsize=1 << 16)
+def _values(number: str, suffix: str) -> tuple[str, str]:
+    raw = Decimal(number.replace(",", ""))
+    scaled = raw * SCALE.get(suffix.strip().lower(), 1)
+    return format(raw.normalize(), "f"), format(scaled.normalize(), "f")
+
+
+def numbers_in(text: str) -> list[tuple[str, str, str]]:
+    """(as written, value, scaled value) of each number, archive refs excluded: "1,234.0"
+    is 1234; "50k" is 50 and 50000; "12%" is 12."""
+    return [(m.group(0).strip(), *_values(m.group(1), m.group(2) or ""))
+            for m in NUMBER.finditer(without_refs(text or ""))]
+
+
+@lru_cache(maxsize=8)
+def known_values(text: str) -> frozenset[str]:
+    """Every value and scaled value of numbers_in(text), each distinct number once."""
+    out: set[str] = set()
+    for number, suffix in set(NUMBER.findall(without_refs(text or ""))):
+        out.update(_values(number, suffix))
+    return frozenset(out)
