@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
+from taskos.drawer.calls import request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.inspector import InspectorPanel
 from taskos.drawer.stream import render_update
@@ -64,8 +65,26 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def call_json(request: HttpRequest, pk: int, number: int) -> JsonResponse:
-    """Inspector export: everything the model received at call `number`, as JSON."""
+def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """Inspector export: the request body of call `number`, the very bytes the provider got."""
+    session = owned_session(request, pk)
+    if call_payload(session, number) is None:
+        raise Http404(f"Session {session.pk} has no model call {number}.")
+    body = request_body(session, number)
+    if body is None:
+        return HttpResponse(f"Call {number} was recorded before request parameters were kept; "
+                            "its stored record is at record.json.", status=410,
+                            content_type="text/plain; charset=utf-8")
+    response = HttpResponse(body, content_type="application/json")
+    response["Content-Disposition"] = (
+        f'attachment; filename="taskos-session-{session.pk}-call-{number}-request.json"')
+    return response
+
+
+@login_required
+@require_GET
+def call_record(request: HttpRequest, pk: int, number: int) -> JsonResponse:
+    """The stored record of call `number`: annotated messages, reply and figures."""
     session = owned_session(request, pk)
     payload = call_payload(session, number)
     if payload is None:

@@ -16,6 +16,8 @@ urlpatterns = [
     path("sessions/<int:pk>/events", exports.events_after, name="events"),
     path("sessions/<int:pk>/inspect", exports.inspect, name="inspect"),
     path("sessions/<int:pk>/calls/<int:number>.json", exports.call_json, name="call_json"),
+    path("sessions/<int:pk>/calls/<int:number>/record.json", exports.call_record,
+         name="call_record"),
     path("sessions/<int:pk>/refs/<str:ref>", exports.read_ref, name="ref"),
     path("sessions/<int:pk>/archive", exports.archive, name="archive"),
     path("sessions/<int:pk>/replay", replays.replay_new, name="replay"),

@@ -42,9 +42,11 @@ def test_resync_beyond_the_stored_record_resets_to_it(ann_client, session):
     assert response["X-Last-Seq"] == "1"
 
 
-def test_call_export_has_every_message_with_zone_and_tokens(ann_client, session):
+def test_call_record_has_every_message_with_zone_and_tokens(ann_client, session):
     add_events(session, model_call(1, 500), model_call(2, 900))
-    response = ann_client.get(f"/sessions/{session.pk}/calls/2.json")
+    # Recorded without request parameters: no exact body to export, the record remains.
+    assert ann_client.get(f"/sessions/{session.pk}/calls/2.json").status_code == 410
+    response = ann_client.get(f"/sessions/{session.pk}/calls/2/record.json")
     assert response["Content-Type"] == "application/json"
     assert "attachment" in response["Content-Disposition"]
     data = json.loads(response.content)
@@ -52,6 +54,7 @@ def test_call_export_has_every_message_with_zone_and_tokens(ann_client, session)
     assert [(m["zone"], m["tokens"]) for m in data["messages"]] == [("system", 300),
                                                                     ("snapshot", 200)]
     assert ann_client.get(f"/sessions/{session.pk}/calls/3.json").status_code == 404
+    assert ann_client.get(f"/sessions/{session.pk}/calls/3/record.json").status_code == 404
 
 
 def test_inspect_pins_a_call_out_of_reach_of_live_updates(ann_client, session):

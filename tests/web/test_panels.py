@@ -162,9 +162,26 @@ def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
         ("system", 300), ("snapshot", 250), ("history", 150)]
     assert detail["messages"][2]["cut"] == 1000
     assert dict(detail["zones"]) == {"system": 300, "snapshot": 250, "history": 150}
-    assert f"/sessions/{session.pk}/calls/2.json" in html and "Hard constraints: table" in html
+    # Recorded without request parameters (as before issue 12): the stored record only.
+    assert f"/sessions/{session.pk}/calls/2/record.json" in html and "Hard constraints: table" in html
+    assert "Export request" not in html
     pinned = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
     assert pinned["detail"]["call"] == 1
+
+
+def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(session):
+    add_events(session, model_call(1, 500, messages=[
+        {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."},
+        {"role": "assistant", "zone": "history", "tokens": 40, "content": None,
+         "tool_calls": [{"id": "call_0_0", "type": "function", "function": {
+             "name": "csv_describe", "arguments": '{"path": "sales.csv"}'}}]}]))
+    context, html = panel_view(InspectorPanel(), session)
+    assistant = context["detail"]["messages"][1]
+    assert assistant["content"] == "" and assistant["preview"] == "csv_describe(…)"
+    assert '<pre class="tool-call">csv_describe({' in html
+    assert "null" not in html
+    # 300 + 40 + 3 priming + the provider's extra 157: the column adds up to the header.
+    assert context["detail"]["parts_total"] == 500
 
 
 def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
