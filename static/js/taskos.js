@@ -49,6 +49,19 @@
     toggle.textContent = anyOpen ? "unfold all" : "fold all";
   });
 
+  // Below 900 px the drawer is a bottom sheet: the floating tab opens it from anywhere on
+  // the page, its close button (or Escape) puts it away.
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-open-drawer]")) {
+      document.body.classList.add("drawer-open");
+    } else if (event.target.closest("[data-close-drawer]")) {
+      document.body.classList.remove("drawer-open");
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { document.body.classList.remove("drawer-open"); }
+  });
+
   // W8: some browser features need a secure context; say so instead of failing silently.
   document.addEventListener("DOMContentLoaded", function () {
     if (!window.isSecureContext) { document.body.classList.add("insecure-context"); }
