@@ -62,6 +62,20 @@
     if (event.key === "Escape") { document.body.classList.remove("drawer-open"); }
   });
 
+  // The curve's "full window" choice outlives the panel's live re-renders and reloads.
+  function syncCurveScale() {
+    var full = localStorage.getItem("taskos.curveFull") === "1";
+    document.body.classList.toggle("curve-full", full);
+    document.querySelectorAll("[data-curve-full]").forEach(function (box) { box.checked = full; });
+  }
+  document.addEventListener("change", function (event) {
+    if (!event.target.matches("[data-curve-full]")) { return; }
+    localStorage.setItem("taskos.curveFull", event.target.checked ? "1" : "0");
+    syncCurveScale();
+  });
+  document.addEventListener("DOMContentLoaded", syncCurveScale);
+  document.addEventListener("htmx:afterSettle", syncCurveScale);
+
   // W8: some browser features need a secure context; say so instead of failing silently.
   document.addEventListener("DOMContentLoaded", function () {
     if (!window.isSecureContext) { document.body.classList.add("insecure-context"); }

@@ -13,12 +13,15 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from taskos.drawer.base import Panel, render_panel
-from taskos.drawer.events import Ev, latest_seq, load_events
+from taskos.drawer.events import Ev, latest_seq, load_events, load_newest
 from taskos.drawer.panels import PANELS
 from taskos.runs.models import Session
 
 TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESULT",
                     "COMPACTION", "ERROR", "SESSION_FINISHED")
+# Transcript entries per page: a 1000-turn session shows its end and loads older pages
+# on request instead of rendering ~5 000 entries up front.
+TRANSCRIPT_PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,19 @@ def render_transcript(session: Session, events: list[Ev]) -> SafeString:
     return render_to_string("drawer/transcript.html", {"session": session, "events": entries})
 
 
+def render_older(session: Session, events: list[Ev], more: bool) -> SafeString:
+    """The "load older" button above `events`, when there are entries before them."""
+    if not more or not events:
+        return SafeString("")
+    return render_to_string("drawer/_older.html", {"session": session, "before": events[0].seq})
+
+
+def transcript_page(session: Session, before: int | None = None) -> SafeString:
+    """The newest TRANSCRIPT_PAGE entries before seq `before`, a button for older ones."""
+    events, more = load_newest(session, TRANSCRIPT_TYPES, TRANSCRIPT_PAGE, before)
+    return mark_safe(render_older(session, events, more) + render_transcript(session, events))
+
+
 def render_status(session: Session, *, oob: bool) -> SafeString:
     """The status header: status, turns, tokens, cost and the cancel button."""
     return render_to_string("web/_status.html", {"session": session, "oob": oob})
@@ -89,7 +105,5 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
 def page_state(session: Session) -> dict[str, object]:
     """What the session page renders at load: transcript, drawer and the seq they reach."""
     last = latest_seq(session)
-    events = load_events(session, TRANSCRIPT_TYPES)
-    events = [ev for ev in events if ev.seq <= last]
-    return {"transcript": render_transcript(session, events), "drawer": render_drawer(session),
+    return {"transcript": transcript_page(session, last + 1), "drawer": render_drawer(session),
             "status": render_status(session, oob=False), "last_seq": last}

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from taskos.drawer.calls import request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.inspector import InspectorPanel
-from taskos.drawer.stream import render_update
+from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn
 from taskos.runs.store import DjangoStore
 from taskos.web.views import owned_session
@@ -43,6 +43,18 @@ def events_after(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc))
     update = render_update(session, after, full=True)
     return HttpResponse(update.html, headers={"X-Last-Seq": str(update.last_seq)})
+
+
+@login_required
+@require_GET
+def transcript_before(request: HttpRequest, pk: int) -> HttpResponse:
+    """A page of older transcript entries (before seq `before`), for the load-older button."""
+    session = owned_session(request, pk)
+    try:
+        before = int_param(request, "before")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    return HttpResponse(transcript_page(session, before))
 
 
 @login_required

@@ -14,6 +14,7 @@ urlpatterns = [
     path("sessions/<int:pk>/message", actions.message, name="message"),
     path("sessions/<int:pk>/compact", actions.compact, name="compact"),
     path("sessions/<int:pk>/events", exports.events_after, name="events"),
+    path("sessions/<int:pk>/transcript", exports.transcript_before, name="transcript"),
     path("sessions/<int:pk>/inspect", exports.inspect, name="inspect"),
     path("sessions/<int:pk>/calls/<int:number>.json", exports.call_json, name="call_json"),
     path("sessions/<int:pk>/calls/<int:number>/record.json", exports.call_record,

@@ -35,6 +35,18 @@ def test_budget_shows_latest_zones_with_trigger_and_band(session):
     assert "4,000" in html and "warning band" in html
 
 
+def test_curve_scale_fits_the_data_and_the_full_window_is_an_option(session):
+    add_events(session, budget(window=128_000), model_call(1, 9000), model_call(2, 12_000))
+    context, html = panel_view(CurvePanel(), session)
+    scales = dict(context["curve"]["scales"])
+    fitted, full = scales["fitted"], scales["full"]
+    # Fitted: the peak reaches near the top (y 12 is the top edge), the window is off scale.
+    assert fitted["peak_y"] < 40 and fitted["window_y"] is None
+    assert "above this scale" in html and "data-curve-full" in html
+    # Full window: the same peak sits low, under the window line.
+    assert full["peak_y"] > 140 and full["window_y"] is not None
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
@@ -45,12 +57,13 @@ def test_curve_marks_summary_calls_and_draws_window_and_trigger(session):
                model_call(3, 6200, kind="summary"), model_call(4, 900), model_call(5, 9000, over=True))
     context, html = panel_view(CurvePanel(), session)
     curve = context["curve"]
-    assert [p["kind"] for p in curve["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
+    fitted, full = dict(curve["scales"])["fitted"], dict(curve["scales"])["full"]
+    assert [p["kind"] for p in fitted["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
     assert curve["peak"] == 9000 and curve["summaries"] == 1 and curve["over"] == 1
     # The sawtooth: the call after the summary is drawn lower than the one before it.
-    assert curve["points"][3]["y"] > curve["points"][1]["y"]
-    assert curve["window_y"] is not None and curve["trigger_y"] > curve["window_y"]
-    assert html.count("<circle") == 4 and html.count("<polygon") == 1
+    assert fitted["points"][3]["y"] > fitted["points"][1]["y"]
+    assert fitted["window_y"] is not None and fitted["trigger_y"] > fitted["window_y"]
+    assert html.count("<circle") == 2 * 4 and html.count("<polygon") == 2 * 1  # two scales
     assert "window 8,000" in html and "trigger 6,400" in html and "1 over the window" in html
 
 
