@@ -76,11 +76,14 @@ def render_status(session: Session, *, oob: bool) -> SafeString:
     return render_to_string("web/_status.html", {"session": session, "oob": oob})
 
 
-def render_update(session: Session, after: int, *, full: bool = False) -> Update:
+def render_update(session: Session, after: int, *, full: bool = False,
+                  open_panels: set[str] | None = None) -> Update:
     """Fragments that bring a browser holding events up to seq `after` up to date.
 
     With `full` every panel is rendered (a connect or reconnect); otherwise only the
-    panels that read one of the new event types. Nothing new and not `full`: empty.
+    panels that read one of the new event types and, when the page said which of its
+    panels are open (`open_panels`), only open ones: a folded panel is brought up to
+    date when it is unfolded (`render_named_panels`). Nothing new and not `full`: empty.
     """
     new = load_events(session, after=after)
     if not new and not full:
@@ -91,7 +94,8 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
         panels: tuple[Panel, ...] | list[Panel] = PANELS
     else:
         types = {ev.type for ev in new}
-        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)]
+        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)
+                  and (open_panels is None or panel.name in open_panels)]
     parts = []
     transcript = render_transcript(session, new)
     if transcript:
@@ -100,6 +104,12 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
     parts.append(render_status(session, oob=True))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
     return Update("\n".join(parts), last, session.is_active)
+
+
+def render_named_panels(session: Session, names: set[str]) -> str:
+    """The named panels' badges and bodies, out of band: a panel the page just unfolded."""
+    panels = [panel for panel in PANELS if panel.name in names]
+    return render_panels(session, panels, oob=True) if panels else ""
 
 
 def page_state(session: Session) -> dict[str, object]:

@@ -26,7 +26,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from taskos.drawer.events import latest_seq
-from taskos.drawer.stream import Update, render_update
+from taskos.drawer.stream import Update, render_named_panels, render_update
 from taskos.live.publisher import group_name
 from taskos.runs.models import Session
 
@@ -42,6 +42,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     synced_seq: int | None = None  # last seq sent to this page; None until it said where it is
     active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
+    open_panels: set[str] | None = None  # None until the page says which panels are open
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -66,16 +67,33 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """{"after": N} from the page: send everything after seq N, all panels fresh."""
+        """{"after": N} from the page: send everything after seq N, all panels fresh.
+
+        The page may add "open": [panel names] (then folded panels are not re-rendered
+        while the task runs) and "refresh": [names] for panels it just unfolded.
+        """
         if self.group is None:
             return
         try:
-            after = int(json.loads(text_data or "")["after"])
-        except (ValueError, TypeError, KeyError):
+            data = json.loads(text_data or "")
+            after = int(data["after"]) if "after" in data else None
+            opened = data.get("open")
+            refresh = {str(name) for name in data.get("refresh") or ()}
+        except (ValueError, TypeError, AttributeError):
+            data = None
+        if data is None or (after is None and opened is None):
             log.info("Ignored a websocket message for session %s that is not {\"after\": N}",
                      self.session_pk)
             return
-        await self.sync(max(0, after), full=True)
+        if isinstance(opened, list):
+            self.open_panels = {str(name) for name in opened}
+        if after is not None:
+            await self.sync(max(0, after), full=True)
+        elif refresh and self.synced_seq is not None:
+            async with self.lock:
+                html = await self.render_named(refresh)
+                if html:
+                    await self.send(text_data=html)
 
     async def session_event(self, message: dict) -> None:
         """A stored event was published: send what this page has not seen yet."""
@@ -131,4 +149,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
         if session is None:
             return None
-        return render_update(session, after, full=full)
+        return render_update(session, after, full=full, open_panels=self.open_panels)
+
+    @database_sync_to_async
+    def render_named(self, names: set[str]) -> str:
+        session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
+        return render_named_panels(session, names) if session is not None else ""

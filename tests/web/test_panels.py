@@ -101,8 +101,33 @@ def test_summary_diff_marks_added_removed_and_gaps():
     after = before.replace("line 1", "line one").replace("line 8", "line eight")
     ops = summary_diff(before, after)
     assert {"op": "del", "text": "line 1"} in ops and {"op": "add", "text": "line one"} in ops
-    assert {"op": "gap", "text": "…"} in ops
     assert summary_diff("same", "same") == []
+
+
+def test_summary_diff_ignores_reordering_within_and_of_sections():
+    before = ("## Constraints\n- output must include a table\n- use data up to October\n"
+              "## Progress\n- loaded sales.csv\n- cleaned 3 rows")
+    after = ("## Progress\n- cleaned 3 rows\n- loaded sales.csv\n- ran the regional query\n"
+             "## Constraints\n- use data up to October\n- output must include a table")
+    before, after = before + "\n## Files\n- sales.csv", after + "\n## Files\n- sales.csv"
+    ops = summary_diff(before, after)
+    # The kept constraint moved (and its section moved): not shown as removed.
+    assert [op for op in ops if op["op"] in ("add", "del")] == [
+        {"op": "add", "text": "- ran the regional query"}]
+    assert {"op": "section", "text": "## Progress"} in ops
+    assert ops[-1] == {"op": "gap", "text": "… 3 unchanged lines"}
+    assert summary_diff(before, after.replace("- use data up to October\n", "")) [-3:-1] == [
+        {"op": "section", "text": "## Constraints"},
+        {"op": "del", "text": "- use data up to October"}]
+
+
+def test_an_anchor_refresh_is_listed_but_not_counted(session):
+    add_events(session, compaction("rolling"),
+               compaction("anchor", before_history=800, after_history=800, refresh=True,
+                          noop=True, summary_before="## Progress\n- loaded sales.csv",
+                          archived_turns=[]))
+    context, html = panel_view(CompactionsPanel(), session)
+    assert context["count"] == 1 and "anchor refresh" in html
 
 
 def test_anchors_current_rows_and_changes_by_source(session):
