@@ -149,7 +149,8 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
             .annotate(head=Substr("content", 1, ARCHIVE_SHOWN_CHARS), length=Length("content")))
     page = Paginator(rows, ARCHIVE_PAGE_ROWS).get_page(request.GET.get("page"))
     items = [{"ref": row.ref, "turn": row.turn, "role": row.role, "tool_name": row.tool_name,
-              "tokens": row.token_count, "is_binary": row.is_binary,
+              # Many rows are archived without a token count: their size then shows in chars.
+              "tokens": row.token_count, "chars": row.length, "is_binary": row.is_binary,
               "content": "" if row.is_binary else row.head,
               "cut": 0 if row.is_binary else max(0, row.length - ARCHIVE_SHOWN_CHARS)}
              for row in page.object_list]

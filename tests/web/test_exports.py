@@ -84,6 +84,8 @@ def test_archive_lists_the_turns_a_compaction_moved_out(ann_client, session):
     html = ann_client.get(f"/sessions/{session.pk}/archive?first=1&last=4").content.decode()
     assert "raw output of turn 1" in html and "raw output of turn 2" in html
     assert "raw output of turn 5" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    # Rows archived without a token count show their size in characters, not "0 tok".
+    assert "0 tok" not in html and "29 chars" in html
 
 
 def test_htmx_actions_answer_with_a_notice(ann_client, session):

@@ -84,3 +84,21 @@ def test_older_entries_load_page_by_page_until_the_first(ann_client, long_sessio
         pages += 1
     assert pages > 1 and seen[0] == 1 and seen == sorted(set(seen))
 
+
+
+def test_live_updates_skip_folded_panels_and_unfolding_brings_one_up_to_date(session):
+    from taskos.drawer.stream import render_named_panels, render_update
+
+    from .factories import add_events
+
+    add_events(session, budget(), model_call(1, 900))
+    after = 2
+    add_events(session, budget(history=2500), model_call(2, 1900))
+    everything = render_update(session, after).html
+    assert 'id="panel-inspector-body"' in everything and 'id="panel-budget-body"' in everything
+    only_budget = render_update(session, after, open_panels={"budget"}).html
+    assert 'id="panel-budget-body"' in only_budget
+    assert 'id="panel-inspector-body"' not in only_budget and 'id="panel-curve-body"' not in only_budget
+    unfolded = render_named_panels(session, {"inspector"})
+    assert 'id="panel-inspector-body"' in unfolded and 'hx-swap-oob="true"' in unfolded
+    assert 'data-call="2"' in unfolded and 'id="panel-budget-body"' not in unfolded

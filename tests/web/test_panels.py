@@ -47,6 +47,19 @@ def test_curve_scale_fits_the_data_and_the_full_window_is_an_option(session):
     assert full["peak_y"] > 140 and full["window_y"] is not None
 
 
+def test_a_zone_over_its_budget_is_flagged_with_a_reason(session):
+    add_events(session, budget(window=6000, system=1957))
+    context, html = panel_view(BudgetPanel(), session)
+    system = next(s for s in context["budget"]["segments"] if s["zone"] == "system")
+    assert system["over"].startswith("system 1,957 / 375: the system prompt and tool schemas")
+    assert 'class="over"' in html and html.count('class="over-reason"') == 1
+
+
+def test_anchor_tiers_are_explained(session):
+    context, html = panel_view(AnchorsPanel(), session)
+    assert "T1</span> hard constraint" in html and "T3</span> temporary detail" in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
