@@ -50,6 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="long-1000")
     parser.add_argument("--window", type=int, default=None)
+    parser.add_argument("--save-html", type=Path, default=None,
+                        help="write the finished session page here")
     options = parser.parse_args()
     stack = Stack(Path(tempfile.mkdtemp(prefix="drawer-bench-")))
     stack.start()
@@ -63,13 +65,13 @@ def main() -> None:
             page.fill("#id_password", PASSWORD)
             page.click("button:has-text('Sign in')")
             page.wait_for_url(stack.url("/"))
-            print(run(page, stack, options.scenario, options.window))
+            print(run(page, stack, options.scenario, options.window, options.save_html))
             browser.close()
     finally:
         stack.stop()
 
 
-def run(page, stack: Stack, scenario: str, window: int | None) -> str:
+def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None) -> str:
     stack.pause("worker")  # the page is watching before the first event
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", scenario)
@@ -108,6 +110,8 @@ def run(page, stack: Stack, scenario: str, window: int | None) -> str:
 
     response = page.goto(stack.url(f"/sessions/{pk}/"))
     html_bytes = len(response.body())
+    if save_html is not None:
+        save_html.write_bytes(response.body())
     load_ms = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
                                        return n.loadEventEnd - n.startTime; }""")
     return "\n".join([

@@ -69,7 +69,9 @@
     var html = queue.length === 1 ? queue[0] : latestOnly(queue.join("\n"));
     queue = [];
     var nearEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-    htmx.swap(document.body, html, { swapStyle: "none" });
+    // Out-of-band swaps only; the target is an empty element so htmx settles one node,
+    // not the whole page.
+    htmx.swap(document.getElementById("ws-sink"), html, { swapStyle: "none" });
     if (nearEnd && document.getElementById("transcript")) {
       trimTranscript();
       window.scrollTo(0, document.documentElement.scrollHeight);

@@ -21,7 +21,7 @@ TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESU
                     "COMPACTION", "ERROR", "SESSION_FINISHED")
 # Transcript entries per page: a 1000-turn session shows its end and loads older pages
 # on request instead of rendering ~5 000 entries up front.
-TRANSCRIPT_PAGE = 100
+TRANSCRIPT_PAGE = 60
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -43,6 +44,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
     open_panels: set[str] | None = None  # None until the page says which panels are open
+    MIN_INTERVAL_S = 0.25
+    last_sync = 0.0  # time.monotonic() of the last sync
+    pending: asyncio.Task | None = None  # a sync scheduled for the end of the interval
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -63,6 +67,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.watchdog is not None:
             self.watchdog.cancel()
+        if self.pending is not None:
+            self.pending.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -96,12 +102,27 @@ class SessionConsumer(AsyncWebsocketConsumer):
                     await self.send(text_data=html)
 
     async def session_event(self, message: dict) -> None:
-        """A stored event was published: send what this page has not seen yet."""
+        """A stored event was published: send what this page has not seen yet.
+
+        Events of a busy run arrive many per second; rendering each alone re-renders the
+        same panels over and over. At most one sync per MIN_INTERVAL_S is sent, covering
+        every event stored by then (one is scheduled for the end of the interval).
+        """
         if self.synced_seq is None:
             return
         seq = int((message.get("event") or {}).get("seq") or 0)
         if seq and seq <= self.synced_seq:
             return  # already sent by an earlier sync
+        if self.pending is not None and not self.pending.done():
+            return  # the scheduled sync will include this event
+        wait = self.last_sync + self.MIN_INTERVAL_S - time.monotonic()
+        if wait <= 0:
+            await self.sync()
+        else:
+            self.pending = asyncio.create_task(self.sync_later(wait))
+
+    async def sync_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
         await self.sync()
 
     async def watch(self) -> None:
@@ -130,6 +151,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.close(code=FORBIDDEN)  # the session was deleted meanwhile
                 return
             self.synced_seq, self.active = update.last_seq, update.active
+            self.last_sync = time.monotonic()
             if update.html:
                 await self.send(text_data=update.html)
 

@@ -211,7 +211,7 @@ def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
     assert context["latest"] == 2 and detail["call"] == 2
     assert [(m["zone"], m["tokens"]) for m in detail["messages"]] == [
         ("system", 300), ("snapshot", 250), ("history", 150)]
-    assert detail["messages"][2]["cut"] == 1000
+    assert detail["messages"][2]["cut"] == 7000 - 1500
     assert dict(detail["zones"]) == {"system": 300, "snapshot": 250, "history": 150}
     # Recorded without request parameters (as before issue 12): the stored record only.
     assert f"/sessions/{session.pk}/calls/2/record.json" in html and "Hard constraints: table" in html

@@ -9,7 +9,8 @@ from taskos.drawer.base import Panel
 from taskos.drawer.calls import body_of, token_parts
 from taskos.drawer.events import Ev, call_payload
 
-SHOWN_CHARS = 6000  # longer messages are cut on screen; the JSON export has them whole
+SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
+LISTED_CALLS = 100  # newest calls in the picker; any other is a number away
 
 
 def tool_call_text(call: dict[str, Any]) -> str:
@@ -88,7 +89,8 @@ class InspectorPanel(Panel):
         calls = [{"call": ev.payload.get("call"), "kind": ev.payload.get("kind", "agent"),
                   "tokens": ev.payload.get("input_tokens", 0), "turn": ev.turn} for ev in events]
         latest = calls[-1]["call"] if calls else None
-        return {"calls": calls[::-1], "latest": latest, "pinned": pinned,
+        return {"calls": calls[::-1][:LISTED_CALLS], "latest": latest, "pinned": pinned,
+                "unlisted": max(0, len(calls) - LISTED_CALLS),
                 "detail": call_detail(session, pinned if pinned is not None else latest)}
 
     def badge(self, context: dict[str, Any]) -> str:
