@@ -160,6 +160,9 @@ def test_anchors_current_rows_and_changes_by_source(session):
     assert context["active"] == 2 and context["admin_changes"] == 1
     assert context["changes"][0]["source"] == "admin" and panel.badge(context) == "2"
     assert 'data-source="admin"' in html and "<del>region A sales -10%</del>" in html
+    # Folded by default, grouped by turn, newest turn first.
+    assert "2 recent changes · 1 by admin</summary>" in html
+    assert html.index("<h4>turn 3</h4>") < html.index("<h4>turn 1</h4>")
 
 
 def test_tasks_from_database_and_changes_as_differences(session):
@@ -279,8 +282,8 @@ def test_older_compactions_shrink_to_one_line_each(session):
     add_events(session, *[compaction("rolling") for _ in range(11)],
                compaction("manual", noop=True, instructions="keep Q3"))
     context, html = panel_view(CompactionsPanel(), session)
-    assert [row["number"] for row in context["rows"]] == list(range(12, 4, -1))
-    assert [row["number"] for row in context["older"]] == [4, 3, 2, 1]
+    assert [row["number"] for row in context["rows"]] == list(range(12, 8, -1))
+    assert [row["number"] for row in context["older"]] == list(range(8, 0, -1))
     assert "diff" not in context["older"][0] and context["rows"][0]["noop"]
-    assert html.count('class="compaction-brief"') == 4 and "4 earlier compactions" in html
+    assert html.count('class="compaction-brief"') == 8 and "8 earlier compactions" in html
     assert "Focus: keep Q3" in html and "no-op" in html

@@ -8,7 +8,8 @@ from agents.events import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
-DETAILED = 8  # newest compactions shown in full; older ones get one line each
+DETAILED = 4  # newest compactions shown in full; older ones get one line each (a long
+# run's summaries make each diff several KB: eight of them were 100 KB of the page)
 
 
 def sections(text: str) -> list[tuple[str, list[str]]]:
