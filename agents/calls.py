@@ -1,6 +1,7 @@
 """Model calls with their accounting: every call becomes a MODEL_CALL event (SPEC W9)."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -10,6 +11,17 @@ from agents.context import Request
 from agents.events import Event, EventType
 from agents.interrupt import CallDeadline, run_interruptible
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+
+
+# The key order of the messages the engine builds (loop.py): what a reader of a stored
+# call assumes unless the call noted another order for a message.
+MESSAGE_KEY_ORDER = ("role", "tool_call_id", "content", "name", "tool_calls")
+
+
+def canonical_keys(message: dict[str, Any]) -> list[str]:
+    """The keys of `message` in MESSAGE_KEY_ORDER, unknown keys after them as they come."""
+    known = [key for key in MESSAGE_KEY_ORDER if key in message]
+    return known + [key for key in message if key not in MESSAGE_KEY_ORDER]
 
 
 @dataclass
@@ -65,16 +77,18 @@ class CallRunner:
         self.pause: Callable[[], None] = lambda: None
         self.resume: Callable[[], None] = lambda: None
         self.recorded: Callable[[], None] = lambda: None
+        self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
+        sent = self._sent(request.messages, request.tools, max_tokens, None, None)
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None)
         except ContextOverflow as exc:
             self._refused("agent", exc, request.total, limit, request.zones,
-                          request.described(), turn)
+                          request.described(), turn, sent)
             raise
         self._record("agent", reply, request.total, limit, request.zones, request.described(),
-                     turn)
+                     turn, sent=sent)
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -84,13 +98,15 @@ class CallRunner:
         not callable (tool_choice "none"), so the provider's cache still matches."""
         model = self.profile.summary_model or None
         described = [{**m, "zone": "summary_request"} for m in messages]
+        sent = self._sent(messages, tools, max_tokens, model, "none" if tools else None)
         try:
             reply = self._summary_with_retries(messages, tools, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
-                          described, turn)
+                          described, turn, sent)
             raise
-        self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described, turn)
+        self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
+                     turn, sent=sent)
         return reply
 
     def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
@@ -106,6 +122,38 @@ class CallRunner:
                 if self.retries is not None:
                     self.retries.succeeded()
                 return reply
+
+    def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
+        """The request's parameters other than the messages, in the order they are sent.
+
+        Tool schemas repeat on nearly every call, so once a call recorded them the next
+        calls record {"tools_of_call": N} instead of a copy (see _stored_request).
+        """
+        params_of = getattr(self.model, "request_params", None)
+        if params_of is None:  # a stand-in model in tests: nothing to reconstruct from
+            return {}
+        params = params_of(messages, tools, max_tokens, model, tool_choice)
+        # The messages are stored beside this, annotated; only their place in the body here.
+        sent = {key: ("<messages>" if key == "messages" else value)
+                for key, value in params.items()}
+        # A JSONB column keeps no key order: tool schemas are kept as text, and a message
+        # whose keys are not in MESSAGE_KEY_ORDER (one restored from a saved state) has its
+        # order noted, so the body can be rebuilt byte for byte.
+        if sent.get("tools"):
+            sent["tools"] = json.dumps(sent["tools"], ensure_ascii=False)
+        orders = {str(i): list(m) for i, m in enumerate(messages) if list(m) != canonical_keys(m)}
+        if orders:
+            sent["key_orders"] = orders
+        return sent
+
+    def _stored_request(self, call: int, sent: dict[str, Any]) -> dict[str, Any]:
+        tools = sent.get("tools")
+        if tools is None:
+            return sent
+        if self._last_tools is not None and self._last_tools[1] == tools:
+            return {**sent, "tools": {"tools_of_call": self._last_tools[0]}}
+        self._last_tools = (call, tools)
+        return sent
 
     def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
         self.pause()
@@ -130,17 +178,18 @@ class CallRunner:
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
 
     def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
-                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int) -> None:
+                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
+                 sent: dict[str, Any]) -> None:
         """A request the provider refused as too long is still a call that was made: it is
         recorded with the provider's own count, so peaks and over-window totals show it."""
         reply = ModelReply(content="", finish_reason="refused",
                            input_tokens=max(exc.requested, engine_tokens))
-        self._record(kind, reply, engine_tokens, limit, zones, messages, turn,
+        self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
                      refused=True, error=str(exc))
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
-                refused: bool = False, error: str = "") -> None:
+                sent: dict[str, Any], refused: bool = False, error: str = "") -> None:
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
@@ -155,5 +204,7 @@ class CallRunner:
             # The answer itself, tool calls included: what a replay plays back (SPEC E2).
             "reply": {"content": reply.content, "tool_calls": reply.tool_calls,
                       "finish_reason": reply.finish_reason},
-            "messages": messages}, turn=turn))
+            # The rest of the request body (model, max_tokens, tools...), so the inspector
+            # can rebuild byte for byte what the provider received.
+            "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
         self.recorded()

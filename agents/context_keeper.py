@@ -289,11 +289,17 @@ class ContextKeeper:
             compacted_text="\n".join(m.text + json.dumps(m.data.get("tool_calls") or "")
                                      for m in outcome.compacted),
             previous_summary_text=outcome.summary_before)
+        after = ctx.zones()
+        # An anchor-triggered rebuild that moved nothing out and left every zone as it was
+        # is a refresh, not a compaction: reported, but not counted as one (issue 12).
+        refresh = (outcome.trigger == "anchor" and not outcome.archived_turns
+                   and not outcome.fallback and after == before
+                   and ctx.summary_text == outcome.summary_before)
         loop.emit(Event(EventType.COMPACTION, {
-            "trigger": outcome.trigger, "before": before, "after": ctx.zones(),
+            "trigger": outcome.trigger, "before": before, "after": after, "refresh": refresh,
             "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
             "archived_turns": outcome.archived_turns, "refs": outcome.refs,
             "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
             "summary_calls": outcome.summary_calls, "audit": audit,
-            "instructions": instructions, "noop": noop}))
+            "instructions": instructions, "noop": noop or refresh}))
 

@@ -104,9 +104,10 @@ class ModelClient:
             api_key=api_key or "not-needed", base_url=base_url or profile.base_url or None,
             http_client=http_client, max_retries=0, timeout=client_timeout(profile))
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 max_tokens: int, model: str | None = None,
-                 tool_choice: str | None = None) -> ModelReply:
+    def request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                       max_tokens: int, model: str | None = None,
+                       tool_choice: str | None = None) -> dict[str, Any]:
+        """The SDK's keyword arguments for one call: what the inspector reconstructs from."""
         kwargs: dict[str, Any] = {"model": model or self.profile.model, "messages": messages,
                                   "max_tokens": max_tokens}
         if tools:
@@ -115,6 +116,12 @@ class ModelClient:
                 kwargs["tool_choice"] = tool_choice
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
+        return kwargs
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 max_tokens: int, model: str | None = None,
+                 tool_choice: str | None = None) -> ModelReply:
+        kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice)
         if self._key_error is not None:
             raise self._key_error
         started = time.perf_counter()

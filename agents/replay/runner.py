@@ -38,6 +38,11 @@ class DispatchModel:
         chosen = self.summary if is_summary_request(messages) else self.agent
         return chosen.complete(messages, tools, max_tokens, model=model, **options)
 
+    def request_params(self, messages: list[dict[str, Any]], tools: Any, max_tokens: int,
+                       model: str | None = None, tool_choice: str | None = None) -> dict:
+        chosen = self.summary if is_summary_request(messages) else self.agent
+        return chosen.request_params(messages, tools, max_tokens, model, tool_choice)
+
 
 def replay_session(*, recording: Recording, session_id: str, goal: str,
                    scenario: str | Scenario | None, profile: ModelProfile,

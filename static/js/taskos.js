@@ -12,33 +12,105 @@
     if (el) { el.textContent = text; el.dataset.state = state; }
   }
 
+  var socket = null;
+
+  function openPanels() {
+    return Array.prototype.filter.call(document.querySelectorAll("#drawer details.panel"),
+      function (d) { return d.open; }).map(function (d) { return d.id.replace(/^panel-/, ""); });
+  }
+
   // On every (re)connect tell the consumer which events this page already has: it
   // answers with everything stored after them, so a dropped socket never leaves the
-  // drawer stale (SPEC W5).
+  // drawer stale (SPEC W5). It also learns which panels are open: folded ones are not
+  // re-rendered while the task runs, and are brought up to date when unfolded.
   document.addEventListener("htmx:wsOpen", function (event) {
-    event.detail.socketWrapper.send(JSON.stringify({ after: lastSeq() }));
+    socket = event.detail.socketWrapper;
+    socket.send(JSON.stringify({ after: lastSeq(), open: openPanels() }));
     setConnection("live", "open");
   });
   document.addEventListener("htmx:wsClose", function () {
+    socket = null;
     setConnection("reconnecting…", "closed");
   });
+  document.addEventListener("toggle", function (event) {  // "toggle" does not bubble
+    var panel = event.target;
+    if (!socket || !panel.matches || !panel.matches("#drawer details.panel")) { return; }
+    var name = panel.id.replace(/^panel-/, "");
+    socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [] }));
+  }, true);
 
-  // Keep the transcript pinned to its end while new entries arrive, unless the person
-  // scrolled up to read.
-  var nearEnd = true;
-  document.addEventListener("htmx:wsBeforeMessage", function () {
-    nearEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+  // Messages are applied in batches, once per animation frame: a burst of events costs
+  // one swap, and a panel replaced several times in the burst is swapped once (the last).
+  var queue = [];
+  var scheduled = false;
+  var KEEP_ENTRIES = 150;  // transcript entries kept while following the end live
+  var MAX_ENTRIES = 300;
+
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    event.preventDefault();
+    queue.push(event.detail.message);
+    if (!scheduled) { scheduled = true; window.requestAnimationFrame(flush); }
   });
-  document.addEventListener("htmx:wsAfterMessage", function () {
+
+  function latestOnly(html) {
+    var template = document.createElement("template");
+    template.innerHTML = html;
+    var seen = {};
+    var nodes = Array.prototype.slice.call(template.content.children).reverse();
+    nodes.forEach(function (node) {
+      if (node.getAttribute("hx-swap-oob") !== "true" || !node.id) { return; }
+      if (seen[node.id]) { node.remove(); } else { seen[node.id] = true; }
+    });
+    return template.innerHTML;
+  }
+
+  function flush() {
+    scheduled = false;
+    var started = performance.now();
+    var html = queue.length === 1 ? queue[0] : latestOnly(queue.join("\n"));
+    queue = [];
+    var nearEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+    // Out-of-band swaps only; the target is an empty element so htmx settles one node,
+    // not the whole page.
+    htmx.swap(document.getElementById("ws-sink"), html, { swapStyle: "none" });
     if (nearEnd && document.getElementById("transcript")) {
-      window.scrollTo(0, document.body.scrollHeight);
+      trimTranscript();
+      window.scrollTo(0, document.documentElement.scrollHeight);
     }
     var status = document.querySelector("#session-status .status");
     if (status) {
       var ended = ["finished", "failed", "cancelled"].indexOf(status.dataset.status) >= 0;
       document.body.classList.toggle("session-ended", ended);
+      // "Cancel requested…" and the like are about a running session: gone once it ended.
+      var flash = document.getElementById("flash");
+      if (ended && flash) { flash.textContent = ""; }
     }
-  });
+    // For scripts/drawer_bench.py: how long applying one batch took.
+    performance.measure("taskos-flush", { start: started });
+    document.dispatchEvent(new CustomEvent("taskos:applied", { detail: { seq: lastSeq() } }));
+  }
+
+  // Following a long run live, the oldest entries leave the page (a "load older" button
+  // brings them back), so the page stays as light at turn 1000 as at turn 10.
+  function trimTranscript() {
+    var transcript = document.getElementById("transcript");
+    var entries = transcript.querySelectorAll(":scope > article.ev");
+    if (entries.length <= MAX_ENTRIES) { return; }
+    var drop = entries.length - KEEP_ENTRIES;
+    for (var i = 0; i < drop; i++) { entries[i].remove(); }
+    var old = transcript.querySelector(":scope > .older-button");
+    if (old) { old.remove(); }
+    var first = transcript.querySelector(":scope > article.ev");
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "older-button link";
+    button.textContent = "Load older entries";
+    button.setAttribute("hx-get", transcript.dataset.olderUrl + "?before=" + first.dataset.seq);
+    button.setAttribute("hx-target", "this");
+    button.setAttribute("hx-swap", "outerHTML");
+    transcript.insertBefore(button, first);
+    htmx.process(button);
+  }
 
   document.addEventListener("click", function (event) {
     var toggle = event.target.closest("[data-toggle-drawer]");
@@ -60,6 +132,33 @@
     var text = selection.toString().replace(/\s+/g, " ").trim();
     if (text) { input.value = text.slice(0, 500); }
   });
+
+  // Below 900 px the drawer is a bottom sheet: the floating tab opens it from anywhere on
+  // the page, its close button (or Escape) puts it away.
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-open-drawer]")) {
+      document.body.classList.add("drawer-open");
+    } else if (event.target.closest("[data-close-drawer]")) {
+      document.body.classList.remove("drawer-open");
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { document.body.classList.remove("drawer-open"); }
+  });
+
+  // The curve's "full window" choice outlives the panel's live re-renders and reloads.
+  function syncCurveScale() {
+    var full = localStorage.getItem("taskos.curveFull") === "1";
+    document.body.classList.toggle("curve-full", full);
+    document.querySelectorAll("[data-curve-full]").forEach(function (box) { box.checked = full; });
+  }
+  document.addEventListener("change", function (event) {
+    if (!event.target.matches("[data-curve-full]")) { return; }
+    localStorage.setItem("taskos.curveFull", event.target.checked ? "1" : "0");
+    syncCurveScale();
+  });
+  document.addEventListener("DOMContentLoaded", syncCurveScale);
+  document.addEventListener("htmx:afterSettle", syncCurveScale);
 
   // W8: some browser features need a secure context; say so instead of failing silently.
   document.addEventListener("DOMContentLoaded", function () {

@@ -69,3 +69,16 @@ def latest_seq(session: Session | int) -> int:
     pk = session.pk if isinstance(session, Session) else session
     row = SessionEvent.objects.filter(session_id=pk).order_by("-seq").values("seq").first()
     return row["seq"] if row else 0
+
+
+def load_newest(session: Session, types: Iterable[str], limit: int,
+                before: int | None = None) -> tuple[list[Ev], bool]:
+    """The newest `limit` events of `types` (before seq `before`), by seq, and whether
+    older ones remain: how the transcript shows a long session a page at a time."""
+    rows = SessionEvent.objects.filter(session=session, type__in=set(types))
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
+    found = list(rows.order_by("-seq").values("seq", "type", "turn", "at", "payload")[:limit + 1])
+    events = [Ev(r["seq"], r["type"], r["turn"], r["at"], r["payload"] or {})
+              for r in reversed(found[:limit])]
+    return events, len(found) > limit

@@ -13,12 +13,15 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from taskos.drawer.base import Panel, render_panel
-from taskos.drawer.events import Ev, latest_seq, load_events
+from taskos.drawer.events import Ev, latest_seq, load_events, load_newest
 from taskos.drawer.panels import PANELS
 from taskos.runs.models import Session
 
 TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESULT",
                     "COMPACTION", "ERROR", "SESSION_FINISHED")
+# Transcript entries per page: a 1000-turn session shows its end and loads older pages
+# on request instead of rendering ~5 000 entries up front.
+TRANSCRIPT_PAGE = 60
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,32 @@ def render_transcript(session: Session, events: list[Ev]) -> SafeString:
     return render_to_string("drawer/transcript.html", {"session": session, "events": entries})
 
 
+def render_older(session: Session, events: list[Ev], more: bool) -> SafeString:
+    """The "load older" button above `events`, when there are entries before them."""
+    if not more or not events:
+        return SafeString("")
+    return render_to_string("drawer/_older.html", {"session": session, "before": events[0].seq})
+
+
+def transcript_page(session: Session, before: int | None = None) -> SafeString:
+    """The newest TRANSCRIPT_PAGE entries before seq `before`, a button for older ones."""
+    events, more = load_newest(session, TRANSCRIPT_TYPES, TRANSCRIPT_PAGE, before)
+    return mark_safe(render_older(session, events, more) + render_transcript(session, events))
+
+
 def render_status(session: Session, *, oob: bool) -> SafeString:
     """The status header: status, turns, tokens, cost and the cancel button."""
     return render_to_string("web/_status.html", {"session": session, "oob": oob})
 
 
-def render_update(session: Session, after: int, *, full: bool = False) -> Update:
+def render_update(session: Session, after: int, *, full: bool = False,
+                  open_panels: set[str] | None = None) -> Update:
     """Fragments that bring a browser holding events up to seq `after` up to date.
 
     With `full` every panel is rendered (a connect or reconnect); otherwise only the
-    panels that read one of the new event types. Nothing new and not `full`: empty.
+    panels that read one of the new event types and, when the page said which of its
+    panels are open (`open_panels`), only open ones: a folded panel is brought up to
+    date when it is unfolded (`render_named_panels`). Nothing new and not `full`: empty.
     """
     new = load_events(session, after=after)
     if not new and not full:
@@ -75,7 +94,8 @@ def render_update(session: Session, after: int, *, full: bool = False) -> Update
         panels: tuple[Panel, ...] | list[Panel] = PANELS
     else:
         types = {ev.type for ev in new}
-        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)]
+        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)
+                  and (open_panels is None or panel.name in open_panels)]
     parts = []
     transcript = render_transcript(session, new)
     if transcript:
@@ -100,10 +120,14 @@ def render_children_update(session: Session) -> str:
                       render_status(session, oob=True)])
 
 
+def render_named_panels(session: Session, names: set[str]) -> str:
+    """The named panels' badges and bodies, out of band: a panel the page just unfolded."""
+    panels = [panel for panel in PANELS if panel.name in names]
+    return render_panels(session, panels, oob=True) if panels else ""
+
+
 def page_state(session: Session) -> dict[str, object]:
     """What the session page renders at load: transcript, drawer and the seq they reach."""
     last = latest_seq(session)
-    events = load_events(session, TRANSCRIPT_TYPES)
-    events = [ev for ev in events if ev.seq <= last]
-    return {"transcript": render_transcript(session, events), "drawer": render_drawer(session),
+    return {"transcript": transcript_page(session, last + 1), "drawer": render_drawer(session),
             "status": render_status(session, oob=False), "last_seq": last}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -29,7 +30,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from taskos.drawer.events import latest_seq
 from taskos.drawer.stream import (Update, children_state, render_children_update,
-                                  render_update)
+                                  render_named_panels, render_update)
 from taskos.live.publisher import group_name
 from taskos.runs.models import Session
 
@@ -46,6 +47,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
     active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
     children_seen: tuple = ()  # the sub-agents as last rendered for this page
+    open_panels: set[str] | None = None  # None until the page says which panels are open
+    MIN_INTERVAL_S = 0.25
+    last_sync = 0.0  # time.monotonic() of the last sync
+    pending: asyncio.Task | None = None  # a sync scheduled for the end of the interval
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -66,28 +71,62 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.watchdog is not None:
             self.watchdog.cancel()
+        if self.pending is not None:
+            self.pending.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """{"after": N} from the page: send everything after seq N, all panels fresh."""
+        """{"after": N} from the page: send everything after seq N, all panels fresh.
+
+        The page may add "open": [panel names] (then folded panels are not re-rendered
+        while the task runs) and "refresh": [names] for panels it just unfolded.
+        """
         if self.group is None:
             return
         try:
-            after = int(json.loads(text_data or "")["after"])
-        except (ValueError, TypeError, KeyError):
+            data = json.loads(text_data or "")
+            after = int(data["after"]) if "after" in data else None
+            opened = data.get("open")
+            refresh = {str(name) for name in data.get("refresh") or ()}
+        except (ValueError, TypeError, AttributeError):
+            data = None
+        if data is None or (after is None and opened is None):
             log.info("Ignored a websocket message for session %s that is not {\"after\": N}",
                      self.session_pk)
             return
-        await self.sync(max(0, after), full=True)
+        if isinstance(opened, list):
+            self.open_panels = {str(name) for name in opened}
+        if after is not None:
+            await self.sync(max(0, after), full=True)
+        elif refresh and self.synced_seq is not None:
+            async with self.lock:
+                html = await self.render_named(refresh)
+                if html:
+                    await self.send(text_data=html)
 
     async def session_event(self, message: dict) -> None:
-        """A stored event was published: send what this page has not seen yet."""
+        """A stored event was published: send what this page has not seen yet.
+
+        Events of a busy run arrive many per second; rendering each alone re-renders the
+        same panels over and over. At most one sync per MIN_INTERVAL_S is sent, covering
+        every event stored by then (one is scheduled for the end of the interval).
+        """
         if self.synced_seq is None:
             return
         seq = int((message.get("event") or {}).get("seq") or 0)
         if seq and seq <= self.synced_seq:
             return  # already sent by an earlier sync
+        if self.pending is not None and not self.pending.done():
+            return  # the scheduled sync will include this event
+        wait = self.last_sync + self.MIN_INTERVAL_S - time.monotonic()
+        if wait <= 0:
+            await self.sync()
+        else:
+            self.pending = asyncio.create_task(self.sync_later(wait))
+
+    async def sync_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
         await self.sync()
 
     async def watch(self) -> None:
@@ -118,6 +157,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.close(code=FORBIDDEN)  # the session was deleted meanwhile
                 return
             self.synced_seq, self.active = update.last_seq, update.active
+            self.last_sync = time.monotonic()
             if update.html:
                 await self.send(text_data=update.html)
 
@@ -156,4 +196,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return None
         self.children_seen = children_state(self.session_pk)  # what this render shows
-        return render_update(session, after, full=full)
+        return render_update(session, after, full=full, open_panels=self.open_panels)
+
+    @database_sync_to_async
+    def render_named(self, names: set[str]) -> str:
+        session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
+        return render_named_panels(session, names) if session is not None else ""

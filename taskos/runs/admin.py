@@ -5,6 +5,9 @@ it from the agent's own changes.
 """
 from __future__ import annotations
 
+import json
+
+from django import forms
 from django.contrib import admin
 
 from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent, Task
@@ -27,6 +30,58 @@ def mark_task(task: Task) -> None:
     task.metadata = {**(task.metadata or {}), "edited_by": "admin"}
 
 
+class TaskIdsField(forms.CharField):
+    """A list of task ids as "2, 3" (a JSON list such as ["2"] is read as well)."""
+
+    def prepare_value(self, value):
+        if isinstance(value, str) and value.startswith("["):
+            value = json.loads(value)
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else value
+
+    def to_python(self, value):
+        text = (value or "").strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                raise forms.ValidationError(f"Not a list of task ids: {exc}") from exc
+            return [str(v) for v in parsed]
+        return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class ReadableJSONField(forms.JSONField):
+    """JSON shown indented over several lines instead of on one line."""
+
+    def prepare_value(self, value):
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+class TaskForm(forms.ModelForm):
+    """Task ids as "2, 3" and metadata indented, on whichever of them the admin shows."""
+
+    class Meta:
+        model = Task
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, help_text in (("blocks", "task ids this task blocks, e.g. 2, 3"),
+                                ("blocked_by", "task ids that must finish first, e.g. 1")):
+            if name in self.fields:
+                self.fields[name] = TaskIdsField(
+                    required=False, help_text=help_text,
+                    show_hidden_initial=self.fields[name].show_hidden_initial)
+        if "metadata" in self.fields:
+            self.fields["metadata"] = ReadableJSONField(
+                required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                show_hidden_initial=self.fields["metadata"].show_hidden_initial)
+
+    def clean_metadata(self):
+        return self.cleaned_data.get("metadata") or {}
+
+
 class AnchorInline(admin.TabularInline):
     model = Anchor
     extra = 1
@@ -36,6 +91,7 @@ class AnchorInline(admin.TabularInline):
 
 class TaskInline(admin.TabularInline):
     model = Task
+    form = TaskForm
     extra = 1
     fields = ("task_id", "subject", "state", "owner", "blocked_by", "description")
 
@@ -88,6 +144,7 @@ class AnchorAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
+    form = TaskForm
     list_display = ("id", "session", "task_id", "subject", "state", "owner", "updated_at")
     list_filter = ("state",)
     search_fields = ("subject", "description")

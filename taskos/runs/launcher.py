@@ -132,8 +132,17 @@ class Launcher:
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str],
               stop_signal: int = signal.SIGTERM) -> None:
-        process = subprocess.Popen(argv, env=env, cwd=self.base_dir, start_new_session=True)
+        # Each child writes to its own log: ~25 lines of Celery banner and warnings would
+        # otherwise scroll the URL and the admin login off the terminal.
+        log_path = self.log_path(name)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(argv, env=env, cwd=self.base_dir, start_new_session=True,
+                                       stdout=log, stderr=subprocess.STDOUT)
         self.children.append(Child(name, process, stop_signal))
+
+    def log_path(self, name: str) -> Path:
+        return self.base_dir / "var" / "log" / f"{name}.log"
 
     def wait_until(self, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -143,7 +152,7 @@ class Launcher:
                 return
             time.sleep(0.2)
         raise LaunchError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s; "
-                          "see the output above.")
+                          f"see the logs in {self.log_path('*').parent}.")
 
     # --- running
     def check_children(self) -> None:
@@ -151,7 +160,7 @@ class Launcher:
             code = child.process.poll()
             if code is not None:
                 raise LaunchError(f"The {child.name} process exited with code {code}; "
-                                  "see its output above. Stopping TaskOS.")
+                                  f"see {self.log_path(child.name)}. Stopping TaskOS.")
 
     def supervise(self) -> None:
         """Block until Ctrl-C / SIGTERM (raised as KeyboardInterrupt) or a child dies."""

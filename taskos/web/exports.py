@@ -9,9 +9,10 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
+from taskos.drawer.calls import request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.inspector import InspectorPanel
-from taskos.drawer.stream import render_update
+from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn
 from taskos.runs.store import DjangoStore
 from taskos.web.views import owned_session
@@ -46,6 +47,18 @@ def events_after(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def transcript_before(request: HttpRequest, pk: int) -> HttpResponse:
+    """A page of older transcript entries (before seq `before`), for the load-older button."""
+    session = owned_session(request, pk)
+    try:
+        before = int_param(request, "before")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    return HttpResponse(transcript_page(session, before))
+
+
+@login_required
+@require_GET
 def inspect(request: HttpRequest, pk: int) -> HttpResponse:
     """The inspector's body for one call (pinned) or for the latest call (following)."""
     session = owned_session(request, pk)
@@ -64,8 +77,26 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def call_json(request: HttpRequest, pk: int, number: int) -> JsonResponse:
-    """Inspector export: everything the model received at call `number`, as JSON."""
+def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """Inspector export: the request body of call `number`, the very bytes the provider got."""
+    session = owned_session(request, pk)
+    if call_payload(session, number) is None:
+        raise Http404(f"Session {session.pk} has no model call {number}.")
+    body = request_body(session, number)
+    if body is None:
+        return HttpResponse(f"Call {number} was recorded before request parameters were kept; "
+                            "its stored record is at record.json.", status=410,
+                            content_type="text/plain; charset=utf-8")
+    response = HttpResponse(body, content_type="application/json")
+    response["Content-Disposition"] = (
+        f'attachment; filename="taskos-session-{session.pk}-call-{number}-request.json"')
+    return response
+
+
+@login_required
+@require_GET
+def call_record(request: HttpRequest, pk: int, number: int) -> JsonResponse:
+    """The stored record of call `number`: annotated messages, reply and figures."""
     session = owned_session(request, pk)
     payload = call_payload(session, number)
     if payload is None:
@@ -118,7 +149,8 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
             .annotate(head=Substr("content", 1, ARCHIVE_SHOWN_CHARS), length=Length("content")))
     page = Paginator(rows, ARCHIVE_PAGE_ROWS).get_page(request.GET.get("page"))
     items = [{"ref": row.ref, "turn": row.turn, "role": row.role, "tool_name": row.tool_name,
-              "tokens": row.token_count, "is_binary": row.is_binary,
+              # Many rows are archived without a token count: their size then shows in chars.
+              "tokens": row.token_count, "chars": row.length, "is_binary": row.is_binary,
               "content": "" if row.is_binary else row.head,
               "cut": 0 if row.is_binary else max(0, row.length - ARCHIVE_SHOWN_CHARS)}
              for row in page.object_list]

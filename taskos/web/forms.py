@@ -25,13 +25,24 @@ class ProfileChoiceField(forms.ModelChoiceField):
         return f"{obj.name} — {obj.model} ({obj.context_size:,} tokens)"
 
 
+def scenario_label(name: str) -> str:
+    """"long-200 · 204 steps · 128k window": enough to choose without opening the file."""
+    try:
+        scenario = load_scenario(name)
+    except ScenarioError:
+        return name
+    return f"{name} · {len(scenario.model_steps)} steps · {scenario.window // 1000}k window"
+
+
 class NewSessionForm(forms.Form):
     goal = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder":
                                                      "What should the agent do?"}),
         help_text="Optional when a scenario is chosen: the scenario's goal is used.")
     scenario = forms.ChoiceField(required=False, help_text="A bundled script the simulated "
-                                 "model plays (it also works as a goal for a real model).")
+                                 "model plays (it also works as a goal for a real model). "
+                                 "The simulated model can only play scenarios: given a "
+                                 "free-text goal alone it looks at the workspace and says it cannot work on it.")
     profile = ProfileChoiceField(queryset=ModelProfile.objects.all(), empty_label=None)
     window = forms.IntegerField(
         required=False, min_value=MIN_WINDOW, max_value=MAX_WINDOW,
@@ -68,7 +79,7 @@ class NewSessionForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
-            (name, name) for name in list_scenarios()]
+            (name, scenario_label(name)) for name in list_scenarios()]
         simulated = next((p for p in self.fields["profile"].queryset if p.simulated), None)
         if simulated is not None:
             self.fields["profile"].initial = simulated.pk

@@ -92,8 +92,10 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path
     # The README's picture: the drawer right after a compaction that rewrote the summary,
     # with a few calls of the sawtooth behind it, the session held there.
     page.wait_for_function("""() => {
-      const rows = document.querySelectorAll('#panel-compactions-body article.compaction');
-      return rows.length >= 5 && rows[0].querySelector('.diff .add') !== null;
+      const body = '#panel-compactions-body ';
+      const rows = document.querySelectorAll(body + 'article.compaction');
+      const all = document.querySelectorAll(body + 'article.compaction, ' + body + '.compaction-brief');
+      return all.length >= 5 && rows[0].querySelector('.diff .add') !== null;
     }""", timeout=90_000)
     stack.pause("worker")
     page.locator("#drawer").screenshot(path=str(screenshot))

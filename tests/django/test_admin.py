@@ -106,3 +106,13 @@ def test_saving_a_task_in_the_admin_records_the_edit(client, staff_user, make_se
     assert response.status_code == 302, response.content.decode()[:2000]
     task.refresh_from_db()
     assert task.subject == "plot by quarter" and task.metadata["edited_by"] == "admin"
+
+
+def test_task_ids_and_metadata_are_readable_and_editable_in_the_admin():
+    from taskos.runs.admin import TaskForm
+
+    form = TaskForm()
+    assert form.fields["blocked_by"].prepare_value(["1", "2"]) == "1, 2"
+    assert form.fields["metadata"].prepare_value({"a": 1}) == '{\n  "a": 1\n}'
+    assert form.fields["blocked_by"].clean("1, 2 ,") == ["1", "2"]
+    assert form.fields["blocks"].clean('["3"]') == ["3"]

@@ -210,3 +210,24 @@ async def test_a_sub_agent_changing_re_renders_the_parents_panel(session, ann, m
     assert "with sub-agents" in html  # the status header's cost includes the child's
     assert await comm.receive_nothing(timeout=0.5)  # sent once, not on every check
     await comm.disconnect()
+
+
+async def test_folded_panels_wait_until_unfolded(session, ann, redis_layer):
+    from .factories import model_call
+
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    await comm.receive_from(timeout=TIMEOUT)
+    await comm.send_to(text_data=json.dumps({"open": ["budget"]}))  # the rest are folded
+    rows = await database_sync_to_async(add_events)(session, budget(history=5678),
+                                                    model_call(7, 6100))
+    await redis_layer.group_send(group_name(session.pk),
+                                 {"type": "session.event", "event": rows[1].to_dict()})
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert "5,678" in html and 'id="panel-inspector-body"' not in html
+    await comm.send_to(text_data=json.dumps({"open": ["budget", "inspector"],
+                                             "refresh": ["inspector"]}))
+    unfolded = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="panel-inspector-body"' in unfolded and 'data-call="7"' in unfolded
+    assert 'id="panel-budget-body"' not in unfolded
+    await comm.disconnect()

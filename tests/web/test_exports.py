@@ -42,9 +42,11 @@ def test_resync_beyond_the_stored_record_resets_to_it(ann_client, session):
     assert response["X-Last-Seq"] == "1"
 
 
-def test_call_export_has_every_message_with_zone_and_tokens(ann_client, session):
+def test_call_record_has_every_message_with_zone_and_tokens(ann_client, session):
     add_events(session, model_call(1, 500), model_call(2, 900))
-    response = ann_client.get(f"/sessions/{session.pk}/calls/2.json")
+    # Recorded without request parameters: no exact body to export, the record remains.
+    assert ann_client.get(f"/sessions/{session.pk}/calls/2.json").status_code == 410
+    response = ann_client.get(f"/sessions/{session.pk}/calls/2/record.json")
     assert response["Content-Type"] == "application/json"
     assert "attachment" in response["Content-Disposition"]
     data = json.loads(response.content)
@@ -52,6 +54,7 @@ def test_call_export_has_every_message_with_zone_and_tokens(ann_client, session)
     assert [(m["zone"], m["tokens"]) for m in data["messages"]] == [("system", 300),
                                                                     ("snapshot", 200)]
     assert ann_client.get(f"/sessions/{session.pk}/calls/3.json").status_code == 404
+    assert ann_client.get(f"/sessions/{session.pk}/calls/3/record.json").status_code == 404
 
 
 def test_inspect_pins_a_call_out_of_reach_of_live_updates(ann_client, session):
@@ -81,6 +84,8 @@ def test_archive_lists_the_turns_a_compaction_moved_out(ann_client, session):
     html = ann_client.get(f"/sessions/{session.pk}/archive?first=1&last=4").content.decode()
     assert "raw output of turn 1" in html and "raw output of turn 2" in html
     assert "raw output of turn 5" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    # Rows archived without a token count show their size in characters, not "0 tok".
+    assert "0 tok" not in html and "29 chars" in html
 
 
 def test_htmx_actions_answer_with_a_notice(ann_client, session):

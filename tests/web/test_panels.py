@@ -44,6 +44,31 @@ def test_budget_shows_the_persons_words_zone_between_snapshot_and_summary(sessio
     assert 'class="seg zone-words"' in html and '<i class="swatch zone-words"></i>words' in html
 
 
+def test_curve_scale_fits_the_data_and_the_full_window_is_an_option(session):
+    add_events(session, budget(window=128_000), model_call(1, 9000), model_call(2, 12_000))
+    context, html = panel_view(CurvePanel(), session)
+    scales = dict(context["curve"]["scales"])
+    fitted, full = scales["fitted"], scales["full"]
+    # Fitted: the peak reaches near the top (y 12 is the top edge), the window is off scale.
+    assert fitted["peak_y"] < 40 and fitted["window_y"] is None
+    assert "above this scale" in html and "data-curve-full" in html
+    # Full window: the same peak sits low, under the window line.
+    assert full["peak_y"] > 140 and full["window_y"] is not None
+
+
+def test_a_zone_over_its_budget_is_flagged_with_a_reason(session):
+    add_events(session, budget(window=6000, system=1957))
+    context, html = panel_view(BudgetPanel(), session)
+    system = next(s for s in context["budget"]["segments"] if s["zone"] == "system")
+    assert system["over"].startswith("system 1,957 / 375: the system prompt and tool schemas")
+    assert 'class="over"' in html and html.count('class="over-reason"') == 1
+
+
+def test_anchor_tiers_are_explained(session):
+    context, html = panel_view(AnchorsPanel(), session)
+    assert "T1</span> hard constraint" in html and "T3</span> temporary detail" in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
@@ -54,12 +79,13 @@ def test_curve_marks_summary_calls_and_draws_window_and_trigger(session):
                model_call(3, 6200, kind="summary"), model_call(4, 900), model_call(5, 9000, over=True))
     context, html = panel_view(CurvePanel(), session)
     curve = context["curve"]
-    assert [p["kind"] for p in curve["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
+    fitted, full = dict(curve["scales"])["fitted"], dict(curve["scales"])["full"]
+    assert [p["kind"] for p in fitted["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
     assert curve["peak"] == 9000 and curve["summaries"] == 1 and curve["over"] == 1
     # The sawtooth: the call after the summary is drawn lower than the one before it.
-    assert curve["points"][3]["y"] > curve["points"][1]["y"]
-    assert curve["window_y"] is not None and curve["trigger_y"] > curve["window_y"]
-    assert html.count("<circle") == 4 and html.count("<polygon") == 1
+    assert fitted["points"][3]["y"] > fitted["points"][1]["y"]
+    assert fitted["window_y"] is not None and fitted["trigger_y"] > fitted["window_y"]
+    assert html.count("<circle") == 2 * 4 and html.count("<polygon") == 2 * 1  # two scales
     assert "window 8,000" in html and "trigger 6,400" in html and "1 over the window" in html
 
 
@@ -97,8 +123,33 @@ def test_summary_diff_marks_added_removed_and_gaps():
     after = before.replace("line 1", "line one").replace("line 8", "line eight")
     ops = summary_diff(before, after)
     assert {"op": "del", "text": "line 1"} in ops and {"op": "add", "text": "line one"} in ops
-    assert {"op": "gap", "text": "…"} in ops
     assert summary_diff("same", "same") == []
+
+
+def test_summary_diff_ignores_reordering_within_and_of_sections():
+    before = ("## Constraints\n- output must include a table\n- use data up to October\n"
+              "## Progress\n- loaded sales.csv\n- cleaned 3 rows")
+    after = ("## Progress\n- cleaned 3 rows\n- loaded sales.csv\n- ran the regional query\n"
+             "## Constraints\n- use data up to October\n- output must include a table")
+    before, after = before + "\n## Files\n- sales.csv", after + "\n## Files\n- sales.csv"
+    ops = summary_diff(before, after)
+    # The kept constraint moved (and its section moved): not shown as removed.
+    assert [op for op in ops if op["op"] in ("add", "del")] == [
+        {"op": "add", "text": "- ran the regional query"}]
+    assert {"op": "section", "text": "## Progress"} in ops
+    assert ops[-1] == {"op": "gap", "text": "… 3 unchanged lines"}
+    assert summary_diff(before, after.replace("- use data up to October\n", "")) [-3:-1] == [
+        {"op": "section", "text": "## Constraints"},
+        {"op": "del", "text": "- use data up to October"}]
+
+
+def test_an_anchor_refresh_is_listed_but_not_counted(session):
+    add_events(session, compaction("rolling"),
+               compaction("anchor", before_history=800, after_history=800, refresh=True,
+                          noop=True, summary_before="## Progress\n- loaded sales.csv",
+                          archived_turns=[]))
+    context, html = panel_view(CompactionsPanel(), session)
+    assert context["count"] == 1 and "anchor refresh" in html
 
 
 def test_anchors_current_rows_and_changes_by_source(session):
@@ -118,6 +169,9 @@ def test_anchors_current_rows_and_changes_by_source(session):
     assert context["active"] == 2 and context["admin_changes"] == 1
     assert context["changes"][0]["source"] == "admin" and panel.badge(context) == "2"
     assert 'data-source="admin"' in html and "<del>region A sales -10%</del>" in html
+    # Folded by default, grouped by turn, newest turn first.
+    assert "2 recent changes · 1 by admin</summary>" in html
+    assert html.index("<h4>turn 3</h4>") < html.index("<h4>turn 1</h4>")
 
 
 def test_tasks_from_database_and_changes_as_differences(session):
@@ -169,11 +223,28 @@ def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
     assert context["latest"] == 2 and detail["call"] == 2
     assert [(m["zone"], m["tokens"]) for m in detail["messages"]] == [
         ("system", 300), ("snapshot", 250), ("history", 150)]
-    assert detail["messages"][2]["cut"] == 1000
+    assert detail["messages"][2]["cut"] == 7000 - 1500
     assert dict(detail["zones"]) == {"system": 300, "snapshot": 250, "history": 150}
-    assert f"/sessions/{session.pk}/calls/2.json" in html and "Hard constraints: table" in html
+    # Recorded without request parameters (as before issue 12): the stored record only.
+    assert f"/sessions/{session.pk}/calls/2/record.json" in html and "Hard constraints: table" in html
+    assert "Export request" not in html
     pinned = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
     assert pinned["detail"]["call"] == 1
+
+
+def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(session):
+    add_events(session, model_call(1, 500, messages=[
+        {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."},
+        {"role": "assistant", "zone": "history", "tokens": 40, "content": None,
+         "tool_calls": [{"id": "call_0_0", "type": "function", "function": {
+             "name": "csv_describe", "arguments": '{"path": "sales.csv"}'}}]}]))
+    context, html = panel_view(InspectorPanel(), session)
+    assistant = context["detail"]["messages"][1]
+    assert assistant["content"] == "" and assistant["preview"] == "csv_describe(…)"
+    assert '<pre class="tool-call">csv_describe({' in html
+    assert "null" not in html
+    # 300 + 40 + 3 priming + the provider's extra 157: the column adds up to the header.
+    assert context["detail"]["parts_total"] == 500
 
 
 def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
@@ -221,10 +292,10 @@ def test_older_compactions_shrink_to_one_line_each(session):
     add_events(session, *[compaction("rolling") for _ in range(11)],
                compaction("manual", noop=True, instructions="keep Q3"))
     context, html = panel_view(CompactionsPanel(), session)
-    assert [row["number"] for row in context["rows"]] == list(range(12, 4, -1))
-    assert [row["number"] for row in context["older"]] == [4, 3, 2, 1]
+    assert [row["number"] for row in context["rows"]] == list(range(12, 8, -1))
+    assert [row["number"] for row in context["older"]] == list(range(8, 0, -1))
     assert "diff" not in context["older"][0] and context["rows"][0]["noop"]
-    assert html.count('class="compaction-brief"') == 4 and "4 earlier compactions" in html
+    assert html.count('class="compaction-brief"') == 8 and "8 earlier compactions" in html
     assert "Focus: keep Q3" in html and "no-op" in html
 
 

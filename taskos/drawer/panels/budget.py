@@ -11,6 +11,25 @@ from taskos.drawer.events import Ev
 INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
 
 
+# Why a zone can hold more than its budget, in one line each.
+OVER_REASONS = {
+    "system": "the system prompt and tool schemas are fixed; no compaction can shrink them",
+    "snapshot": "the task snapshot (anchors and tasks) grew past its share",
+    "summary": "the rolling summary grew past its share",
+    "history": "recent turns past their share: compaction moves the oldest out at the trigger",
+    "since": "snapshot updates since it was frozen past their share",
+    "hints": "hint blocks past their share",
+}
+
+
+def over_budget(zone: str, tokens: int, budget: Any) -> str:
+    """One line on a zone over its budget (empty when it is not)."""
+    if not budget or tokens <= int(budget):
+        return ""
+    reason = OVER_REASONS.get(zone, "past its share")
+    return f"{zone} {tokens:,} / {int(budget):,}: {reason}."
+
+
 def percent(part: float, whole: float) -> float:
     """`part` as a percentage of `whole`, clamped to 0..100, for CSS widths."""
     if whole <= 0:
@@ -35,7 +54,8 @@ class BudgetPanel(Panel):
         input_tokens = int(data.get("input_tokens") or sum(zones.get(z, 0) for z in INPUT_ZONES))
         reserve = int(zones.get("reserve", 0))
         segments = [{"zone": zone, "tokens": int(zones.get(zone, 0)),
-                     "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window)}
+                     "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window),
+                     "over": over_budget(zone, int(zones.get(zone, 0)), budgets.get(zone))}
                     for zone in INPUT_ZONES]
         trigger = int(data.get("trigger_line") or 0)
         warning = int(data.get("warning_line") or 0)

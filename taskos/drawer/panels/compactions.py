@@ -6,34 +6,64 @@ the engine's own check from the COMPACTION payload instead.
 """
 from __future__ import annotations
 
-import difflib
+from collections import Counter
 from typing import Any
 
 from agents.events import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
-CONTEXT_LINES = 1  # unchanged summary lines kept around each change
-DETAILED = 8  # newest compactions shown in full; older ones get one line each
+DETAILED = 4  # newest compactions shown in full; older ones get one line each (a long
+# run's summaries make each diff several KB: eight of them were 100 KB of the page)
+
+
+def sections(text: str) -> list[tuple[str, list[str]]]:
+    """A summary split at its markdown headings: [(heading, lines)], "" for the preamble."""
+    found: list[tuple[str, list[str]]] = [("", [])]
+    for line in (text or "").splitlines():
+        if line.startswith("#"):
+            found.append((line.strip(), []))
+        elif line.strip():
+            found[-1][1].append(line)
+    return [(head, lines) for head, lines in found if head or lines]
+
+
+def in_order(lines: list[str], wanted: Counter) -> list[str]:
+    """The lines counted in `wanted` (as many times as counted), in their order in `lines`."""
+    left, picked = Counter(wanted), []
+    for line in lines:
+        if left[line] > 0:
+            picked.append(line)
+            left[line] -= 1
+    return picked
 
 
 def summary_diff(before: str, after: str) -> list[dict[str, str]]:
-    """Line diff of two summaries as [{"op": "add"|"del"|"same"|"gap", "text"}]."""
-    old, new = (before or "").splitlines(), (after or "").splitlines()
-    lines: list[dict[str, str]] = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
-        if lines:
-            lines.append({"op": "gap", "text": "…"})
-        for tag, a0, a1, b0, b1 in group:
-            if tag == "equal":
-                lines.extend({"op": "same", "text": text} for text in old[a0:a1])
-                continue
-            if tag in ("delete", "replace"):
-                lines.extend({"op": "del", "text": text} for text in old[a0:a1])
-            if tag in ("insert", "replace"):
-                lines.extend({"op": "add", "text": text} for text in new[b0:b1])
-    return lines
+    """What changed between two summaries, section by section, as
+    [{"op": "section"|"add"|"del"|"gap", "text"}].
+
+    Lines are compared as a multiset within their section, so a constraint the new
+    summary kept but moved (or a section moved whole) is not shown as removed and added.
+    Unchanged sections are left out, a "gap" line saying how many lines they hold.
+    """
+    old, new = dict(sections(before)), dict(sections(after))
+    ops: list[dict[str, str]] = []
+    unchanged = 0
+    for head in list(new) + [h for h in old if h not in new]:
+        gone = Counter(old.get(head, [])) - Counter(new.get(head, []))
+        came = Counter(new.get(head, [])) - Counter(old.get(head, []))
+        if not gone and not came:
+            unchanged += len(new.get(head, []))
+            continue
+        if head:
+            state = " (new section)" if head not in old else (
+                " (section removed)" if head not in new else "")
+            ops.append({"op": "section", "text": head + state})
+        ops.extend({"op": "del", "text": line} for line in in_order(old.get(head, []), gone))
+        ops.extend({"op": "add", "text": line} for line in in_order(new.get(head, []), came))
+    if ops and unchanged:
+        ops.append({"op": "gap", "text": f"… {unchanged} unchanged lines"})
+    return ops
 
 
 def zone_changes(before: dict[str, int], after: dict[str, int]) -> list[dict[str, Any]]:
@@ -60,6 +90,7 @@ def brief_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> dic
             "total_before": input_total(data.get("before") or {}),
             "total_after": input_total(data.get("after") or {}),
             "fallback": bool(data.get("fallback")), "noop": bool(data.get("noop")),
+            "refresh": bool(data.get("refresh")),
             "audit_known": bool(audit), "audit_ok": audit.get("ok"),
             "audit_from_archive": checked is not None}
 
@@ -109,7 +140,8 @@ class CompactionsPanel(Panel):
         return {
             "rows": [detailed_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[:DETAILED]],
             "older": [brief_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[DETAILED:]],
-            "count": len(done),
+            # No-ops and anchor refreshes are listed, not counted: nothing was compacted.
+            "count": sum(1 for ev in done if not ev.payload.get("noop")),
             "audit_failures": sum(1 for a in audits.values() if a.get("ok") is False),
             "running_trigger": last[-1].payload.get("trigger", "") if running else None,
         }

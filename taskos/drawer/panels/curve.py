@@ -1,4 +1,5 @@
-"""Curve: input tokens per model call with the window and trigger lines (the sawtooth)."""
+"""Curve: input tokens per model call with the window and trigger lines (the sawtooth),
+scaled to the data, the full window one tick away."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,6 +9,34 @@ from taskos.drawer.events import Ev
 
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 12, 24  # room for the axis labels
+
+
+MARKED_CALLS = 150  # above this many calls only summary and over-window calls get a marker
+
+
+def scale(calls: list[dict[str, Any]], top: float, window: int, trigger: int) -> dict[str, Any]:
+    """The curve's line, markers and reference lines with `top` tokens at the top edge."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = plot_w / max(1, len(calls) - 1)
+
+    def y_of(tokens: float) -> float | None:
+        return round(TOP + plot_h * (1 - tokens / top), 1) if tokens <= top else None
+
+    line, points = [], []
+    for index, call in enumerate(calls):
+        tokens = int(call.get("input_tokens") or 0)
+        x = round(LEFT + index * step if len(calls) > 1 else LEFT + plot_w / 2, 1)
+        y = y_of(tokens)
+        line.append(f"{x},{y}")
+        kind, over = call.get("kind") or "agent", bool(call.get("over_window"))
+        if len(calls) <= MARKED_CALLS or kind == "summary" or over:
+            points.append({"x": x, "y": y, "tokens": tokens, "kind": kind, "over": over,
+                           "call": call.get("call", index + 1),
+                           "diamond": f"{x},{y - 5} {x + 5},{y} {x},{y + 5} {x - 5},{y}"})
+    peak = max(int(c.get("input_tokens") or 0) for c in calls)
+    return {"top": top, "polyline": " ".join(line), "points": points, "zero_y": y_of(0),
+            "peak_y": y_of(peak), "window_y": y_of(window) if window else None,
+            "trigger_y": y_of(trigger) if trigger else None}
 
 
 class CurvePanel(Panel):
@@ -25,39 +54,21 @@ class CurvePanel(Panel):
         if not calls:
             return {"curve": None, "window": window}
         peak = max(int(call.get("input_tokens") or 0) for call in calls)
-        top = max(window, peak, 1) * 1.08
-        plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-        step = plot_w / max(1, len(calls) - 1)
-
-        def y_of(tokens: float) -> float:
-            return round(TOP + plot_h * (1 - tokens / top), 1)
-
-        points = []
-        for index, call in enumerate(calls):
-            tokens = int(call.get("input_tokens") or 0)
-            points.append({
-                "x": round(LEFT + index * step if len(calls) > 1 else LEFT + plot_w / 2, 1),
-                "y": y_of(tokens), "tokens": tokens, "call": call.get("call", index + 1),
-                "kind": call.get("kind") or "agent", "over": bool(call.get("over_window")),
-            })
-        for p in points:
-            x, y = p["x"], p["y"]
-            p["diamond"] = f"{x},{y - 5} {x + 5},{y} {x},{y + 5} {x - 5},{y}"
-        return {
-            "window": window,
-            "curve": {
-                "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT,
-                "bottom": HEIGHT - BOTTOM, "points": points,
-                "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
-                "window_y": y_of(window) if window else None,
-                "trigger_y": y_of(trigger) if trigger else None, "trigger": trigger,
-                "zero_y": y_of(0), "peak_y": y_of(peak),
-                "peak": peak, "calls": len(calls),
-                "summaries": sum(1 for p in points if p["kind"] == "summary"),
-                "over": sum(1 for p in points if p["over"]),
-                "first_call": points[0]["call"], "last_call": points[-1]["call"],
-            },
-        }
+        # Fitted to the data (peak and trigger line): at 128k a run that peaks at 12k would
+        # otherwise sit in the bottom tenth. The full-window scale is drawn too, hidden
+        # until the person ticks "full window" (the page remembers the choice).
+        # The trigger line is kept in view once the run comes within a third of it.
+        near = trigger if trigger and trigger <= peak * 1.5 else 0
+        fitted = scale(calls, max(peak, near, 1) * 1.08, window, trigger)
+        full = scale(calls, max(window, peak, 1) * 1.08, window, trigger)
+        return {"window": window, "curve": {
+            "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT,
+            "bottom": HEIGHT - BOTTOM, "scales": [("fitted", fitted), ("full", full)], "trigger": trigger,
+            "peak": peak, "calls": len(calls),
+            "summaries": sum(1 for c in calls if c.get("kind") == "summary"),
+            "over": sum(1 for c in calls if c.get("over_window")),
+            "first_call": calls[0].get("call", 1), "last_call": calls[-1].get("call", len(calls)),
+        }}
 
     def badge(self, context: dict[str, Any]) -> str:
         curve = context["curve"]

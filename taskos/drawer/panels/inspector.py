@@ -1,4 +1,4 @@
-"""Inspector: exactly what the model received at one call, message by message."""
+"""Inspector: exactly what the model received at one call: parameters, tools, messages."""
 from __future__ import annotations
 
 import json
@@ -6,47 +6,76 @@ from collections import defaultdict
 from typing import Any
 
 from taskos.drawer.base import Panel
+from taskos.drawer.calls import body_of, token_parts
 from taskos.drawer.events import Ev, call_payload
 
-SHOWN_CHARS = 6000  # longer messages are cut on screen; the JSON export has them whole
+SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
+LISTED_CALLS = 100  # newest calls in the picker; any other is a number away
 
 
-def message_rows(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def tool_call_text(call: dict[str, Any]) -> str:
+    """A tool call as a person reads it: name(arguments), arguments pretty when JSON."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments", "")
+    try:
+        arguments = json.dumps(json.loads(arguments), ensure_ascii=False, indent=1)
+    except (TypeError, ValueError):
+        pass  # cut-off or free-text arguments are shown as they were sent
+    return f"{function.get('name', '?')}({arguments})  id={call.get('id', '')}"
+
+
+def message_rows(messages: list[dict[str, Any]], tokens: list[int]) -> list[dict[str, Any]]:
     """Display rows for a call's messages: role, zone, tokens and (cut) content."""
     rows = []
-    for index, message in enumerate(messages, start=1):
+    for index, (message, count) in enumerate(zip(messages, tokens), start=1):
         content = message.get("content")
-        if not isinstance(content, str):
+        if content is None:  # an assistant turn that only called tools
+            content = ""
+        elif not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False, indent=1)
-        tool_calls = message.get("tool_calls") or []
+        tool_calls = [tool_call_text(c) for c in message.get("tool_calls") or []]
         rows.append({
             "index": index, "role": message.get("role", ""), "zone": message.get("zone", ""),
-            "tokens": int(message.get("tokens") or 0), "content": content[:SHOWN_CHARS],
-            "cut": max(0, len(content) - SHOWN_CHARS),
-            "tool_calls": [json.dumps(call, ensure_ascii=False) for call in tool_calls],
+            "tokens": count, "content": content[:SHOWN_CHARS],
+            "cut": max(0, len(content) - SHOWN_CHARS), "tool_calls": tool_calls,
+            "preview": content or "; ".join(t.split("(", 1)[0] + "(…)" for t in tool_calls),
             "name": message.get("name") or message.get("tool_call_id") or "",
         })
     return rows
 
 
 def call_detail(session, number: int | None) -> dict[str, Any] | None:
-    """The inspector's view of call `number`: header figures, per-zone totals, messages."""
+    """The inspector's view of call `number`: header figures, the request's parameters,
+    tool schemas and messages, each with its tokens (they add up to the header)."""
     if number is None:
         return None
     payload = call_payload(session, number)
     if payload is None:
         return None
-    rows = message_rows(payload.get("messages") or [])
+    body = body_of(session, payload)
+    parts = token_parts(session, payload, body)
+    messages = payload.get("messages") or []
+    rows = message_rows(messages, [p["tokens"] for p in parts if p["part"] == "message"])
     per_zone: dict[str, int] = defaultdict(int)
     for row in rows:
         per_zone[row["zone"] or "—"] += row["tokens"]
+    extra = {p["part"]: p for p in parts if p["part"] != "message"}
+    if "tools" in extra:
+        per_zone["tools"] += extra["tools"]["tokens"]
+    params = {k: v for k, v in (body or {}).items() if k not in ("messages", "tools")}
     return {"call": number, "kind": payload.get("kind", "agent"), "turn": payload["turn"],
             "input_tokens": payload.get("input_tokens", 0),
             "output_tokens": payload.get("output_tokens", 0),
             "cached_tokens": payload.get("cached_tokens"),
             "finish_reason": payload.get("finish_reason", ""),
             "latency_ms": payload.get("latency_ms"), "model": payload.get("model", ""),
-            "over_window": bool(payload.get("over_window")),
+            "over_window": bool(payload.get("over_window")), "recorded": body is not None,
+            "params": json.dumps(params, ensure_ascii=False),
+            "tools": [{"name": (t.get("function") or {}).get("name", "?"),
+                       "schema": json.dumps(t, ensure_ascii=False, indent=1)}
+                      for t in (body or {}).get("tools") or []],
+            "tools_part": extra.get("tools"), "priming": extra.get("priming"),
+            "difference": extra.get("difference"), "parts_total": sum(p["tokens"] for p in parts),
             "zones": sorted(per_zone.items(), key=lambda item: -item[1]), "messages": rows}
 
 
@@ -60,7 +89,8 @@ class InspectorPanel(Panel):
         calls = [{"call": ev.payload.get("call"), "kind": ev.payload.get("kind", "agent"),
                   "tokens": ev.payload.get("input_tokens", 0), "turn": ev.turn} for ev in events]
         latest = calls[-1]["call"] if calls else None
-        return {"calls": calls[::-1], "latest": latest, "pinned": pinned,
+        return {"calls": calls[::-1][:LISTED_CALLS], "latest": latest, "pinned": pinned,
+                "unlisted": max(0, len(calls) - LISTED_CALLS),
                 "detail": call_detail(session, pinned if pinned is not None else latest)}
 
     def badge(self, context: dict[str, Any]) -> str:

@@ -57,6 +57,12 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def boxed(lines: list[str]) -> str:
+    width = max(len(line) for line in lines)
+    rule = "+" + "-" * (width + 2) + "+"
+    return "\n".join(["", rule, *(f"| {line.ljust(width)} |" for line in lines), rule, ""])
+
+
 class Command(BaseCommand):
     help = "Migrate, then run Redis, a Celery worker and the web server until Ctrl-C."
 
@@ -100,9 +106,11 @@ class Command(BaseCommand):
                     self.stdout.write(f"Resuming {resumed} session(s) interrupted by the "
                                       "last stop.")
             url = f"http://{options['host']}:{options['port']}/"
-            self.stdout.write(self.style.SUCCESS(f"\nTaskOS is running at {url}"))
-            self.stdout.write(f"Log in as {login}")
-            self.stdout.write("Press Ctrl-C to stop.\n")
+            self.stdout.write(f"Worker and web server logs: {launcher.log_path('*').parent}")
+            # Last, in a box: what a person needs to open the dashboard.
+            self.stdout.write(self.style.SUCCESS(boxed([f"TaskOS is running at {url}",
+                                                        f"Log in as {login}",
+                                                        "Press Ctrl-C to stop."])))
             self.stdout.flush()
             launcher.supervise()
         except KeyboardInterrupt:

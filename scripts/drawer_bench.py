@@ -1,0 +1,134 @@
+"""How the drawer holds up on a long run, in Debian's Chromium (issue 12's targets).
+
+Starts a private stack (Redis, a Celery worker, daphne, SQLite: tests/browser/stack.py),
+runs a scenario from the start form with the session page open and prints:
+
+- the longest main-thread task while the session ran (PerformanceObserver "longtask");
+- how long applying one batch of websocket updates took (the page's own measure);
+- the slowest panel toggle (click on a panel's summary until the next frame is painted);
+- the most the page's last seq fell behind the database, in seconds;
+- the finished page's load time (navigation timing) and its HTML size.
+
+    .venv/bin/python scripts/drawer_bench.py [--scenario long-1000] [--window 128000]
+
+Numbers, not pass/fail: tests stay free of timing thresholds (see tests/browser).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.browser.stack import PASSWORD, USERNAME, Stack  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+OBSERVE = """() => {
+  window.__longtasks = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__longtasks.push(entry.duration);
+  }).observe({type: "longtask", buffered: true});
+}"""
+TOGGLE = """async (id) => {
+  const summary = document.querySelector('#' + id + ' > summary');
+  const start = performance.now();
+  summary.click();
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  return performance.now() - start;
+}"""
+TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="long-1000")
+    parser.add_argument("--window", type=int, default=None)
+    parser.add_argument("--save-html", type=Path, default=None,
+                        help="write the finished session page here")
+    options = parser.parse_args()
+    stack = Stack(Path(tempfile.mkdtemp(prefix="drawer-bench-")))
+    stack.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+            page.set_default_timeout(120_000)
+            page.goto(stack.url("/accounts/login/"))
+            page.fill("#id_username", USERNAME)
+            page.fill("#id_password", PASSWORD)
+            page.click("button:has-text('Sign in')")
+            page.wait_for_url(stack.url("/"))
+            print(run(page, stack, options.scenario, options.window, options.save_html))
+            browser.close()
+    finally:
+        stack.stop()
+
+
+def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None) -> str:
+    stack.pause("worker")  # the page is watching before the first event
+    page.goto(stack.url("/sessions/new"))
+    page.select_option("#id_scenario", scenario)
+    if window:
+        page.fill("#id_window", str(window))
+    page.click("button:has-text('Start')")
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    page.wait_for_function("document.getElementById('ws-state').textContent === 'live'")
+    page.evaluate(OBSERVE)
+    started = time.monotonic()
+    stack.resume("worker")
+
+    first_seen: dict[int, float] = {}  # db seq -> when the poll first saw it
+    worst_lag, toggles, samples = 0.0, [], 0
+    while True:
+        now = time.monotonic()
+        db_seq = int(stack.scalar("SELECT coalesce(max(seq), 0) FROM runs_sessionevent "
+                                  "WHERE session_id = ?", pk))
+        first_seen.setdefault(db_seq, now)
+        page_seq = int(page.evaluate("Number(document.getElementById('last-seq').value)"))
+        behind = [t for seq, t in first_seen.items() if seq > page_seq]
+        if behind:
+            worst_lag = max(worst_lag, now - min(behind))
+        samples += 1
+        if samples % 10 == 0:  # every ~5 s fold or unfold a panel
+            panel = TOGGLED_PANELS[(samples // 10) % len(TOGGLED_PANELS)]
+            toggles.append(page.evaluate(TOGGLE, panel))
+        status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
+        if status in ("finished", "failed", "cancelled") and page_seq >= db_seq:
+            break
+        time.sleep(0.5)
+    run_s = time.monotonic() - started
+    longtasks = page.evaluate("window.__longtasks")
+    flushes = page.evaluate("performance.getEntriesByName('taskos-flush').map(e => e.duration)")
+    turns = stack.scalar("SELECT turns FROM runs_session WHERE id = ?", pk)
+
+    response = page.goto(stack.url(f"/sessions/{pk}/"))
+    html_bytes = len(response.body())
+    if save_html is not None:
+        save_html.write_bytes(response.body())
+    load_ms = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+                                       return n.loadEventEnd - n.startTime; }""")
+    return "\n".join([
+        f"scenario {scenario}: status {status}, {turns} turns, {db_seq} events, run {run_s:.1f} s",
+        f"longest main-thread task: {max(longtasks, default=0):.0f} ms "
+        f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s blocked in total)",
+        f"applying a batch of updates: max {max(flushes, default=0):.0f} ms, median "
+        f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} batches",
+        f"panel toggle: max {max(toggles, default=0):.0f} ms, "
+        f"median {sorted(toggles)[len(toggles) // 2] if toggles else 0:.0f} ms "
+        f"over {len(toggles)} toggles",
+        f"drawer behind the database: at most {worst_lag:.2f} s (polled every 0.5 s)",
+        f"finished page: load {load_ms:.0f} ms, HTML {html_bytes / 1024:.0f} KB",
+    ])
+
+
+if __name__ == "__main__":
+    main()
