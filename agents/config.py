@@ -104,6 +104,9 @@ class ModelProfile:
     read_timeout: float = 120.0  # seconds without a byte from the server (prefill is slow)
     call_timeout: float = 300.0  # seconds for one whole call, however the bytes trickle
     retry_budget: float = 300.0  # seconds a session may spend on failed calls and waits
+    # Sampling; None leaves the server's default (weak local models want 0–0.3).
+    temperature: float | None = None
+    top_p: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):
@@ -112,6 +115,15 @@ class ModelProfile:
                                   f"(got {getattr(self, name)}).")
         if self.retry_budget < 0:
             raise ConfigError(f"retry_budget must be 0 or more seconds (got {self.retry_budget}).")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ConfigError(f"temperature must be between 0 and 2 (got {self.temperature}).")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be more than 0 and at most 1 (got {self.top_p}).")
+
+    def sampling(self) -> dict[str, float]:
+        """The sampling settings this profile sets, as request fields."""
+        return {name: value for name in ("temperature", "top_p")
+                if (value := getattr(self, name)) is not None}
 
     @property
     def simulated(self) -> bool:

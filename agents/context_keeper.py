@@ -210,10 +210,13 @@ class ContextKeeper:
     def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
         """The provider says we were over (C16): believe its count, compact, rebuild."""
         ctx = self.ctx
-        if exc.limit < ctx.window:
+        if 0 < exc.limit < ctx.window:
             ctx.window = exc.limit
-        if our_tokens:
+        if our_tokens and exc.requested:
             ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
+        elif our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
+            ctx.correction = max(ctx.correction, ctx.window / (our_tokens * 0.85
+                                                               + ctx.budget().reserve))
         self.compact("overflow", emergency=True)
         self.fit([])
         request = ctx.build([])

@@ -25,6 +25,7 @@ from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
 from agents.limits import PreflightError, RequestTooLarge
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.reply_vetting import recover_tool_calls, refusal
 from agents.retry import CallCancelled, RetryBudget
 from agents.scenarios import Scenario
 from agents.secrets import RedactingStore, redact_value
@@ -39,6 +40,9 @@ DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Kee
 MAX_CONTINUATIONS = 5
 MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
 MAX_OVERFLOW_RETRIES = 3
+MAX_REJECTED_ANSWERS = 1  # an unusable answer is asked again this often before the session fails
+TOOL_LOOP_FACTOR = 2  # the same failing call this many × tool_retries_limit ends the session
+INJECTED_ZONES = ("snapshot", "summary", "since", "hints")
 
 
 @dataclass
@@ -87,6 +91,10 @@ class AgentLoop:
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
         self.empty_answers = 0
+        self.rejected_answers = 0
+        self.stuck: str | None = None  # why the session must stop after this turn's commit
+        self.last_request = None  # the request just sent: what the model may echo back
+        self.known_tools = set(tools.names())
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
@@ -159,6 +167,8 @@ class AgentLoop:
                 progress(min(self.turn, total), total)
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
+            if self.stuck:
+                return self._fail("tool_retry_loop", self.stuck)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
 
     def _fail(self, code: str, message: str) -> RunResult:
@@ -195,6 +205,7 @@ class AgentLoop:
         overflows = 0
         while True:
             budget = self.ctx.budget()
+            self.last_request = request
             try:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
                                               turn=self.turn)
@@ -219,12 +230,19 @@ class AgentLoop:
 
     def _handle_reply(self, reply: ModelReply) -> str | None:
         """Record the answer, run its tools; return the final answer when there is one."""
+        reply = recover_tool_calls(reply, self.known_tools, self.turn)
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
             return self._empty_answer()
         self.empty_answers = 0
         if not reply.tool_calls:
+            why = refusal(reply.content, self.known_tools, self._injected_texts())
+            if why:
+                return self._rejected_answer(reply, why)
+            self.rejected_answers = 0
             return self._final_answer(reply)
-        data = {"role": "assistant", "content": reply.content or None, "tool_calls": [
+        self.rejected_answers = 0
+        # "" not None: llama-cpp-python's server answers `content: null` with HTTP 500.
+        data = {"role": "assistant", "content": reply.content or "", "tool_calls": [
             {"id": c["id"], "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for c in reply.tool_calls]}
@@ -246,7 +264,12 @@ class AgentLoop:
         started = time.perf_counter()
         outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
         self.ledger.outside(time.perf_counter() - started)
-        self.hints.record_tool_call(call["name"], call["arguments"], outcome.error is not None)
+        failures = self.hints.record_tool_call(call["name"], call["arguments"],
+                                               outcome.error is not None)
+        if failures >= TOOL_LOOP_FACTOR * self.spec.config.tool_retries_limit:
+            self.stuck = (f"the model called '{call['name']}' with the same arguments "
+                          f"{failures} times in a row and every call failed, also after the hint "
+                          f"to stop; last error: {outcome.error}")
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
                            self.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
@@ -270,6 +293,26 @@ class AgentLoop:
         self.emit(Event(EventType.ERROR, error_payload("bad_response", message, fatal=False)))
         self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
                               "or give the final answer.", source="engine")
+        return None
+
+    def _injected_texts(self) -> list[str]:
+        """The engine's own blocks in the last request (snapshot, summary, hints)."""
+        request = self.last_request
+        if request is None:
+            return []
+        return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
+                if zone in INJECTED_ZONES]
+
+    def _rejected_answer(self, reply: ModelReply, why: str) -> None:
+        """A reply that cannot be the final answer: asked again once, then the session fails."""
+        self.rejected_answers += 1
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
+                                                      "rejected": why}))
+        message = f"the model's answer was not accepted as a final answer: {why}"
+        if self.rejected_answers > MAX_REJECTED_ANSWERS:
+            raise ModelError("unusable_answer", f"{message} ({self.rejected_answers} in a row)")
+        self.emit(Event(EventType.ERROR, error_payload("unusable_answer", message, fatal=False)))
+        self.add_user_message(why, source="engine")
         return None
 
     def _final_answer(self, reply: ModelReply) -> str:

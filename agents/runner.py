@@ -153,8 +153,10 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 http_client: Any = None, retries: RetryBudget | None = None,
                 summarizer: str | None = None, unmanaged: bool = False,
                 max_input_chars: int = MAX_INPUT_CHARS, model: Any = None,
-                make_loop: Callable[..., AgentLoop] = AgentLoop) -> SessionRun:
-    """Run (or resume) one session to its end and return the result with its report."""
+                make_loop: Callable[..., AgentLoop] = AgentLoop,
+                tools: list[str] | None = None) -> SessionRun:
+    """Run (or resume) one session to its end and return the result with its report;
+    `tools` names the tools offered (default: the scenario's, else all)."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
         plan = generic_scenario(goal)
@@ -171,7 +173,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                        unmanaged=unmanaged, max_input_chars=max_input_chars,
                        **({"system_prompt": system} if system else {}))
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(config, only=plan.tools if plan else None),
+                     tools=default_registry(config, only=tools or (plan.tools if plan else None)),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger
