@@ -107,6 +107,11 @@ class ModelProfile:
     # Sampling; None leaves the server's default (weak local models want 0–0.3).
     temperature: float | None = None
     top_p: float | None = None
+    # Counting (issue 11): the provider/engine token ratio learnt by earlier sessions, and
+    # whether to count with the server's /tokenize (llama.cpp, llama-cpp-python).
+    token_ratio: float = 1.0
+    token_ratio_calls: int = 0
+    server_tokenizer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):

@@ -71,7 +71,9 @@ class ContextKeeper:
             "window": budget.window, "zones": request.zones, "budgets": budget.budgets(),
             "input_tokens": request.total, "trigger_line": budget.trigger_line,
             "warning_line": budget.warning_line, "limit": budget.input_limit,
-            "free": budget.window - request.total - budget.reserve}))
+            "free": budget.window - request.total - budget.reserve,
+            # Counting per model: exact / calibrated / estimate, and the window divisor.
+            "count_source": loop.count_source, "correction": round(ctx.correction, 4)}))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:

@@ -31,7 +31,8 @@ from agents.retry import CallCancelled, RetryBudget
 from agents.scenarios import Scenario
 from agents.secrets import RedactingStore, redact_value
 from agents.store import Store
-from agents.tokens import TokenCounter
+from agents.calibration import TokenCalibration
+from agents.server_tokens import ServerTokenCounter, make_counter
 from agents.tools.base import ToolContext
 from agents.tools.registry import ToolRegistry
 
@@ -71,15 +72,23 @@ class AgentLoop(AnswerHandling):
         self.store = RedactingStore(store)  # no API key reaches the archive
         self.tools, self.workspace = tools, workspace
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
-        self.counter = TokenCounter(spec.profile.model, spec.profile.encoding)
+        self.counter = make_counter(spec.profile)
+        # The simulated provider counts with the engine's own tokenizer: nothing to learn.
+        self.calibration = None if spec.profile.simulated else TokenCalibration(
+            prior=spec.profile.token_ratio, prior_calls=spec.profile.token_ratio_calls,
+            exact=isinstance(self.counter, ServerTokenCounter))
         self.ledger = CallLedger()
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
         self.calls.retries = self.retries
+        self.calls.calibration = self.calibration
+        self.calls.on_correction = self._recalibrated
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
+        if self.calibration is not None:
+            self.ctx.correction = self.calibration.correction()
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
@@ -95,6 +104,15 @@ class AgentLoop(AnswerHandling):
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or []) + [self.retries]
+        if self.calibration is not None:
+            self.companions.append(self.calibration)
+
+    def _recalibrated(self, correction: float) -> None:
+        self.ctx.correction = correction
+
+    @property
+    def count_source(self) -> str:
+        return self.calibration.source if self.calibration is not None else "exact"
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn

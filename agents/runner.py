@@ -178,7 +178,10 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     result = loop.run(progress=progress)
     ledger = loop.ledger
     per_call = ledger.per_call_ms()
+    learnt = loop.calibration.learnt() if loop.calibration is not None else (1.0, 0)
     report = {"status": result.status, "turns": result.turns, "error": result.error,
+              "count_source": loop.count_source, "token_ratio": learnt[0],
+              "token_ratio_calls": learnt[1],
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,

@@ -53,6 +53,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         mark_failed(session, publisher, exc)
         raise
     report = dict(result.report or {})
+    session.profile.learn_token_ratio(report)
     status = result.status if result.status in FINAL_STATUSES else Session.Status.FAILED
     values = {"status": status, "final_answer": result.final_answer or "",
               "turns": result.turns, "finished_at": timezone.now()}

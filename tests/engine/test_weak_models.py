@@ -195,3 +195,57 @@ def test_summary_json_followed_or_preceded_by_text_is_parsed():
     summary = parse_model_summary(text)
     assert summary.task_overview == ["count rows"]
     assert summary.current_state == ["read data/a.csv"]
+
+
+# --- counting per model (issue 11): calibrated from usage, or the server's tokenizer
+def model_calls(sink: ListSink) -> list[dict]:
+    return [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
+
+
+def test_counting_is_calibrated_from_usage_to_within_two_percent_after_three_calls():
+    # The server's tokenizer counts 12 % more than cl100k, every call.
+    with FakeProvider(["tool", "tool", "tool", "tool", "ok"],
+                      prompt_tokens=server_count(1.12)) as provider:
+        run, sink = run_against(provider, tools=["list_files"])
+    calls = model_calls(sink)
+    assert len(calls) == 5
+    errors = [abs(c["estimated_tokens"] - c["input_tokens"]) / c["input_tokens"] for c in calls]
+    assert errors[0] > 0.10  # before any usage: the plain cl100k estimate
+    assert all(e <= 0.02 for e in errors[3:]), errors
+    assert [c["count_source"] for c in calls][:2] == ["estimate", "calibrated"]
+    budgets = [e.payload for e in sink.of_type(EventType.BUDGET)]
+    assert budgets[0]["count_source"] == "estimate" and budgets[-1]["count_source"] == "calibrated"
+    # fit() works against the window divided by the ratio plus a margin.
+    assert budgets[-1]["correction"] > 1.12
+    assert abs(run.report["token_ratio"] - 1.12) < 0.01 and run.report["token_ratio_calls"] == 5
+
+
+def test_a_profile_that_learnt_its_ratio_starts_calibrated():
+    with FakeProvider(["ok"], prompt_tokens=server_count(1.12)) as provider:
+        run, sink = run_against(provider, tools=["list_files"], token_ratio=1.12,
+                                token_ratio_calls=7)
+    [call] = model_calls(sink)
+    assert call["count_source"] == "calibrated"
+    assert abs(call["estimated_tokens"] - call["input_tokens"]) / call["input_tokens"] <= 0.02
+    assert run.report["token_ratio_calls"] == 8
+
+
+def test_the_servers_tokenizer_is_used_when_it_offers_one():
+    counter = TokenCounter()
+    # A tokenizer that splits finer than cl100k: 1.2 tokens per cl100k token.
+    with FakeProvider(["tool", "ok"], tokenizer=lambda text: round(counter.text(text) * 1.2),
+                      prompt_tokens=server_count(1.2)) as provider:
+        run, sink = run_against(provider, tools=["list_files"], server_tokenizer=True)
+    assert provider.tokenize_calls > 0
+    calls = model_calls(sink)
+    assert {c["count_source"] for c in calls} == {"exact"}
+    # Exact text counts leave only the framing to calibrate: even the first call is close.
+    assert abs(calls[0]["estimated_tokens"] - calls[0]["input_tokens"]) \
+        / calls[0]["input_tokens"] < 0.05
+
+
+def test_without_a_tokenize_endpoint_the_profile_falls_back_to_calibration():
+    with FakeProvider(["ok"], prompt_tokens=server_count(1.1)) as provider:
+        run, sink = run_against(provider, tools=["list_files"], server_tokenizer=True)
+    assert model_calls(sink)[0]["count_source"] == "estimate"
+    assert run.report["count_source"] == "calibrated"

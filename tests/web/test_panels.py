@@ -35,6 +35,15 @@ def test_budget_shows_latest_zones_with_trigger_and_band(session):
     assert "4,000" in html and "warning band" in html
 
 
+def test_budget_shows_how_the_figures_were_counted(session):
+    name, payload = budget()
+    add_events(session, (name, {**payload, "count_source": "calibrated", "correction": 1.1424}))
+    context, html = panel_view(BudgetPanel(), session)
+    assert context["budget"]["count_source"] == "calibrated"
+    assert 'class="flag count-calibrated"' in html and "window divided by 1.1424" in html
+    assert "ratio learnt from the provider" in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
