@@ -284,6 +284,7 @@ class ContextKeeper:
             "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
             "archived_turns": outcome.archived_turns, "refs": outcome.refs,
             "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
-            "summary_calls": outcome.summary_calls, "audit": audit,
+            "summary_calls": outcome.summary_calls, "raised_output": outcome.raised_output,
+            "audit": audit,
             "instructions": instructions, "noop": noop}))
 
