@@ -39,6 +39,7 @@ class ContextConfig:
     time_interval_hours: float = 0.5
     tool_retries_limit: int = 3
     max_turns: int = 400
+    tools: list[str] = field(default_factory=list)  # tools offered; empty: all (or the scenario's)
 
     def __post_init__(self) -> None:
         self.validate()

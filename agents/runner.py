@@ -173,7 +173,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                        unmanaged=unmanaged, max_input_chars=max_input_chars,
                        **({"system_prompt": system} if system else {}))
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(config, only=tools or (plan.tools if plan else None)),
+                     tools=default_registry(
+                         config, only=tools or config.tools or (plan.tools if plan else None)),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger
