@@ -113,6 +113,9 @@ class ModelProfile:
     token_ratio: float = 1.0
     token_ratio_calls: int = 0
     server_tokenizer: bool = False
+    # llama-cpp-python's chatml-function-calling template renders a "tool" message without
+    # its content: the model never sees a tool result. Sent as user messages instead.
+    tool_results_as_user: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):

@@ -85,7 +85,9 @@ class ModelClient:
                  max_tokens: int, model: str | None = None,
                  tool_choice: str | None = None) -> ModelReply:
         kwargs: dict[str, Any] = {"model": model or self.profile.model,
-                                  "messages": wire_messages(messages), "max_tokens": max_tokens}
+                                  "messages": wire_messages(messages,
+                                                            self.profile.tool_results_as_user),
+                                  "max_tokens": max_tokens}
         kwargs.update(self.profile.sampling())
         if tools:
             kwargs["tools"] = tools
@@ -118,11 +120,20 @@ class ModelClient:
         return _to_reply(response, latency)
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: list[dict[str, Any]],
+                  tool_results_as_user: bool = False) -> list[dict[str, Any]]:
     """The messages as sent: an assistant message never carries `content: null` (llama.cpp's
-    Python server answers it with HTTP 500); "" means the same to every other server."""
-    return [{**m, "content": ""} if "content" in m and m["content"] is None else m
-            for m in messages]
+    Python server answers it with HTTP 500); "" means the same to every other server. With
+    `tool_results_as_user`, tool results go as user messages naming their call."""
+    out = []
+    for m in messages:
+        if "content" in m and m["content"] is None:
+            m = {**m, "content": ""}
+        if tool_results_as_user and m.get("role") == "tool":
+            m = {"role": "user", "content": f"[result of tool call {m.get('tool_call_id', '')}]"
+                                            f"\n{m.get('content') or ''}"}
+        out.append(m)
+    return out
 
 
 def resolve_api_key(profile: ModelProfile) -> str | None:

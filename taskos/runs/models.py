@@ -114,6 +114,9 @@ class ModelProfile(models.Model):
     server_tokenizer = models.BooleanField(
         default=False, help_text="Count with the server's /tokenize (llama.cpp, "
                                  "llama-cpp-python); otherwise calibrate from usage.")
+    tool_results_as_user = models.BooleanField(
+        default=False, help_text="Send tool results as user messages (llama-cpp-python's "
+                                 "chatml-function-calling format drops tool messages' text).")
     token_ratio = models.FloatField(
         default=1.0, editable=False,
         help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
@@ -150,6 +153,7 @@ class ModelProfile(models.Model):
             price_output=float(self.price_output), summary_model=self.summary_model,
             num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
             server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
+            tool_results_as_user=self.tool_results_as_user,
             token_ratio_calls=self.token_ratio_calls, **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:

@@ -61,6 +61,15 @@ def test_tool_choice_is_sent_and_no_message_carries_null_content():
     assert tool_calls(sink) == ["list_files"]
 
 
+def test_tool_results_can_be_sent_as_user_messages():
+    with FakeProvider(["tool", "ok"]) as provider:
+        run_against(provider, tool_results_as_user=True)
+    messages = provider.requests[1]["body"]["messages"]
+    assert not any(m["role"] == "tool" for m in messages)
+    assert any(m["role"] == "user" and m["content"].startswith("[result of tool call call_1]")
+               for m in messages)
+
+
 def test_profile_sampling_settings_reach_the_request():
     with FakeProvider(["ok"]) as provider:
         run_against(provider, temperature=0.2, top_p=0.9)
