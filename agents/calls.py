@@ -78,6 +78,10 @@ class CallRunner:
         self.resume: Callable[[], None] = lambda: None
         self.recorded: Callable[[], None] = lambda: None
         self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
+        # Counting per model: every provider count teaches the ratio (agents.calibration);
+        # on_correction hands the new window divisor to the working context.
+        self.calibration = None
+        self.on_correction: Callable[[float], None] | None = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
@@ -186,6 +190,14 @@ class CallRunner:
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
                      refused=True, error=str(exc))
+        self._calibrate(engine_tokens, exc.requested)
+
+    def _calibrate(self, engine_tokens: int, provider_tokens: int) -> None:
+        if self.calibration is None or not self.calibration.observe(engine_tokens,
+                                                                    provider_tokens):
+            return
+        if self.on_correction is not None:
+            self.on_correction(self.calibration.correction())
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
@@ -193,6 +205,11 @@ class CallRunner:
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
+        if self.calibration is not None:  # the engine's figure as it stood before this call
+            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens),
+                         count_source=self.calibration.source)
+            if not refused:
+                self._calibrate(engine_tokens, reply.input_tokens)
         self.emit(Event(EventType.MODEL_CALL, {
             "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
             "engine_tokens": engine_tokens, "zones": zones,

@@ -26,6 +26,7 @@ _FRESH_FORM = "The messages after this one are"
 _PREFIX_FORM = ("The messages to fold (their number and archive labels are at the end of "
                 "this message) are")
 MIN_SUMMARY_ROOM = 64  # below this a summary request carries too little history to be worth it
+RAISE_SLACK = 16  # tokens kept free when a cut summary is asked again with the window's room
 ARGS_KEEP_CHARS = 200  # tool-call arguments shown in a squeezed summary request
 
 
@@ -38,6 +39,7 @@ class CompactionOutcome:
     fallback: bool = False
     fallback_reason: str = ""
     summary_calls: int = 0
+    raised_output: int = 0  # output room a cut summary was asked again with, if it was
 
     @property
     def archived_turns(self) -> list[int]:
@@ -125,18 +127,21 @@ class Compactor:
             reused = self._prefix_request(old, constraints, instructions)
             if reused is not None:  # one request that repeats the agent's cached prefix
                 request, tokens = reused
-                reply = self.summarize(request, budget.summary_output, tokens, ctx.tools or None)
-                outcome.summary_calls += 1
-                return self._merged(current, reply)
+                reply = self._ask(request, tokens, ctx.tools or None, outcome)
+                if reply.finish_reason != "length":
+                    return self._merged(current, reply)
+                # Cut even with all the window's room: fold it in smaller chunks instead.
+        share = 1.0  # of the room a chunk may fill; halved each time a summary is cut
         while pending:
             head = self._head_messages(current, constraints, instructions)
             tail = {"role": "user", "content": "Write the summary JSON now."}
             base = REPLY_PRIMING + sum(ctx.counter.message(m) for m in head + [tail])
-            room = limit - base
+            room = int((limit - base) * share)
             if room < MIN_SUMMARY_ROOM:
                 raise SummaryError(f"the summary request's fixed part ({base} tokens) leaves no "
                                    f"room for history under its limit of {limit} tokens")
             chunk: list[dict[str, Any]] = []
+            taken: list[Unit] = []
             used = 0
             while pending:
                 msgs = [self._prefixed(m) for m in pending[0].messages]
@@ -152,7 +157,7 @@ class Compactor:
                     cost = sum(ctx.counter.message(m) + PER_MESSAGE_SLACK for m in msgs)
                 chunk.extend(msgs)
                 used += cost
-                pending.pop(0)
+                taken.append(pending.pop(0))
             request = head + chunk + [tail]
             tokens = ctx.counter.request(request)
             squeeze_room = room
@@ -164,10 +169,29 @@ class Compactor:
                 chunk = self._squeezed(chunk, squeeze_room)
                 request = head + chunk + [tail]
                 tokens = ctx.counter.request(request)
-            reply = self.summarize(request, budget.summary_output, tokens, None)
-            outcome.summary_calls += 1
+            reply = self._ask(request, tokens, None, outcome)
+            if reply.finish_reason == "length" and len(taken) > 1:
+                pending[:0] = taken  # cut: the same units again, in chunks half the size
+                share /= 2
+                continue
             current = self._merged(current, reply)
         return current
+
+    def _ask(self, request: list[dict[str, Any]], tokens: int, tools: list | None,
+             outcome: CompactionOutcome) -> ModelReply:
+        """One summary call; a summary cut by its output limit is asked again once with all
+        the output room the window leaves (a small model writes long summaries)."""
+        budget = self.ctx.budget()
+        max_tokens = budget.summary_output
+        reply = self.summarize(request, max_tokens, tokens, tools)
+        outcome.summary_calls += 1
+        # In the provider's tokens: the real window less the prompt as the provider counts it.
+        room = self.ctx.window - int(tokens * max(1.0, self.ctx.correction)) - RAISE_SLACK
+        if reply.finish_reason == "length" and room > max_tokens * 5 // 4:
+            outcome.raised_output = room
+            reply = self.summarize(request, room, tokens, tools)
+            outcome.summary_calls += 1
+        return reply
 
     def _merged(self, current: StructuredSummary | None, reply: ModelReply) -> StructuredSummary:
         budget = self.ctx.budget()

@@ -40,6 +40,7 @@ class ContextConfig:
     time_interval_hours: float = 0.5
     tool_retries_limit: int = 3
     max_turns: int = 400
+    tools: list[str] = field(default_factory=list)  # tools offered; empty: all (or the scenario's)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -105,6 +106,17 @@ class ModelProfile:
     read_timeout: float = 120.0  # seconds without a byte from the server (prefill is slow)
     call_timeout: float = 300.0  # seconds for one whole call, however the bytes trickle
     retry_budget: float = 300.0  # seconds a session may spend on failed calls and waits
+    # Sampling; None leaves the server's default (weak local models want 0–0.3).
+    temperature: float | None = None
+    top_p: float | None = None
+    # Counting (issue 11): the provider/engine token ratio learnt by earlier sessions, and
+    # whether to count with the server's /tokenize (llama.cpp, llama-cpp-python).
+    token_ratio: float = 1.0
+    token_ratio_calls: int = 0
+    server_tokenizer: bool = False
+    # llama-cpp-python's chatml-function-calling template renders a "tool" message without
+    # its content: the model never sees a tool result. Sent as user messages instead.
+    tool_results_as_user: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):
@@ -113,6 +125,15 @@ class ModelProfile:
                                   f"(got {getattr(self, name)}).")
         if self.retry_budget < 0:
             raise ConfigError(f"retry_budget must be 0 or more seconds (got {self.retry_budget}).")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ConfigError(f"temperature must be between 0 and 2 (got {self.temperature}).")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be more than 0 and at most 1 (got {self.top_p}).")
+
+    def sampling(self) -> dict[str, float]:
+        """The sampling settings this profile sets, as request fields."""
+        return {name: value for name in ("temperature", "top_p")
+                if (value := getattr(self, name)) is not None}
 
     @property
     def simulated(self) -> bool:

@@ -72,7 +72,9 @@ class ContextKeeper:
             "window": budget.window, "zones": request.zones, "budgets": budget.budgets(),
             "input_tokens": request.total, "trigger_line": budget.trigger_line,
             "warning_line": budget.warning_line, "limit": budget.input_limit,
-            "free": budget.window - request.total - budget.reserve}))
+            "free": budget.window - request.total - budget.reserve,
+            # Counting per model: exact / calibrated / estimate, and the window divisor.
+            "count_source": loop.count_source, "correction": round(ctx.correction, 4)}))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:
@@ -224,10 +226,13 @@ class ContextKeeper:
     def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
         """The provider says we were over (C16): believe its count, compact, rebuild."""
         ctx = self.ctx
-        if exc.limit < ctx.window:
+        if 0 < exc.limit < ctx.window:
             ctx.window = exc.limit
-        if our_tokens:
+        if our_tokens and exc.requested:
             ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
+        elif our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
+            ctx.correction = max(ctx.correction, ctx.window / (our_tokens * 0.85
+                                                               + ctx.budget().reserve))
         self.preflight()  # the window just shrank: the fixed parts may no longer fit
         self.compact("overflow", emergency=True)
         self.fit([])
@@ -300,6 +305,6 @@ class ContextKeeper:
             "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
             "archived_turns": outcome.archived_turns, "refs": outcome.refs,
             "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
-            "summary_calls": outcome.summary_calls, "audit": audit,
-            "instructions": instructions, "noop": noop or refresh}))
+            "summary_calls": outcome.summary_calls, "raised_output": outcome.raised_output,
+            "audit": audit, "instructions": instructions, "noop": noop or refresh}))
 

@@ -88,6 +88,16 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "compaction, or the summary holds a figure that no archived message or tool result "
         "contains.",
         "Check the summary in the drawer; pin the constraint from the transcript."),
+    "unusable_answer": ErrorAdvice(
+        "The model's answer without tool calls could not be the final answer: it was a tool "
+        "call written as JSON text naming no tool of the task, or it only repeated the "
+        "engine's own notes (hints, task snapshot, summary).",
+        "TaskOS asked once more, then stopped. Weak models need a tool-calling chat template "
+        "(llama-server --jinja) or a stronger model; offer fewer tools."),
+    "tool_retry_loop": ErrorAdvice(
+        "The model kept repeating the same failing tool call after the hint told it to stop.",
+        "Read the tool's error in the transcript; fix the data or the tool, or use a "
+        "stronger model. The limit is twice tool_retries_limit."),
     "turn_limit": ErrorAdvice("The task used all its turns without a final answer.",
                               "Raise max_turns or split the task."),
     "worker_lost": ErrorAdvice("The worker running this task stopped.",

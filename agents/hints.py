@@ -68,18 +68,20 @@ class HintInjector:
         self.failures: dict[str, int] = {}  # call key -> failures in a row
         self.pending_errors: list[tuple[str, int]] = []  # (tool name, count) to report
 
-    def record_tool_call(self, name: str, arguments_json: str, failed: bool) -> None:
-        """Count failures of identical calls; a success of that call resets its count."""
+    def record_tool_call(self, name: str, arguments_json: str, failed: bool) -> int:
+        """Count failures of identical calls; a success of that call resets its count.
+        Returns how often this exact call has now failed in a row."""
         key = _call_key(name, arguments_json)
         count = self.failures.pop(key, 0)
         if not failed:
-            return
+            return 0
         count += 1
         self.failures[key] = count  # re-inserted last: the dict is ordered oldest first
         while len(self.failures) > MAX_TRACKED_CALLS:
             del self.failures[next(iter(self.failures))]
         if count % self.config.tool_retries_limit == 0:  # again after every further N failures
             self.pending_errors.append((name, count))
+        return count
 
     def mark_tasks_seen(self, tasks: list[TaskRecord]) -> None:
         """The model saw this task list itself (e.g. it just called a task tool)."""

@@ -16,6 +16,7 @@ from typing import Callable
 
 from agents.anchor_book import AnchorBook
 from agents.audit import SourceAudit
+from agents.answers import AnswerHandling
 from agents.calls import CallLedger, CallRunner
 from agents.commits import CommitPoints
 from agents.compaction import CompactionFailed
@@ -28,20 +29,20 @@ from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
 from agents.limits import PreflightError, RequestTooLarge
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.reply_vetting import recover_tool_calls, refusal
 from agents.retry import CallCancelled, RetryBudget
 from agents.scenarios import Scenario
 from agents.secrets import RedactingStore, redact_value
-from agents.sim.transport import CONTINUE_MARKER
 from agents.store import Store
-from agents.tokens import TokenCounter
+from agents.calibration import TokenCalibration
+from agents.server_tokens import ServerTokenCounter, make_counter
 from agents.tools.base import ToolContext
 from agents.tools.registry import ToolRegistry
 
 DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
                   "constraints in the task snapshot. When you are done, answer without tool calls.")
-MAX_CONTINUATIONS = 5
-MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
 MAX_OVERFLOW_RETRIES = 3
+TOOL_LOOP_FACTOR = 2  # the same failing call this many × tool_retries_limit ends the session
 
 
 @dataclass
@@ -66,7 +67,7 @@ class RunResult:
     code: str = ""  # the error code (agents/errors.py) of a failed run
 
 
-class AgentLoop:
+class AgentLoop(AnswerHandling):
     def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
                  model: ModelClient, tools: ToolRegistry, workspace: Path,
                  clock: Callable[[], dt.datetime] | None = None,
@@ -75,7 +76,11 @@ class AgentLoop:
         self.store = RedactingStore(store)  # no API key reaches the archive
         self.tools, self.workspace = tools, workspace
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
-        self.counter = TokenCounter(spec.profile.model, spec.profile.encoding)
+        self.counter = make_counter(spec.profile)
+        # The simulated provider counts with the engine's own tokenizer: nothing to learn.
+        self.calibration = None if spec.profile.simulated else TokenCalibration(
+            prior=spec.profile.token_ratio, prior_calls=spec.profile.token_ratio_calls,
+            exact=isinstance(self.counter, ServerTokenCounter))
         self.ledger = CallLedger()
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
                                 should_stop=lambda: store.cancel_requested(session_id))
@@ -85,9 +90,13 @@ class AgentLoop:
         self.commits = CommitPoints(self.store.inner, events)
         self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
         self.calls.recorded = self.commits.checkpoint
+        self.calls.calibration = self.calibration
+        self.calls.on_correction = self._recalibrated
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
+        if self.calibration is not None:
+            self.ctx.correction = self.calibration.correction()
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
@@ -97,11 +106,24 @@ class AgentLoop:
         self.delivered_through = -1  # scenario user messages delivered up to this turn index
         self.tool_state: dict = {}
         self.empty_answers = 0
+        self.rejected_answers = 0
+        self.stuck: str | None = None  # why the session must stop after this turn's commit
+        self.last_request = None  # the request just sent: what the model may echo back
+        self.known_tools = set(tools.names())
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
         self.finished: str | None = None  # the final answer, once a committed turn gave one
         self.delegations = Delegations(self)  # delegate calls waiting for sub-agents (T6)
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or []) + [self.retries, self.audit]
+        if self.calibration is not None:
+            self.companions.append(self.calibration)
+
+    def _recalibrated(self, correction: float) -> None:
+        self.ctx.correction = correction
+
+    @property
+    def count_source(self) -> str:
+        return self.calibration.source if self.calibration is not None else "exact"
 
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.turn
@@ -173,6 +195,8 @@ class AgentLoop:
                 return RunResult("waiting", "", self.turn)
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
+            if self.stuck:
+                return self._fail("tool_retry_loop", self.stuck)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
 
     def _one_turn(self) -> str | None:
@@ -227,6 +251,7 @@ class AgentLoop:
         overflows = 0
         while True:
             budget = self.ctx.budget()
+            self.last_request = request
             try:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
                                               turn=self.turn)
@@ -251,12 +276,19 @@ class AgentLoop:
 
     def _handle_reply(self, reply: ModelReply) -> str | None:
         """Record the answer, run its tools; return the final answer when there is one."""
+        reply = recover_tool_calls(reply, self.known_tools, self.turn)
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
             return self._empty_answer()
         self.empty_answers = 0
         if not reply.tool_calls:
+            why = refusal(reply.content, self.known_tools, self._injected_texts())
+            if why:
+                return self._rejected_answer(reply, why)
+            self.rejected_answers = 0
             return self._final_answer(reply)
-        data = {"role": "assistant", "content": reply.content or None, "tool_calls": [
+        self.rejected_answers = 0
+        # "" not None: llama-cpp-python's server answers `content: null` with HTTP 500.
+        data = {"role": "assistant", "content": reply.content or "", "tool_calls": [
             {"id": c["id"], "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for c in reply.tool_calls]}
@@ -286,7 +318,12 @@ class AgentLoop:
         if outcome.pending is not None:  # answered when the sub-agent finishes
             self.delegations.wait_for(call, outcome.pending, outcome.ref)
             return
-        self.hints.record_tool_call(call["name"], call["arguments"], outcome.error is not None)
+        failures = self.hints.record_tool_call(call["name"], call["arguments"],
+                                               outcome.error is not None)
+        if failures >= TOOL_LOOP_FACTOR * self.spec.config.tool_retries_limit:
+            self.stuck = (f"the model called '{call['name']}' with the same arguments "
+                          f"{failures} times in a row and every call failed, also after the hint "
+                          f"to stop; last error: {outcome.error}")
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
                            self.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
@@ -300,53 +337,6 @@ class AgentLoop:
             self.book.tasks_written_by_agent()
         if outcome.error is None:
             self.book.from_tool(outcome.conclusions, content, self.turn, call["name"])
-
-    def _empty_answer(self) -> None:
-        """A model that answers nothing is asked once more, then the session fails clearly."""
-        self.empty_answers += 1
-        message = f"the model returned an empty answer ({self.empty_answers} in a row)"
-        if self.empty_answers > MAX_EMPTY_ANSWERS:
-            raise ModelError("bad_response", message)
-        self.emit(Event(EventType.ERROR, error_payload("bad_response", message, fatal=False)))
-        self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
-                              "or give the final answer.", source="engine")
-        return None
-
-    def _final_answer(self, reply: ModelReply) -> str:
-        parts = [reply.content]
-        continuations = 0
-        while reply.finish_reason == "length" and continuations < MAX_CONTINUATIONS:
-            continuations += 1
-            self.emit(Event(EventType.ERROR, error_payload(
-                "finish_reason_length", f"answer cut at {reply.output_tokens} tokens; continuing",
-                fatal=False)))
-            self.ctx.extra_reserve += self.ctx.budget().reserve
-            self.ctx.add({"role": "assistant", "content": reply.content}, self.turn)
-            self.ctx.add({"role": "user", "content": f"{CONTINUE_MARKER} Continue exactly where "
-                          "you stopped; do not repeat what you already wrote."}, self.turn)
-            request, limit = self.keeper.prepare(hints=False)
-            reply = self._call_agent(request, limit)
-            parts.append(reply.content)
-        if reply.finish_reason == "length":
-            self._incomplete_answer(parts)
-        answer = "".join(parts)
-        ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
-        self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
-        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": [],
-                                                      "ref": ref}))
-        return answer
-
-    def _incomplete_answer(self, parts: list[str]) -> None:
-        """Keep the cut pieces in the archive, apart, and end the session as failed."""
-        for number, piece in enumerate(parts, 1):
-            self.store.archive(self.session_id, self.turn, "assistant", piece,
-                               tool_args={"incomplete_answer_piece": number})
-        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": "".join(parts), "tool_calls": [],
-                                                      "incomplete": True}))
-        raise ModelError("answer_incomplete", (
-            f"the answer was still cut off by the output limit after {MAX_CONTINUATIONS} "
-            f"continuations ({len(parts)} pieces, kept separately in the archive of turn "
-            f"{self.turn}); it is not reported as a final answer"))
 
     # --- persistence
     def _save_state(self) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,15 +16,8 @@ import httpx2
 import openai
 
 from agents.config import ModelProfile
+from agents.overflow import parse_overflow
 from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
-
-_OVERFLOW = re.compile(
-    r"maximum context length is (\d[\d,]*) tokens.*?(?:resulted in|requested) (\d[\d,]*) tokens",
-    re.IGNORECASE | re.DOTALL)
-# OpenAI-style servers split what was requested: "(P in the messages, C in the completion)".
-# P is the prompt the provider counted; M = P + C also holds the output room asked for.
-_PROMPT_PART = re.compile(r"\(\s*(\d[\d,]*) in the messages", re.IGNORECASE)
-
 
 # Codes worth asking again after a wait; anything else ends the session at once.
 TRANSIENT_CODES = frozenset({"rate_limited", "provider_error", "connection",
@@ -56,21 +48,6 @@ class ContextOverflow(ModelError):
         super().__init__("context_length_exceeded", message)
         self.limit = limit
         self.requested = requested
-
-
-def parse_overflow(message: str) -> tuple[int, int] | None:
-    """(window, prompt tokens) from a "maximum context length" error text, else None.
-
-    When the text splits the request into messages and completion, the prompt part is
-    returned: comparing prompt + completion with the engine's prompt count would inflate
-    the correction for good (a 3 000-token prompt asking 900 out reads as 1.30).
-    """
-    match = _OVERFLOW.search(message)
-    if not match:
-        return None
-    prompt = _PROMPT_PART.search(message, match.end())
-    requested = prompt.group(1) if prompt else match.group(2)
-    return int(match.group(1).replace(",", "")), int(requested.replace(",", ""))
 
 
 @dataclass
@@ -108,12 +85,17 @@ class ModelClient:
                        max_tokens: int, model: str | None = None,
                        tool_choice: str | None = None) -> dict[str, Any]:
         """The SDK's keyword arguments for one call: what the inspector reconstructs from."""
-        kwargs: dict[str, Any] = {"model": model or self.profile.model, "messages": messages,
+        kwargs: dict[str, Any] = {"model": model or self.profile.model, 
+                                  "messages": wire_messages(messages,
+                                                            self.profile.tool_results_as_user),
+
                                   "max_tokens": max_tokens}
+        kwargs.update(self.profile.sampling())
         if tools:
             kwargs["tools"] = tools
-            if tool_choice:
-                kwargs["tool_choice"] = tool_choice
+            # Sent always: llama-cpp-python's function-calling format drops every tool
+            # silently when no tool_choice is given.
+            kwargs["tool_choice"] = tool_choice or "auto"
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
         return kwargs
@@ -144,6 +126,22 @@ class ModelClient:
                              f"the model endpoint sent a malformed response: {exc}") from exc
         latency = (time.perf_counter() - started) * 1000
         return _to_reply(response, latency)
+
+
+def wire_messages(messages: list[dict[str, Any]],
+                  tool_results_as_user: bool = False) -> list[dict[str, Any]]:
+    """The messages as sent: an assistant message never carries `content: null` (llama.cpp's
+    Python server answers it with HTTP 500); "" means the same to every other server. With
+    `tool_results_as_user`, tool results go as user messages naming their call."""
+    out = []
+    for m in messages:
+        if "content" in m and m["content"] is None:
+            m = {**m, "content": ""}
+        if tool_results_as_user and m.get("role") == "tool":
+            m = {"role": "user", "content": f"[result of tool call {m.get('tool_call_id', '')}]"
+                                            f"\n{m.get('content') or ''}"}
+        out.append(m)
+    return out
 
 
 def resolve_api_key(profile: ModelProfile) -> str | None:

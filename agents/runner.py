@@ -252,8 +252,10 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
                 summarizer: str | None = None, unmanaged: bool = False,
                 max_input_chars: int = MAX_INPUT_CHARS, model: Any = None,
                 make_loop: Callable[..., AgentLoop] = AgentLoop,
-                delegation: DelegationLimits | None = None) -> SessionRun:
-    """Run (or resume) one session to its end and return the result with its report."""
+                delegation: DelegationLimits | None = None,
+                tools: list[str] | None = None) -> SessionRun:
+    """Run (or resume) one session to its end and return the result with its report;
+    `tools` names the tools offered (default: the scenario's, else all)."""
     plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
     if plan is None and profile.simulated:
         plan = generic_scenario(goal)
@@ -277,14 +279,18 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
             scenario=scenario if isinstance(scenario, str) else "",
             max_turns=config.max_turns)))
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(config, only=plan.tools if plan else None,
-                                            extra=extra),
+                     tools=default_registry(
+                         config, only=tools or config.tools or (plan.tools if plan else None),
+                         extra=extra),
                      workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger
     per_call = ledger.per_call_ms()
+    learnt = loop.calibration.learnt() if loop.calibration is not None else (1.0, 0)
     report = {"status": result.status, "turns": result.turns, "error": result.error,
               "error_code": result.code,
+              "count_source": loop.count_source, "token_ratio": learnt[0],
+              "token_ratio_calls": learnt[1],
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from agents.anchors import extract_anchors, supersedes
 from agents.numbers import known_values, numbers_in  # noqa: F401 - numbers_in re-exported
+from agents.lenient_json import first_json_object
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -222,8 +223,13 @@ def parse_model_summary(text: str) -> StructuredSummary:
     try:
         data = json.loads(body)
     except ValueError as exc:
-        raise SummaryError(f"The summary answer is not valid JSON ({exc}); it starts with "
-                           f"{body[:80]!r}.") from None
+        # Small models add "Here is the summary:" before or a remark after the object:
+        # the first complete object is the answer, the rest is ignored.
+        found = first_json_object(body)
+        if found is None:
+            raise SummaryError(f"The summary answer is not valid JSON ({exc}); it starts with "
+                               f"{body[:80]!r}.") from None
+        data = found[0]
     if not isinstance(data, dict):
         raise SummaryError(f"The summary answer must be a JSON object with the keys "
                            f"{', '.join(FIELDS)}; got a JSON {type(data).__name__}.")

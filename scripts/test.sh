@@ -5,9 +5,19 @@
 #   - uses PostgreSQL at 127.0.0.1:5432 (database "test") when it answers, else SQLite;
 #   - uses Redis at 127.0.0.1:6379 when it answers, else starts a private one;
 #   - runs pytest; "no tests collected" (exit code 5) counts as a failure.
+# `scripts/test.sh --real-model [pytest args]` runs only the opt-in real-model lane
+# (tests/real_model, marker real_model): it installs llama-cpp-python[server] — from the
+# wheels kept in ~/.cache/taskos-wheels when there are some, else it compiles llama.cpp,
+# 8–25 minutes — and drives sessions on SmolLM2-135M-Instruct (a few minutes more).
 # DATABASE_URL / REDIS_URL already set in the environment are used as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+REAL_MODEL=0
+if [ "${1:-}" = "--real-model" ]; then
+    REAL_MODEL=1
+    shift
+fi
 
 loud() { printf '\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n!!! %s\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' "$*" >&2; }
 
@@ -61,6 +71,18 @@ if [ -z "${REDIS_URL:-}" ]; then
     fi
 fi
 echo "Redis: $REDIS_URL"
+
+if [ "$REAL_MODEL" = 1 ]; then
+    WHEELS="${TASKOS_WHEELS:-$HOME/.cache/taskos-wheels}"
+    if ! "$VENV_PY" -c "import llama_cpp.server" 2>/dev/null; then
+        echo "Installing llama-cpp-python[server] (wheels from $WHEELS when present; else a 8–25 minute compile)…"
+        mkdir -p "$WHEELS"
+        "$VENV_PY" -m pip wheel --quiet --wheel-dir "$WHEELS" --find-links "$WHEELS" 'llama-cpp-python[server]'
+        "$VENV_PY" -m pip install --quiet --no-index --find-links "$WHEELS" 'llama-cpp-python[server]'
+    fi
+    export TASKOS_REAL_MODEL=1
+    set -- -m real_model tests/real_model "$@"
+fi
 
 set +e
 "$VENV_PY" -m pytest -q "$@"

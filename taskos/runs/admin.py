@@ -156,7 +156,9 @@ class TaskAdmin(admin.ModelAdmin):
 
 @admin.register(ModelProfile)
 class ModelProfileAdmin(admin.ModelAdmin):
-    list_display = ("name", "model", "base_url", "context_size", "price_input", "price_output")
+    list_display = ("name", "model", "base_url", "context_size", "price_input", "price_output",
+                    "token_ratio", "token_ratio_calls")
+    readonly_fields = ("token_ratio", "token_ratio_calls")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -103,11 +103,41 @@ class ModelProfile(models.Model):
         help_text="Seconds a session may spend on failed calls and backoff waits "
                   "(rate limits, timeouts, 5xx, malformed answers) before it fails.")
 
+    # Sampling and counting per model (issue 11).
+    temperature = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(2)],
+        help_text="Sampling temperature; blank: the server's default. Small local models "
+                  "call tools more reliably at 0–0.3.")
+    top_p = models.FloatField(null=True, blank=True,
+                              validators=[MinValueValidator(0.01), MaxValueValidator(1)],
+                              help_text="Nucleus sampling; blank: the server's default.")
+    server_tokenizer = models.BooleanField(
+        default=False, help_text="Count with the server's /tokenize (llama.cpp, "
+                                 "llama-cpp-python); otherwise calibrate from usage.")
+    tool_results_as_user = models.BooleanField(
+        default=False, help_text="Send tool results as user messages (llama-cpp-python's "
+                                 "chatml-function-calling format drops tool messages' text).")
+    token_ratio = models.FloatField(
+        default=1.0, editable=False,
+        help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
+    token_ratio_calls = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Calls the learnt ratio is based on.")
+
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return f"{self.name} ({'simulated' if self.simulated else self.model})"
+
+    def learn_token_ratio(self, report: dict) -> None:
+        """Keep the ratio a session learnt, so the next one starts calibrated."""
+        calls = report.get("token_ratio_calls")
+        ratio = report.get("token_ratio")
+        if self.simulated or not isinstance(calls, int) or not isinstance(ratio, (int, float)):
+            return
+        # Compared in the database: a parallel session may have learnt from more calls.
+        ModelProfile.objects.filter(pk=self.pk, token_ratio_calls__lt=calls).update(
+            token_ratio=ratio, token_ratio_calls=calls)
 
     @property
     def simulated(self) -> bool:
@@ -121,7 +151,10 @@ class ModelProfile(models.Model):
             encoding=self.encoding, price_input=float(self.price_input),
             price_cached_input=float(self.price_cached_input),
             price_output=float(self.price_output), summary_model=self.summary_model,
-            num_ctx=self.num_ctx, **self.fault_limits())
+            num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
+            server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
+            tool_results_as_user=self.tool_results_as_user,
+            token_ratio_calls=self.token_ratio_calls, **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:
         """The timeouts and retry budget, for the engine's profile."""

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agents.config import ConfigError, ContextConfig
 from agents.scenarios import ScenarioError, load_scenario
+from agents.tools.registry import default_registry
 
 from .models import ModelProfile, PendingMessage, Session, input_too_long
 
@@ -49,6 +50,10 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
         config = ContextConfig.from_dict(context_settings or {})
     except (ConfigError, TypeError) as exc:
         raise SessionError(f"Context settings: {exc}") from exc
+    unknown = sorted(set(config.tools) - set(default_registry(config).names()))
+    if unknown:
+        known = ", ".join(default_registry(config).names())
+        raise SessionError(f"Unknown tools: {', '.join(unknown)}. Tools: {known}.")
     return Session.objects.create(owner=owner, goal=goal, scenario=scenario, profile=profile,
                                   window=window, context_settings=config.to_dict())
 

@@ -57,6 +57,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         mark_failed(session, publisher, exc)
         raise
     report = dict(result.report or {})
+    session.profile.learn_token_ratio(report)
     if result.status == Session.Status.WAITING:  # for sub-agents: no worker holds it now
         values = {"status": Session.Status.WAITING, "turns": result.turns}
         if lease is not None:

@@ -8,6 +8,7 @@ from django import forms
 
 from agents.config import ConfigError, ContextConfig
 from agents.scenarios import ScenarioError, list_scenarios, load_scenario
+from agents.tools.registry import default_registry
 from taskos.runs.models import ModelProfile, input_too_long
 
 MIN_WINDOW, MAX_WINDOW = 1000, 2_000_000
@@ -75,11 +76,19 @@ class NewSessionForm(forms.Form):
                   "clean context and budget; only their answers come back.")
     timezone = forms.CharField(initial=DEFAULTS.timezone, max_length=64,
                                help_text="IANA zone for the time hint, e.g. Europe/Berlin.")
+    max_turns = forms.IntegerField(required=False, min_value=1, max_value=10_000,
+                                   help_text=f"Turns before the session stops without an "
+                                             f"answer. Empty: {DEFAULTS.max_turns}.")
+    tools = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Tools offered to the model; none ticked: all (or the scenario's). Every "
+                  "schema costs window: all 16 take about 1,900 tokens, half of a 4k window.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
             (name, scenario_label(name)) for name in list_scenarios()]
+        self.fields["tools"].choices = [(name, name) for name in default_registry().names()]
         simulated = next((p for p in self.fields["profile"].queryset if p.simulated), None)
         if simulated is not None:
             self.fields["profile"].initial = simulated.pk
@@ -127,7 +136,11 @@ class NewSessionForm(forms.Form):
                 self.add_error(name, str(exc))
 
     def context_settings(self) -> dict[str, Any]:
-        return ContextConfig(**{name: self.cleaned_data[name] for name in KNOBS}).to_dict()
+        extra = {"tools": list(self.cleaned_data.get("tools") or [])}
+        if self.cleaned_data.get("max_turns"):
+            extra["max_turns"] = self.cleaned_data["max_turns"]
+        return ContextConfig(**{name: self.cleaned_data[name] for name in KNOBS},
+                             **extra).to_dict()
 
 
 def refuse_too_long(text: str, what: str) -> str:

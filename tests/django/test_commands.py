@@ -52,6 +52,27 @@ def test_runtask_window_option_and_human_output(sim_profile, channels_redis_url)
     assert "finished after" in out.getvalue() and "peak_input_tokens" in out.getvalue()
 
 
+def test_runtask_runs_a_free_goal_with_its_tools_and_turn_limit(sim_profile, channels_redis_url):
+    out = io.StringIO()
+    call_command("runtask", "--goal", "Count the files in the workspace.", "--profile", "sim",
+                 "--tools", "list_files,read_file", "--max-turns", "7", "--json", stdout=out,
+                 stderr=io.StringIO())
+    report = json.loads(out.getvalue())
+    session = Session.objects.get()
+    assert session.goal == "Count the files in the workspace." and not session.scenario
+    assert session.context_settings["tools"] == ["list_files", "read_file"]
+    assert session.context_settings["max_turns"] == 7
+    assert report["status"] == "finished" and report["count_source"] == "exact"
+    offered = session.events.filter(type="MODEL_CALL").first().payload["messages"]
+    assert offered  # the run went through the engine
+
+
+def test_runtask_refuses_unknown_tools(sim_profile):
+    with pytest.raises(CommandError, match="Unknown tools: web_search"):
+        call_command("runtask", "--goal", "x", "--tools", "web_search", stdout=io.StringIO(),
+                     stderr=io.StringIO())
+
+
 def test_runtask_unknown_scenario_lists_the_bundled_ones(sim_profile):
     with pytest.raises(CommandError) as error:
         call_command("runtask", "--scenario", "no-such-thing", stdout=io.StringIO(),

@@ -35,6 +35,23 @@ def test_profile_converts_to_the_engine_profile_with_a_smaller_window():
     assert profile.to_engine().context_size == 65_536
 
 
+def test_profile_keeps_the_token_ratio_a_session_learnt_and_hands_it_to_the_engine():
+    profile = ModelProfile.objects.create(name="local", model="smollm2", api_key_env="",
+                                          base_url="http://127.0.0.1:8436/v1", temperature=0.1,
+                                          server_tokenizer=True)
+    profile.learn_token_ratio({"token_ratio": 1.0812, "token_ratio_calls": 41})
+    profile.learn_token_ratio({"token_ratio": 1.5, "token_ratio_calls": 3})  # fewer calls: kept
+    profile.refresh_from_db()
+    assert (profile.token_ratio, profile.token_ratio_calls) == (1.0812, 41)
+    engine = profile.to_engine()
+    assert (engine.token_ratio, engine.token_ratio_calls) == (1.0812, 41)
+    assert engine.temperature == 0.1 and engine.server_tokenizer
+    sim = ModelProfile.objects.get(name="sim")
+    sim.learn_token_ratio({"token_ratio": 1.2, "token_ratio_calls": 5})
+    sim.refresh_from_db()
+    assert sim.token_ratio_calls == 0
+
+
 def test_session_defaults_and_progress_helpers(make_session):
     session = make_session()
     assert session.status == Session.Status.QUEUED and session.is_active

@@ -13,6 +13,17 @@ default). Behaviours:
 - "429"           429 with `Retry-After: <retry_after>`
 - "500"           a plain 500
 - "echo401"       401 whose message echoes the bearer key it was sent
+- "text_tool"     a Hermes/Qwen `<tool_call>` tag calling list_files, in the content
+- "fenced_tool"   a ```json fence {"name": "list_files", "parameters": {}} in the content
+- "unknown_json"  a bare JSON call of a tool no task has, as the whole content
+- "echo"          the task snapshot of the request, sent back as the answer
+- "bad_read"      a tool call reading a file that does not exist (always fails)
+
+Options: `null_content_500` answers any message with `content: null` with a 500, as
+llama-cpp-python's server does; `prompt_tokens` (a function of the request body) sets
+`usage.prompt_tokens`; with `window` too, a request whose prompt_tokens is over it is
+refused with the overflow text of `overflow_style` (llamacpp, vllm or ollama), as that
+server words it; `tokenizer` (text -> token count) serves llama.cpp's /tokenize.
 """
 from __future__ import annotations
 
@@ -33,10 +44,28 @@ def completion(content: str | None = "All done.", finish: str = "stop",
             "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}}
 
 
+OVERFLOW_TEXTS = {
+    "llamacpp": "request ({prompt} tokens) exceeds the available context size ({window} "
+                "tokens), try increasing it",
+    "vllm": "This model's maximum context length is {window} tokens. However, your request "
+            "has {prompt} input tokens. Please reduce the length of the input messages.",
+    "ollama": "the input length exceeds the context length",
+}
+
+
 class FakeProvider:
     def __init__(self, script: list[str] | None = None, default: str = "ok",
-                 retry_after: str = "7") -> None:
+                 retry_after: str = "7", null_content_500: bool = False,
+                 prompt_tokens: Any = None, tokenizer: Any = None, window: int | None = None,
+                 overflow_style: str = "llamacpp") -> None:
+        self.window = window
+        self.overflow_text = OVERFLOW_TEXTS[overflow_style]
+        self.overflows = 0
         self.script = list(script or [])
+        self.null_content_500 = null_content_500
+        self.prompt_tokens = prompt_tokens
+        self.tokenizer = tokenizer
+        self.tokenize_calls = 0
         self.default = default
         self.retry_after = retry_after
         self.requests: list[dict[str, Any]] = []  # {"behaviour", "authorization", "body"}
@@ -54,6 +83,16 @@ class FakeProvider:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/").endswith("/tokenize"):
+                    provider._tokenize(self, body)
+                    return
+                if provider.null_content_500 and any(
+                        "content" in m and m["content"] is None for m in body.get("messages", [])):
+                    provider._send(self, 500, b'{"error": {"message": "content null"}}')
+                    return
+                if provider.window and provider.prompt_tokens(body) > provider.window:
+                    provider._overflow(self, provider.prompt_tokens(body))
+                    return
                 with provider._lock:
                     behaviour = provider.script.pop(0) if provider.script else provider.default
                     provider.requests.append({"behaviour": behaviour, "body": body,
@@ -67,7 +106,9 @@ class FakeProvider:
         self.behaviours = {
             "ok": self._ok, "tool": self._tool, "hang": self._hang, "drip": self._drip,
             "truncated": self._truncated, "empty": self._empty, "length": self._length,
-            "429": self._rate_limited, "500": self._server_error, "echo401": self._echo_key}
+            "429": self._rate_limited, "500": self._server_error, "echo401": self._echo_key,
+            "text_tool": self._text_tool, "fenced_tool": self._fenced_tool,
+            "unknown_json": self._unknown_json, "echo": self._echo, "bad_read": self._bad_read}
 
     @property
     def base_url(self) -> str:
@@ -95,13 +136,55 @@ class FakeProvider:
         handler.wfile.write(payload)
         handler.wfile.flush()
 
-    def _ok(self, handler) -> None:
-        self._send(handler, 200, json.dumps(completion()).encode())
+    def _reply(self, handler, payload: dict[str, Any]) -> None:
+        if self.prompt_tokens is not None:
+            body = self.requests[-1]["body"]
+            payload["usage"] = {**payload["usage"], "prompt_tokens": self.prompt_tokens(body)}
+        self._send(handler, 200, json.dumps(payload).encode())
 
-    def _tool(self, handler) -> None:
+    def _ok(self, handler) -> None:
+        self._reply(handler, completion())
+
+    def _tool(self, handler, name: str = "list_files", arguments: str = "{}") -> None:
         call = {"id": f"call_{len(self.requests)}", "type": "function",
-                "function": {"name": "list_files", "arguments": "{}"}}
-        self._send(handler, 200, json.dumps(completion(None, "tool_calls", [call])).encode())
+                "function": {"name": name, "arguments": arguments}}
+        self._reply(handler, completion(None, "tool_calls", [call]))
+
+    def _bad_read(self, handler) -> None:
+        self._tool(handler, "read_file", '{"path": "no/such/file.txt"}')
+
+    def _text_tool(self, handler) -> None:
+        self._reply(handler, completion(
+            '<tool_call>\n{"name": "list_files", "arguments": {}}\n</tool_call>'))
+
+    def _fenced_tool(self, handler) -> None:
+        self._reply(handler, completion(
+            'I will look at the files.\n```json\n{"name": "list_files", "parameters": {}}\n```'))
+
+    def _unknown_json(self, handler) -> None:
+        self._reply(handler, completion('{"name": "web_search", "arguments": {"query": "x"}}'))
+
+    def _echo(self, handler) -> None:
+        body = self.requests[-1]["body"]
+        snapshot = next(m["content"] for m in body["messages"]
+                        if "<task-snapshot>" in (m.get("content") or ""))
+        self._reply(handler, completion(snapshot))
+
+    def _overflow(self, handler, prompt: int) -> None:
+        with self._lock:
+            self.overflows += 1
+        message = self.overflow_text.format(prompt=prompt, window=self.window)
+        body = {"error": {"code": 400, "message": message, "type": "invalid_request_error"}}
+        self._send(handler, 400, json.dumps(body).encode())
+
+    def _tokenize(self, handler, body: dict[str, Any]) -> None:
+        if self.tokenizer is None:
+            self._send(handler, 404, b'{"error": {"message": "File Not Found"}}')
+            return
+        with self._lock:
+            self.tokenize_calls += 1
+        tokens = list(range(self.tokenizer(body.get("content", ""))))
+        self._send(handler, 200, json.dumps({"tokens": tokens}).encode())
 
     def _hang(self, handler) -> None:
         self.stopping.wait()

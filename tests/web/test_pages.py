@@ -126,6 +126,17 @@ def test_start_creates_queues_and_redirects(ann_client, ann, monkeypatch, django
     assert session.goal.startswith("Collect six sources")
     assert session.context_settings["trigger_ratio"] == 0.7
     assert session.context_settings["max_rounds"] == 3
+    assert session.context_settings["tools"] == [] and session.context_settings["max_turns"] == 400
+
+
+def test_start_form_chooses_the_tools_offered_and_max_turns(ann_client, monkeypatch,
+                                                          django_capture_on_commit_callbacks):
+    monkeypatch.setattr("taskos.web.views.start_session", lambda session: None)
+    form = ann_client.get("/sessions/new").content.decode()
+    assert 'name="tools" value="list_files"' in form and 'name="max_turns"' in form
+    ann_client.post("/sessions/new", form_data(tools=["list_files", "read_file"], max_turns="12"))
+    settings = Session.objects.get().context_settings
+    assert settings["tools"] == ["list_files", "read_file"] and settings["max_turns"] == 12
 
 
 def test_session_page_renders_transcript_drawer_and_socket(ann_client, session):

@@ -69,6 +69,15 @@ def test_anchor_tiers_are_explained(session):
     assert "T1</span> hard constraint" in html and "T3</span> temporary detail" in html
 
 
+def test_budget_shows_how_the_figures_were_counted(session):
+    name, payload = budget()
+    add_events(session, (name, {**payload, "count_source": "calibrated", "correction": 1.1424}))
+    context, html = panel_view(BudgetPanel(), session)
+    assert context["budget"]["count_source"] == "calibrated"
+    assert 'class="flag count-calibrated"' in html and "window divided by 1.1424" in html
+    assert "ratio learnt from the provider" in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html

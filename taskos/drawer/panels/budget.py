@@ -37,6 +37,13 @@ def percent(part: float, whole: float) -> float:
     return round(max(0.0, min(100.0, 100.0 * part / whole)), 2)
 
 
+COUNT_NOTES = {
+    "exact": "counted with the model's own tokenizer",
+    "calibrated": "engine count corrected by the ratio learnt from the provider's usage",
+    "estimate": "engine count (cl100k) not yet checked against the provider; a margin is kept",
+}
+
+
 class BudgetPanel(Panel):
     name = "budget"
     title = "Budget"
@@ -72,6 +79,10 @@ class BudgetPanel(Panel):
                 "band_pct": percent(max(0, trigger - warning), window),
                 "over_trigger": bool(trigger) and input_tokens >= trigger,
                 "in_warning": bool(warning) and input_tokens >= warning,
+                # How the figures were counted (issue 11); events before it have no source.
+                "count_source": data.get("count_source") or "",
+                "count_note": COUNT_NOTES.get(data.get("count_source") or "", ""),
+                "correction": data.get("correction"),
             },
         }
 

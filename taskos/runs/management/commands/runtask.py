@@ -1,4 +1,5 @@
-"""`python manage.py runtask --scenario NAME_OR_PATH [--window N] [--json]` (SPEC W7)."""
+"""`python manage.py runtask (--scenario NAME_OR_PATH | --goal TEXT) [--profile NAME]
+[--window N] [--max-turns N] [--tools a,b] [--json]` (SPEC W7, issue 11)."""
 from __future__ import annotations
 
 import json
@@ -40,8 +41,16 @@ class Command(BaseCommand):
     help = "Run a scenario headless through the engine, in this process."
 
     def add_arguments(self, parser):
-        parser.add_argument("--scenario", required=True,
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--scenario",
                             help="name of a bundled scenario or path to a scenario JSON file")
+        source.add_argument("--goal", help="a free goal, run on the profile's model (on the "
+                                           "simulated model: a generic plan)")
+        parser.add_argument("--max-turns", type=int, default=None,
+                            help="turns before the session stops without an answer")
+        parser.add_argument("--tools", default=None,
+                            help="comma-separated tool names offered (default: all, or the "
+                                 "scenario's); small windows need few")
         parser.add_argument("--window", type=int, default=None,
                             help="context window in tokens (default: the scenario's, else "
                                  "the profile's)")
@@ -58,12 +67,18 @@ class Command(BaseCommand):
             names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
         try:
-            session = create_session(owner=None, goal="", scenario=options["scenario"],
-                                     profile=profile, window=options["window"],
-                                     context_settings={})
+            settings = {}
+            if options["max_turns"]:
+                settings["max_turns"] = options["max_turns"]
+            if options["tools"]:
+                settings["tools"] = [t.strip() for t in options["tools"].split(",") if t.strip()]
+            session = create_session(owner=None, goal=options["goal"] or "",
+                                     scenario=options["scenario"] or "", profile=profile,
+                                     window=options["window"], context_settings=settings)
         except SessionError as exc:
             raise CommandError(str(exc)) from None
-        self.stderr.write(f"Session #{session.pk}: {session.goal} (window {session.window})")
+        self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
+                          f"(window {session.window})")
         try:
             # Sub-agents run here too, one after another, each as its own session row.
             report = execute_tree(session, progress=ProgressBar(self.stderr._out),
@@ -80,7 +95,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
         for key in ("total_input_tokens", "peak_input_tokens", "compactions",
                     "over_window_requests", "anchor_survival", "audit_failures",
-                    "unsupported_figures", "engine_ms_per_call"):
+                    "unsupported_figures", "engine_ms_per_call", "count_source", "token_ratio"):
             self.stdout.write(f"  {key:22} {report.get(key)}")
         if session.final_answer:
             self.stdout.write("\n" + session.final_answer)

@@ -1,0 +1,85 @@
+"""How the loop takes a reply without tool calls (SPEC T1, issue 11): an empty answer, one
+that cannot be the final answer (see agents.reply_vetting), or the final answer, continued
+while it is cut by the output limit. A mixin of AgentLoop, kept apart to keep both short.
+"""
+from __future__ import annotations
+
+from agents.errors import error_payload
+from agents.events import Event, EventType
+from agents.model import ModelError, ModelReply
+from agents.sim.transport import CONTINUE_MARKER
+
+MAX_CONTINUATIONS = 5
+MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
+MAX_REJECTED_ANSWERS = 1  # an unusable answer is asked again this often before the session fails
+INJECTED_ZONES = ("snapshot", "summary", "since", "hints")
+
+
+class AnswerHandling:
+    """Needs the loop's emit, store, ctx, keeper, turn, _call_agent and add_user_message."""
+
+    def _empty_answer(self) -> None:
+        """A model that answers nothing is asked once more, then the session fails clearly."""
+        self.empty_answers += 1
+        message = f"the model returned an empty answer ({self.empty_answers} in a row)"
+        if self.empty_answers > MAX_EMPTY_ANSWERS:
+            raise ModelError("bad_response", message)
+        self.emit(Event(EventType.ERROR, error_payload("bad_response", message, fatal=False)))
+        self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
+                              "or give the final answer.", source="engine")
+        return None
+
+    def _injected_texts(self) -> list[str]:
+        """The engine's own blocks in the last request (snapshot, summary, hints)."""
+        request = self.last_request
+        if request is None:
+            return []
+        return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
+                if zone in INJECTED_ZONES]
+
+    def _rejected_answer(self, reply: ModelReply, why: str) -> None:
+        """A reply that cannot be the final answer: asked again once, then the session fails."""
+        self.rejected_answers += 1
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
+                                                      "rejected": why}))
+        message = f"the model's answer was not accepted as a final answer: {why}"
+        if self.rejected_answers > MAX_REJECTED_ANSWERS:
+            raise ModelError("unusable_answer", f"{message} ({self.rejected_answers} in a row)")
+        self.emit(Event(EventType.ERROR, error_payload("unusable_answer", message, fatal=False)))
+        self.add_user_message(why, source="engine")
+        return None
+
+    def _final_answer(self, reply: ModelReply) -> str:
+        parts = [reply.content]
+        continuations = 0
+        while reply.finish_reason == "length" and continuations < MAX_CONTINUATIONS:
+            continuations += 1
+            self.emit(Event(EventType.ERROR, error_payload(
+                "finish_reason_length", f"answer cut at {reply.output_tokens} tokens; continuing",
+                fatal=False)))
+            self.ctx.extra_reserve += self.ctx.budget().reserve
+            self.ctx.add({"role": "assistant", "content": reply.content}, self.turn)
+            self.ctx.add({"role": "user", "content": f"{CONTINUE_MARKER} Continue exactly where "
+                          "you stopped; do not repeat what you already wrote."}, self.turn)
+            request, limit = self.keeper.prepare(hints=False)
+            reply = self._call_agent(request, limit)
+            parts.append(reply.content)
+        if reply.finish_reason == "length":
+            self._incomplete_answer(parts)
+        answer = "".join(parts)
+        ref = self.store.archive(self.session_id, self.turn, "assistant", answer)
+        self.ctx.add({"role": "assistant", "content": answer}, self.turn, ref)
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
+        return answer
+
+    def _incomplete_answer(self, parts: list[str]) -> None:
+        """Keep the cut pieces in the archive, apart, and end the session as failed."""
+        for number, piece in enumerate(parts, 1):
+            self.store.archive(self.session_id, self.turn, "assistant", piece,
+                               tool_args={"incomplete_answer_piece": number})
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": "".join(parts), "tool_calls": [],
+                                                      "incomplete": True}))
+        raise ModelError("answer_incomplete", (
+            f"the answer was still cut off by the output limit after {MAX_CONTINUATIONS} "
+            f"continuations ({len(parts)} pieces, kept separately in the archive of turn "
+            f"{self.turn}); it is not reported as a final answer"))

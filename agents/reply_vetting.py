@@ -1,0 +1,138 @@
+"""What a weak model's reply really is (issue 11): a tool call written as text, an echo of
+the engine's own blocks, or a final answer.
+
+Small models on llama.cpp and Ollama often write their tool calls into the content —
+Hermes/Qwen `<tool_call>{…}</tool_call>` tags, a bare `{"name": …, "arguments": …}` object,
+a ```json fence — instead of the `tool_calls` field. Taken as text, such a reply ended
+sessions "finished" on a JSON blob. `recover_tool_calls` turns calls to known tools into
+real tool calls; `refusal` says why a reply without calls cannot be the final answer: a
+tool-call-shaped JSON naming no known tool, or text that only repeats what the engine
+injected (hints, the task snapshot, the summary).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any, Iterable
+
+from agents.lenient_json import json_values
+from agents.model import ModelReply
+
+_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S | re.I)
+_FENCE = re.compile(r"```[a-zA-Z]*\s*|```")
+_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+# Markup of the engine's injected blocks; a line of only this says nothing.
+_MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update)>"
+                     r"|\[(?:time|tasks|context|tool_error)\]|^#+\s*|^[-*•]\s*", re.I)
+MIN_OWN_CHARS = 16  # letters and digits of the answer's own beyond the echoed lines
+
+
+def _call_parts(value: Any) -> tuple[str, Any] | None:
+    """(tool name, arguments) when `value` is shaped like one tool call, else None."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):
+        value = value["function"]  # the OpenAI wire form, written as text
+    name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
+    if name is None:
+        return None
+    arguments = next((value[k] for k in _ARG_KEYS if k in value), None)
+    if arguments is None and set(value) - set(_NAME_KEYS):
+        return None  # {"name": "Ada", "age": 3} is data, not a call
+    return name, {} if arguments is None else arguments
+
+
+def _calls_in(value: Any) -> list[tuple[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    parts = [_call_parts(item) for item in items]
+    return [p for p in parts if p] if parts and all(parts) else []
+
+
+def _as_json_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def text_tool_calls(content: str) -> tuple[list[tuple[str, Any]], str]:
+    """Tool-call-shaped JSON in `content` (tagged, fenced or bare) and the text left over."""
+    found: list[tuple[str, Any]] = []
+    spans: list[tuple[int, int]] = []
+    tagged = list(_TAG.finditer(content))
+    regions = [(m.start(1), m.end(1), m.start(), m.end()) for m in tagged] or [
+        (0, len(content), None, None)]
+    for start, end, cut_start, cut_end in regions:
+        for value, v_start, v_end in json_values(content[:end], "{["):
+            if v_start < start:
+                continue
+            calls = _calls_in(value)
+            if calls:
+                found.extend(calls)
+                spans.append((cut_start if cut_start is not None else v_start,
+                              cut_end if cut_end is not None else v_end))
+                if cut_start is not None:
+                    break  # one call per tag
+    rest, last = [], 0
+    for start, end in sorted(spans):
+        rest.append(content[last:start])
+        last = max(last, end)
+    rest.append(content[last:])
+    left = _FENCE.sub("", "".join(rest)).strip()
+    return found, left
+
+
+def recover_tool_calls(reply: ModelReply, known: set[str], turn: int) -> ModelReply:
+    """`reply` with the calls it wrote as text moved into `tool_calls`, when every call it
+    wrote names a known tool; else `reply` unchanged (see `refusal`)."""
+    if reply.tool_calls or not reply.content:
+        return reply
+    calls, left = text_tool_calls(reply.content)
+    if not calls or any(name not in known for name, _ in calls):
+        return reply
+    recovered = [{"id": f"text_call_{turn}_{i}", "name": name, "arguments": _as_json_text(args)}
+                 for i, (name, args) in enumerate(calls)]
+    return replace(reply, content=left, tool_calls=recovered, finish_reason="tool_calls")
+
+
+def _norm(line: str) -> str:
+    return " ".join(_MARKUP.sub("", line.strip()).split()).casefold()
+
+
+def echoed(answer: str, injected: Iterable[str]) -> bool:
+    """True when `answer` says nothing beyond lines the engine itself put in the context."""
+    blocks = [b for b in injected if b]
+    seen = {_norm(line) for block in blocks for line in block.splitlines()}
+    seen.discard("")
+    whole = _norm(" ".join(blocks))
+    own, echoes = [], 0
+    for line in answer.splitlines():
+        text = _norm(line)
+        if not text:
+            continue
+        if text in seen or (len(text) >= 12 and text in whole):
+            echoes += 1
+        else:
+            own.append(text)
+    own_chars = sum(ch.isalnum() for ch in "".join(own))
+    return echoes > 0 and own_chars < MIN_OWN_CHARS
+
+
+def refusal(content: str, known: set[str], injected: Iterable[str]) -> str | None:
+    """Why a reply without tool calls is no final answer, as an instruction to the model;
+    None when it may stand."""
+    calls, left = text_tool_calls(content)
+    if calls:
+        unknown = sorted({name for name, _ in calls if name not in known})
+        listed = ", ".join(sorted(known)) or "none"
+        named = f"names no tool of this task ({', '.join(unknown)})" if unknown else \
+            "is not a tool call"
+        return (f"Your last answer was a tool call written as JSON text, and it {named}. "
+                f"Call a tool through the tool-call interface (tools: {listed}), or write the "
+                "final answer in plain words.")
+    if echoed(content, injected):
+        return ("Your last answer only repeated the engine's own notes (hints, the task "
+                "snapshot or the summary). Continue the task with a tool call, or write your "
+                "own final answer from the tool results.")
+    return None

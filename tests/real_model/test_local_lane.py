@@ -1,0 +1,96 @@
+"""Whole sessions on a real local model (issue 11 "Done when"), opt-in: see conftest.
+
+Each session's figures are appended to TASKOS_REAL_MODEL_REPORT (JSON lines), so a run
+leaves the evidence behind: statuses, tool calls, compactions with their summaries and
+audits, the counting error per call and the requests the server refused as too long.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agents.config import ContextConfig, ModelProfile
+from agents.events import EventType, ListSink
+from agents.memory_store import MemoryStore
+from agents.runner import run_session
+
+from .conftest import N_CTX
+
+pytestmark = pytest.mark.real_model
+CLEAR_FAILURES = {"unusable_answer", "tool_retry_loop", "turn_limit", "bad_response"}
+CONSTRAINTS = ("Never write or delete any file.", "The final report must stay under 120 words.")
+
+
+def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int):
+    profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
+                           api_key_env="", context_size=N_CTX, server_tokenizer=True,
+                           tool_results_as_user=True,
+                           temperature=0.2, read_timeout=300, call_timeout=600,
+                           retry_budget=900)
+    sink = ListSink()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_session(session_id=name, goal=goal, scenario=None, profile=profile,
+                          config=ContextConfig(max_turns=max_turns), store=MemoryStore(),
+                          events=sink, workspace=Path(tmp), tools=tools)
+    record = evidence(name, run, sink)
+    with open(os.environ.get("TASKOS_REAL_MODEL_REPORT", "/tmp/taskos-real-model.jsonl"),
+              "a") as out:
+        out.write(json.dumps(record) + "\n")
+    return run, sink, record
+
+
+def evidence(name: str, run, sink: ListSink) -> dict:
+    calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
+    answered = [c for c in calls if not c.get("refused")]
+    errors = [abs(c["estimated_tokens"] - c["input_tokens"]) / c["input_tokens"]
+              for c in answered if c.get("estimated_tokens") and c["input_tokens"]]
+    [finished] = [e.payload for e in sink.of_type(EventType.SESSION_FINISHED)]
+    return {
+        "session": name, "status": finished["status"], "error": finished["error"],
+        "final_answer": finished["final_answer"][:500], "turns": finished["turns"],
+        "error_codes": [e.payload["code"] for e in sink.of_type(EventType.ERROR)],
+        "tool_calls": [(e.payload["name"], e.payload["args"])
+                       for e in sink.of_type(EventType.TOOL_CALL)],
+        "calls": len(calls), "summary_calls": sum(c["kind"] == "summary" for c in calls),
+        "refused_by_server": sum(bool(c.get("refused")) for c in calls),
+        "peak_server_prompt": max((c["input_tokens"] for c in answered), default=0),
+        "counting_error": [round(e, 4) for e in errors],
+        "count_source": run.report.get("count_source"), "ratio": run.report.get("token_ratio"),
+        "compactions": [{k: c[k] for k in ("trigger", "fallback", "fallback_reason",
+                                           "summary_after", "audit", "summary_calls",
+                                           "raised_output")}
+                        for c in (e.payload for e in sink.of_type(EventType.COMPACTION))
+                        if not c.get("noop")],
+    }
+
+
+def test_a_tool_task_calls_tools_through_the_server_and_ends_clearly(local_server):
+    run, sink, record = run_real(
+        local_server, "tool-task",
+        "Call the list_files tool to see the files in the workspace, then answer with the "
+        "name of the CSV file you found.", ["list_files", "read_file"], max_turns=6)
+    assert record["tool_calls"], record  # real tool calls went through the server
+    if record["status"] == "finished":
+        answer = record["final_answer"]
+        assert answer.strip() and not answer.lstrip().startswith(("{", "[", "<tool_call>"))
+    else:
+        assert record["error_codes"][-1] in CLEAR_FAILURES, record
+
+
+def test_a_long_task_compacts_keeps_its_constraints_and_never_goes_over(local_server):
+    goal = (f"{CONSTRAINTS[0]} {CONSTRAINTS[1]} Read the file sales.csv with the read_file "
+            "tool, part by part, and report the total revenue per region. Keep reading with "
+            "read_file until you have seen the whole file.")
+    run, sink, record = run_real(local_server, "long-task", goal, ["read_file", "list_files"],
+                                 max_turns=12)
+    assert record["refused_by_server"] == 0, record
+    for compaction in record["compactions"]:
+        assert compaction["audit"]["missing_anchors"] == [], compaction
+    checked = record["counting_error"][3:]
+    assert all(e <= 0.02 for e in checked), record["counting_error"]
+    if record["status"] == "failed":
+        assert record["error_codes"][-1] in CLEAR_FAILURES, record
