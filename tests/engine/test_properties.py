@@ -39,10 +39,15 @@ STEP_TOKENS = 4_000  # tool output per turn, all parallel calls together
 SYSTEM_UNIT = "Follow the house style guide and cite every source you use. "
 UNIT_TOKENS = counting.text_tokens(SYSTEM_UNIT)
 
-# Hard constraints a person might state. Prohibitions are phrased with "must not" / 不得:
-# prohibitions without them ("Do not …", "Never …", 不要) become anchors only with the
-# section-3 work of issue 13, which this branch does not contain.
+# Hard constraints a person might state, obligations and prohibitions with and without
+# "must" (section 3 of issue 13: "Do not …", "Never …", "Always …", 不要, 只能 are tier 1).
 CONSTRAINTS = (
+    "Do not delete any files.",
+    "Never email the customer.",
+    "Always answer in German.",
+    "Only use data up to 2025-12-31.",
+    "不要删除任何文件。",
+    "只能使用2025年的数据。",
     "The report must include a table.",
     "The budget is at most 50k tokens.",
     "You must not delete any files.",
@@ -57,11 +62,6 @@ CONSTRAINTS = (
 # conflict key). Neither replaces the other.
 COLLIDING = (("The budget is at most 50k tokens.", "The travel cost must be at most 300 EUR."),
              ("The report must include a table.", "The appendix must include a chart."))
-# Two budgets about different things that the engine's conflict keys (agents/anchors.py)
-# file under the same key, so the newer silently replaces the older. Section 3 of issue 13
-# (helper h13a's branch) ends replacement by key; until it is merged the generator never
-# states both, and this pair is where to turn that check back on.
-SAME_KEY = (("The budget is at most 50k tokens.", "预算最多5万元。"),)
 REPLACEMENT = ("The budget is at most 50k tokens.",
                "Change of plan: the budget is at most 80k tokens now.")
 
@@ -78,9 +78,6 @@ def scenarios(draw):
     units = max(1, int(min(share * window, cap) / UNIT_TOKENS))
     kind = draw(st.sampled_from(["plain", "colliding", "replacement"]))
     stated = list(draw(st.lists(st.sampled_from(CONSTRAINTS), max_size=3, unique=True)))
-    for pair in SAME_KEY:  # see SAME_KEY: one of the two until section 3 lands
-        if pair[1] in stated and (pair[0] in stated or kind == "replacement"):
-            stated.remove(pair[1])
     if kind == "colliding":
         stated += [c for c in draw(st.sampled_from(COLLIDING)) if c not in stated]
     turns = draw(st.integers(1, 4))
