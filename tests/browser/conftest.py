@@ -38,9 +38,8 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser, stack, request):
-    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+def signed_in_page(context, stack):
+    """A new page of `context`, signed in as the stack's admin, on the dashboard."""
     context.set_default_timeout(60_000)
     page = context.new_page()
     page.goto(stack.url("/accounts/login/"))
@@ -48,6 +47,13 @@ def page(browser, stack, request):
     page.fill("#id_password", PASSWORD)
     page.click("button:has-text('Sign in')")
     page.wait_for_url(stack.url("/"))
+    return page
+
+
+@pytest.fixture
+def page(browser, stack, request):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = signed_in_page(context, stack)
     yield page
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:

@@ -10,7 +10,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .stack import PASSWORD, ROOT, USERNAME, Stack
+from .conftest import signed_in_page
+from .stack import ROOT, Stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
@@ -25,14 +26,7 @@ OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 def phone(browser, stack: Stack):
     context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True,
                                   device_scale_factor=2)
-    context.set_default_timeout(60_000)
-    page = context.new_page()
-    page.goto(stack.url("/accounts/login/"))
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button:has-text('Sign in')")
-    page.wait_for_url(stack.url("/"))
-    yield page
+    yield signed_in_page(context, stack)
     context.close()
 
 
