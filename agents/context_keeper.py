@@ -113,6 +113,8 @@ class ContextKeeper:
                 FixedPart("tool schemas", ctx.counter.tools(ctx.tools)),
                 FixedPart("goal and tier-1 anchors", ctx.counter.message(
                     {"role": "system", "content": minimal})),
+                FixedPart("person's words (tier-1 sentences)", ctx.person.minimum_tokens(
+                    ctx.hard_constraints, ctx.count)),
                 FixedPart("output reserve", ctx.budget().reserve)]
 
     def preflight(self) -> None:

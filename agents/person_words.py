@@ -62,6 +62,15 @@ def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
     return " ".join(kept + [marker])
 
 
+def _normalise(hard: list[str]) -> tuple[str, ...]:
+    return tuple(" ".join(h.rstrip("…").split()).casefold() for h in hard)
+
+
+def _block(messages: list[PersonMessage], bodies: list[str]) -> str:
+    entries = [f"{_label(m)} {body}" for m, body in zip(messages, bodies)]
+    return "\n".join([OPEN, INTRO, *entries, CLOSE])
+
+
 class PersonWords:
     """The person's messages of this session, and the block for those out of the history."""
 
@@ -70,6 +79,8 @@ class PersonWords:
         self._key: tuple | None = None
         self._text = ""
         self._condensed: dict[tuple, str] = {}
+        self._minimum_key: tuple | None = None
+        self._minimum = 0
 
     def add(self, turn: int, ref: str, text: str, source: str = "user") -> None:
         self.messages.append(PersonMessage(turn, ref, text, source))
@@ -83,12 +94,34 @@ class PersonWords:
         """The block ("" when every message is whole in the history); cached, so the same
         state always gives the same text and costs nothing to ask for again."""
         shown = self.outside(history_texts)
-        hard_norm = tuple(" ".join(h.rstrip("…").split()).casefold() for h in hard)
+        hard_norm = _normalise(hard)
         key = (tuple(m.ref for m in shown), budget, hard_norm)
         if key == self._key:
             return self._text
         self._key, self._text = key, self._build(shown, budget, hard_norm, count)
         return self._text
+
+    def minimum_tokens(self, hard: list[str], count: Callable[[str], int]) -> int:
+        """Tokens of the block with every message condensed to its hard-constraint
+        sentences: no compaction can go below this (the preflight's part). A message still
+        whole in the history takes at least as much there, so this bounds both places."""
+        if not self.messages:
+            return 0
+        hard_norm = _normalise(hard)
+        key = (len(self.messages), hard_norm)
+        if key != self._minimum_key:
+            bodies = [self._condense(m, hard_norm) for m in self.messages]
+            self._minimum_key = key
+            self._minimum = count(_block(self.messages, bodies))
+        return self._minimum
+
+    def _condense(self, msg: PersonMessage, hard: tuple[str, ...]) -> str:
+        cache_key = (msg.ref, msg.text, hard)
+        if cache_key not in self._condensed:
+            if len(self._condensed) > 256:
+                self._condensed.clear()
+            self._condensed[cache_key] = condense(msg, hard)
+        return self._condensed[cache_key]
 
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
                count: Callable[[str], int]) -> str:
@@ -100,19 +133,13 @@ class PersonWords:
         for i, msg in enumerate(shown):  # oldest first, until the block fits
             if fixed + sum(cost) <= budget:
                 break
-            cache_key = (msg.ref, msg.text, hard)
-            if cache_key not in self._condensed:
-                if len(self._condensed) > 256:
-                    self._condensed.clear()
-                self._condensed[cache_key] = condense(msg, hard)
-            bodies[i] = self._condensed[cache_key]
+            bodies[i] = self._condense(msg, hard)
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
-        entries = [f"{_label(m)} {body}" for m, body in zip(shown, bodies)]
-        return "\n".join([OPEN, INTRO, *entries, CLOSE])
+        return _block(shown, bodies)
 
     def to_state(self) -> list[dict]:
         return [m.to_state() for m in self.messages]
 
     def restore(self, raw: list[dict]) -> None:
         self.messages = [PersonMessage(**m) for m in raw or ()]
-        self._key = None
+        self._key = self._minimum_key = None

@@ -99,3 +99,34 @@ def test_summary_requests_are_rechecked_after_squeezing_parallel_calls_with_long
 
     Compactor(ctx, summarize).compact("budget", constraints=["Never email the customer"])
     assert sent and all(tokens + out <= 4000 for tokens, out in sent), sent
+
+
+def _rules(n):
+    return " ".join(f"Do not touch the file report_{i}.csv under any folder." for i in range(n))
+
+
+def test_preflight_counts_the_person_words_that_no_compaction_can_drop():
+    # 50 prohibitions: system, tools, snapshot and reserve fit 4k (3 473 tokens), but the
+    # person's own rule sentences are in every request too, so nothing can ever be sent.
+    out = run_scenario({"name": "many-rules", "goal": _rules(50), "steps": [{"final": "ok"}]},
+                       window=4000)
+    assert out.run.status == "failed"
+    assert out.transport.requests == [] and out.transport.refused == []
+    fatal = [e for e in out.payloads(EventType.ERROR) if e["fatal"]]
+    assert fatal[-1]["code"] == "preflight_failed"
+    assert "person's words (tier-1 sentences)" in out.run.result.error
+
+
+def test_the_person_words_minimum_is_only_their_constraint_sentences():
+    from agents.person_words import PersonWords
+
+    chatter = "We talked about the weather and the new office for a while. " * 40
+    words = PersonWords()
+    words.add(0, "arc:t1:0", chatter + "Never email the customer.", source="goal")
+    count = COUNTER.text
+    minimum = words.minimum_tokens([], count)
+    assert minimum < count(chatter) // 5
+    assert minimum >= count("Never email the customer.")
+    out = run_scenario({"name": "chatty", "goal": chatter + "Never email the customer.",
+                        "steps": [{"final": "ok"}]}, window=4000)
+    assert out.run.status == "finished", out.run.result.error
