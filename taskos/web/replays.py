@@ -25,8 +25,8 @@ from taskos.web.views import owned_session
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 260, 56, 12, 12, 26
 COLOURS = ("#475569", "#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
-# A replay keeps the recorded time, and its recorded delegate calls (sub-agents are not
-# replayed: the form does not offer to switch them).
+# A replay keeps the recorded time, and its recorded delegate calls: it reuses the recorded
+# sub-agents' answers instead of running them, so the form does not offer to switch them.
 REPLAY_KNOBS = tuple(k for k in KNOBS if k not in ("timezone", "delegation_enabled"))
 
 
@@ -68,8 +68,9 @@ def replay_new(request: HttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("web:compare", pk=source.pk)
-    return render(request, "web/replay_form.html", {"source": source, "form": form},
-                  status=400 if form.errors else 200)
+    return render(request, "web/replay_form.html", {
+        "source": source, "form": form, "children": source.children.count()},
+        status=400 if form.errors else 200)
 
 
 def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
