@@ -181,3 +181,41 @@ def test_a_parent_killed_after_delegating_gets_each_sub_agent_run_exactly_once(
         type="TOOL_RESULT", payload__name="delegate").values_list("payload", flat=True)
         if p.get("child"))
     assert answered == sorted(str(c.pk) for c in children)
+
+
+@pytest.mark.parametrize("how", ["runtask", "replay"])
+def test_a_headless_run_is_never_taken_for_an_orphan_by_a_workers_sweep(
+        sim_profile, monkeypatch, channels_redis_url, how):
+    """`runtask` and `replay` run in their own process while workers sweep: a sweep in the
+    middle of their run must leave them alone, or the session runs twice at once."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from taskos.runs.delegation import execute_tree
+    monkeypatch.setattr(sweeper, "broker_started", lambda now: None)
+    swept = []
+    original = DjangoStore.save_state
+
+    def sweep_at_turn_three(self, session_id, state):
+        original(self, session_id, state)
+        if state["turn"] == 3 and not swept:
+            # 40 s on: long past the 30 s a never-sent session gets, inside its lease.
+            swept.append(sweeper.sweep(send=lambda pk: None,
+                                       now=timezone.now() + dt.timedelta(seconds=40)))
+
+    recorded = new_session(sim_profile)
+    if how == "replay":
+        execute_tree(recorded)
+    monkeypatch.setattr(DjangoStore, "save_state", sweep_at_turn_three)
+    if how == "runtask":
+        execute_tree(recorded)
+        ran = recorded
+    else:
+        call_command("replay", recorded.pk, "--json", stdout=StringIO(), stderr=StringIO())
+        ran = Session.objects.get(replay_of=recorded)
+    assert swept == [[]]
+    ran.refresh_from_db()
+    assert ran.status == "finished" and ran.lease_owner == "" and ran.lease_expires is None
+    starts = ran.events.filter(type="SESSION_STARTED").count()
+    assert starts == 1
