@@ -76,8 +76,11 @@ def replay_new(request: HttpRequest, pk: int) -> HttpResponse:
 def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One polyline per run over a shared scale: input tokens per model call."""
     longest = max((len(r["model_calls"]) for r in runs), default=0)
-    top = max([c["input_tokens"] for r in runs for c in r["model_calls"]] +
-              [r["window"] for r in runs] + [1]) * 1.05
+    peak = max([c["input_tokens"] for r in runs for c in r["model_calls"]] + [1])
+    # The scale fits the data: a 128k window over curves that stay near 32k would flatten
+    # them into the bottom quarter. Windows far above the peak are named, not drawn.
+    shown = [r["window"] for r in runs if r["window"] <= 1.25 * peak]
+    top = max([peak] + shown) * 1.05
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(1, longest - 1)
 
@@ -89,10 +92,11 @@ def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
         points = " ".join(f"{round(LEFT + i * step, 1)},{y_of(c['input_tokens'])}"
                           for i, c in enumerate(run["model_calls"]))
         lines.append({"points": points, "colour": run["colour"], "label": run["label"],
-                      "window_y": y_of(run["window"])})
+                      "window_y": y_of(run["window"]) if run["window"] in shown else None})
     return {"width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT,
-            "zero_y": y_of(0), "top_label": int(top / 1.05), "top_y": y_of(top / 1.05),
-            "calls": longest, "lines": lines}
+            "zero_y": y_of(0), "top_label": round(top / 1.05), "top_y": y_of(top / 1.05),
+            "calls": longest, "lines": lines,
+            "off_scale": sorted({r["window"] for r in runs if r["window"] not in shown})}
 
 
 @login_required
