@@ -9,7 +9,7 @@ its failure as a tool error: the parent's context grows only by those answers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agents.events import Event, EventType
@@ -124,6 +124,19 @@ def answer_of(child: ChildRecord) -> tuple[str, str | None]:
     return "", f"sub-agent session {child.id} {child.status}: {child.error or 'no reason given'}"
 
 
+@dataclass
+class Delivery:
+    """What one delegate call receives: the tool result text (an error's starts "Error:")
+    and what the parent's report says of the child."""
+
+    text: str
+    error: str | None
+    status: str
+    input_tokens: int = 0
+    cost: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)  # more TOOL_RESULT keys
+
+
 class Delegations:
     """The loop's open delegate calls: call id → child id, saved with the loop state."""
 
@@ -143,19 +156,32 @@ class Delegations:
         return Event(EventType.SESSION_WAITING, {"children": sorted(set(self.waiting.values())),
                                                  "turns": self.loop.turn})
 
-    def deliver(self) -> bool:
-        """Answer every open delegate call; False (nothing changed) while a child runs."""
+    def answers(self) -> dict[str, "Delivery"] | None:
+        """Each waited-for child's answer, or None while one of them still runs."""
         loop = self.loop
         children = {c.id: c for c in loop.store.list_children(loop.session_id)}
         if any(child_id in children and not children[child_id].done
                for child_id in self.waiting.values()):
-            return False
-        for call_id, child_id in self.waiting.items():
+            return None
+        out = {}
+        for child_id in set(self.waiting.values()):
             # A child row deleted meanwhile (by a person) is a failure, never a wait forever.
             child = children.get(child_id) or ChildRecord(
                 id=child_id, goal="", status="failed", error="the session no longer exists")
             content, error = answer_of(child)
-            text = content if error is None else f"Error: {error}"
+            out[child_id] = Delivery(content if error is None else f"Error: {error}", error,
+                                     child.status, child.total_input_tokens, child.cost)
+        return out
+
+    def deliver(self) -> bool:
+        """Answer every open delegate call; False (nothing changed) while a child runs."""
+        answers = self.answers()
+        if answers is None:
+            return False
+        loop = self.loop
+        for call_id, child_id in self.waiting.items():
+            answer = answers[child_id]
+            text, error = answer.text, answer.error
             ref = loop.store.archive(loop.session_id, loop.turn, "tool", text,
                                      tool_name="delegate", tool_args={"child": child_id},
                                      tokens=loop.counter.text(text))
@@ -167,7 +193,7 @@ class Delegations:
                 "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
                 "truncated": msg.text != text, "ref": ref, "error": error,
                 "preview": msg.text[:400], "conclusions": [], "child": child_id,
-                "child_status": child.status, "child_input_tokens": child.total_input_tokens,
-                "child_cost": child.cost}))
+                "child_status": answer.status, "child_input_tokens": answer.input_tokens,
+                "child_cost": answer.cost, **answer.extra}))
         self.waiting = {}
         return True

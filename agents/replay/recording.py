@@ -4,6 +4,10 @@ A replay needs, per agent turn: the model's answers (MODEL_CALL "reply"), the us
 messages that arrived, the time the turn started (for the time hint), and for every tool
 call the archive ref of its raw result plus the conclusions the tool drew. All of it is
 in the stored events; the raw tool output is read back through the source's archive.
+
+A session that delegated (T6) also recorded, per delegate call, the sub-agent it started
+(the pending TOOL_RESULT) and, a turn later, what that sub-agent answered (the delivered
+TOOL_RESULT, whose text is in the parent's archive): a replay reuses those answers.
 """
 from __future__ import annotations
 
@@ -30,6 +34,19 @@ class RecordedResult:
 
 
 @dataclass
+class RecordedAnswer:
+    """A sub-agent's answer as the recorded parent received it (SPEC T6)."""
+
+    child: str
+    ref: str | None  # the delivered text, in the parent's archive
+    error: str | None
+    status: str
+    input_tokens: int = 0
+    cost: float = 0.0
+    turn: int = 0  # the parent turn it arrived at
+
+
+@dataclass
 class Recording:
     session_id: str
     replies: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # agent answers
@@ -37,6 +54,8 @@ class Recording:
     user_refs: dict[tuple[int, str], str] = field(default_factory=dict)  # (turn, text) -> ref
     results: dict[tuple[int, str], RecordedResult] = field(default_factory=dict)  # (turn, call id)
     turn_started: dict[int, dt.datetime] = field(default_factory=dict)
+    delegations: dict[tuple[int, str], str] = field(default_factory=dict)  # call -> child id
+    answers: dict[str, RecordedAnswer] = field(default_factory=dict)  # child id -> its answer
     read_raw: Callable[[str], str | None] = lambda ref: None
 
     @property
@@ -84,7 +103,15 @@ def build_recording(session_id: str, events: Iterable[Any],
             rec.user_messages.setdefault(ev.turn, []).append((payload["text"], payload["source"]))
             if payload.get("ref"):
                 rec.user_refs[(ev.turn, payload["text"])] = payload["ref"]
+        elif ev.type == EventType.TOOL_RESULT and payload.get("child"):
+            rec.answers[str(payload["child"])] = RecordedAnswer(
+                str(payload["child"]), payload.get("ref"), payload.get("error"),
+                str(payload.get("child_status") or ""),
+                int(payload.get("child_input_tokens") or 0),
+                float(payload.get("child_cost") or 0), ev.turn)
         elif ev.type == EventType.TOOL_RESULT:
+            if payload.get("pending"):
+                rec.delegations[(ev.turn, payload.get("call_id", ""))] = str(payload["pending"])
             rec.results[(ev.turn, payload.get("call_id", ""))] = RecordedResult(
                 payload.get("ref"), payload.get("error"), list(payload.get("conclusions") or []))
         elif ev.type == EventType.TURN_STARTED:

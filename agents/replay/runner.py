@@ -66,6 +66,7 @@ def replay_session(*, recording: Recording, session_id: str, goal: str,
                       config=config, store=store, events=events, workspace=workspace,
                       progress=progress, model=model, make_loop=make_loop)
     run.report["impossible_decisions"] = built[0].impossible if built else []
+    run.report["reused_children"] = built[0].reused_children if built else []
     run.report["replay_of"] = recording.session_id
     run.replay_transport = transport  # its .requests: every body the replay sent
     return run

@@ -56,6 +56,15 @@ def stored_report(session: Session) -> dict[str, Any]:
     impossible = list(SessionEvent.objects.filter(
         session=session, type="ERROR", payload__code=IMPOSSIBLE).values("turn", message=F(
             "payload__message")))
+    reused = [{"turn": r["turn"], "child": r["child"], "status": r["status"],
+               "error": r["error"], "recorded_input_tokens": r["tokens"],
+               "recorded_cost": r["cost"]}
+              for r in SessionEvent.objects.filter(
+                  session=session, type="TOOL_RESULT", payload__reused=True).order_by(
+                  "seq").values("turn", child=F("payload__child"),
+                                status=F("payload__child_status"), error=F("payload__error"),
+                                tokens=F("payload__child_input_tokens"),
+                                cost=F("payload__child_cost"))]
     inputs = [int(c["input_tokens"] or 0) for c in calls]
     cached = sum(int(c["cached"] or 0) for c in calls)
     real = [c for c in compactions if not c["noop"]]
@@ -77,6 +86,9 @@ def stored_report(session: Session) -> dict[str, Any]:
         else sum(1 for c in real if c["ok"] is False),
         "unsupported_figures": len({f for a in audits for f in a["figures"] or []}),
         "impossible_decisions": [{"turn": i["turn"], "reason": i["message"]} for i in impossible],
+        # A replay of a session that delegated: the recorded sub-agents' answers it reused
+        # (their work is the recording's and is not counted in this run's figures).
+        "reused_children": reused,
     }
 
 

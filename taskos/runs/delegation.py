@@ -113,9 +113,16 @@ def cancel_tree(session: Session) -> list[int]:
 def execute_tree(session: Session, progress=None, summarizer: str | None = None) -> dict:
     """Headless (runtask): run the session; whenever it waits, run its children here,
     one after another, then run it again. Returns the root's report."""
+    from .lease import headless_lease
     from .tasks import execute_session
 
-    report = execute_session(session, progress=progress, summarizer=summarizer)
+    def once() -> dict:
+        # Leased like a worker's run: a worker's sweep must not take it for an orphan.
+        with headless_lease(session.pk) as lease:
+            return execute_session(session, progress=progress, summarizer=summarizer,
+                                   lease=lease)
+
+    report = once()
     while report.get("status") == WAITING:
         queued = list(session.children.filter(status=QUEUED).order_by("id"))
         if not queued:
@@ -123,5 +130,5 @@ def execute_tree(session: Session, progress=None, summarizer: str | None = None)
         for child in queued:
             execute_tree(child, summarizer=summarizer)
         session.refresh_from_db()
-        report = execute_session(session, progress=progress, summarizer=summarizer)
+        report = once()
     return report

@@ -15,6 +15,8 @@ import os
 import socket
 import threading
 import uuid
+from contextlib import contextmanager
+from typing import Iterator
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -109,3 +111,23 @@ class Lease:
                 lease_expires=self._expiry(), **values):
             self.lost = True
             self.check()
+
+
+@contextmanager
+def headless_lease(session_pk: int) -> Iterator[Lease]:
+    """The lease for a run outside the worker (`runtask`, `replay`, their sub-agents).
+
+    Without it a worker's sweep takes the running session for an orphan (running, no
+    lease, never sent) and runs it a second time next to this one. The heartbeat needs a
+    connection that sees the row: inside an open transaction (a test's) the state saves,
+    which renew the lease with each turn, keep it instead.
+    """
+    lease = Lease(session_pk, owner=new_owner("headless"))
+    if not lease.take():
+        raise LeaseLost(f"session {session_pk} is being run by a worker; wait for it to end")
+    if not connection.in_atomic_block:
+        lease.start_heartbeat()
+    try:
+        yield lease
+    finally:
+        lease.release()

@@ -5,6 +5,11 @@ expires), or its run_session message died with a Redis that keeps nothing on dis
 session stays "queued"). Every worker sweeps at start and then periodically. Each
 re-enqueue is claimed with a compare-and-set on `enqueued_at`, so several workers sweeping
 at once send one message, and the lease makes any duplicate delivery a harmless no-op.
+
+A sub-agent that was never sent is not orphaned until its parent waits for it: its row is
+written by the parent's delegate call mid-turn, and until that turn commits (the parent
+goes "waiting") a dying parent runs the turn again and asks again. Sending such a child
+early made its sub-task run twice (once for the lost turn, once for the re-run).
 """
 from __future__ import annotations
 
@@ -65,8 +70,26 @@ def orphaned_sessions(now: dt.datetime, redis_started: dt.datetime | None = None
         send_lost |= Q(enqueued_at__lt=redis_started)
     dead_worker = (Q(status=Session.Status.RUNNING) & lease_gone
                    & (send_lost | Q(enqueued_at__lt=F("lease_expires"))))
-    lost_message = Q(status=Session.Status.QUEUED) & lease_gone & send_lost
+    lost_message = (Q(status=Session.Status.QUEUED) & lease_gone & send_lost
+                    & (Q(parent__isnull=True) | Q(enqueued_at__isnull=False)
+                       | Q(parent__status=Session.Status.WAITING)))
     return dead_worker | lost_message
+
+
+def cancel_unasked_children() -> list[int]:
+    """Never-sent sub-agents whose parent ended without committing the turn that asked for
+    them (it failed in that turn): nobody waits for them, so they stop, saying why."""
+    unasked = Session.objects.filter(status=Session.Status.QUEUED, enqueued_at__isnull=True,
+                                     parent__status__in=Session.FINAL_STATUSES)
+    pks = list(unasked.values_list("pk", flat=True))
+    if pks:
+        Session.objects.filter(pk__in=pks, status=Session.Status.QUEUED,
+                               enqueued_at__isnull=True).update(
+            status=Session.Status.CANCELLED, finished_at=timezone.now(),
+            error="Never run: its parent session ended before the turn that asked for this "
+                  "sub-agent was committed, so nobody waits for its answer.")
+        log.info("Cancelled %d sub-agent(s) whose parent ended without them: %s", len(pks), pks)
+    return pks
 
 
 def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
@@ -87,6 +110,7 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
             log.warning("Could not queue orphaned session %s again: %s", pk, exc)
             continue
         sent.append(pk)
+    cancel_unasked_children()
     from .delegation import resume_if_done, stranded_parents
     for pk in stranded_parents():  # every sub-agent ended, but nobody woke the parent
         if resume_if_done(pk, send):

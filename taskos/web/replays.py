@@ -25,8 +25,8 @@ from taskos.web.views import owned_session
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 260, 56, 12, 12, 26
 COLOURS = ("#475569", "#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
-# A replay keeps the recorded time, and its recorded delegate calls (sub-agents are not
-# replayed: the form does not offer to switch them).
+# A replay keeps the recorded time, and its recorded delegate calls: it reuses the recorded
+# sub-agents' answers instead of running them, so the form does not offer to switch them.
 REPLAY_KNOBS = tuple(k for k in KNOBS if k not in ("timezone", "delegation_enabled"))
 
 
@@ -68,15 +68,19 @@ def replay_new(request: HttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("web:compare", pk=source.pk)
-    return render(request, "web/replay_form.html", {"source": source, "form": form},
-                  status=400 if form.errors else 200)
+    return render(request, "web/replay_form.html", {
+        "source": source, "form": form, "children": source.children.count()},
+        status=400 if form.errors else 200)
 
 
 def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One polyline per run over a shared scale: input tokens per model call."""
     longest = max((len(r["model_calls"]) for r in runs), default=0)
-    top = max([c["input_tokens"] for r in runs for c in r["model_calls"]] +
-              [r["window"] for r in runs] + [1]) * 1.05
+    peak = max([c["input_tokens"] for r in runs for c in r["model_calls"]] + [1])
+    # The scale fits the data: a 128k window over curves that stay near 32k would flatten
+    # them into the bottom quarter. Windows far above the peak are named, not drawn.
+    shown = [r["window"] for r in runs if r["window"] <= 1.25 * peak]
+    top = max([peak] + shown) * 1.05
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(1, longest - 1)
 
@@ -88,10 +92,11 @@ def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
         points = " ".join(f"{round(LEFT + i * step, 1)},{y_of(c['input_tokens'])}"
                           for i, c in enumerate(run["model_calls"]))
         lines.append({"points": points, "colour": run["colour"], "label": run["label"],
-                      "window_y": y_of(run["window"])})
+                      "window_y": y_of(run["window"]) if run["window"] in shown else None})
     return {"width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT,
-            "zero_y": y_of(0), "top_label": int(top / 1.05), "top_y": y_of(top / 1.05),
-            "calls": longest, "lines": lines}
+            "zero_y": y_of(0), "top_label": round(top / 1.05), "top_y": y_of(top / 1.05),
+            "calls": longest, "lines": lines,
+            "off_scale": sorted({r["window"] for r in runs if r["window"] not in shown})}
 
 
 @login_required

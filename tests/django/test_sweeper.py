@@ -114,3 +114,108 @@ def test_the_worker_sweeper_resumes_a_dead_workers_session(worker, sim_profile, 
         running.stop()
     assert done.status == "finished" and done.final_answer
     assert done.engine_state["turn"] > 3
+
+
+def killed_after_delegating(sim_profile, monkeypatch):
+    """A research-subagents parent whose worker dies in turn 0 after its three delegate
+    calls made their child rows (each one committed), before the turn itself committed."""
+    parent = services.create_session(None, "", "research-subagents", sim_profile, None, {})
+    original = DjangoStore.save_state
+
+    def killed_at_the_end_of_turn_zero(self, session_id, state):
+        if int(session_id) == parent.pk and state["turn"] == 1:
+            raise WorkerKilled
+        original(self, session_id, state)
+
+    monkeypatch.setattr(DjangoStore, "save_state", killed_at_the_end_of_turn_zero)
+    with pytest.raises(WorkerKilled):
+        run_session.apply(args=[parent.pk], throw=True)
+    monkeypatch.setattr(DjangoStore, "save_state", original)
+    # Long enough ago for any sweep: the dead worker's lease ran out, the rows are old.
+    Session.objects.filter(pk=parent.pk).update(
+        lease_expires=timezone.now() - dt.timedelta(seconds=1), enqueued_at=timezone.now() - AGO)
+    Session.objects.filter(parent=parent).update(created_at=timezone.now() - AGO)
+    return parent
+
+
+def test_children_of_a_turn_that_never_committed_are_not_sent_by_the_sweeper(
+        sim_profile, monkeypatch, channels_redis_url):
+    parent = killed_after_delegating(sim_profile, monkeypatch)
+    children = list(parent.children.values_list("pk", "status", "enqueued_at"))
+    assert len(children) == 3 and all(s == "queued" and e is None for _, s, e in children)
+    found, sent = sweep_now(None, None, monkeypatch)
+    # The parent runs turn 0 again and asks again; a child sent now would run twice.
+    assert sent == [parent.pk]
+    assert not parent.children.filter(enqueued_at__isnull=False).exists()
+
+
+def test_a_never_sent_child_of_a_parent_that_ended_is_cancelled_not_run(
+        sim_profile, monkeypatch, channels_redis_url):
+    parent = killed_after_delegating(sim_profile, monkeypatch)
+    Session.objects.filter(pk=parent.pk).update(status="failed", lease_owner="",
+                                                lease_expires=None)
+    found, sent = sweep_now(None, None, monkeypatch)
+    assert sent == []
+    statuses = set(parent.children.values_list("status", flat=True))
+    assert statuses == {"cancelled"}
+    assert all("ended before" in e for e in parent.children.values_list("error", flat=True))
+
+
+def test_a_parent_killed_after_delegating_gets_each_sub_agent_run_exactly_once(
+        worker, sim_profile, monkeypatch):  # noqa: F811
+    """The whole path on the real worker: kill, sweep, re-run of turn 0, children, wake."""
+    parent = killed_after_delegating(sim_profile, monkeypatch)
+    monkeypatch.setattr(sweeper, "broker_started", lambda now: None)
+    sweeper.sweep()
+    done = _wait_until_done(parent.pk)
+    assert done.status == "finished", done.error
+    children = list(done.children.order_by("id"))
+    assert [c.status for c in children] == ["finished"] * 3
+    goals = [c.goal for c in children]
+    assert len(set(goals)) == 3  # each sub-task once, none of them twice
+    for child in children:  # and each child ran once: one start, never resumed
+        starts = child.events.filter(type="SESSION_STARTED").values_list("payload__resumed",
+                                                                         flat=True)
+        assert list(starts) == [False]
+    answered = sorted(p["child"] for p in done.events.filter(
+        type="TOOL_RESULT", payload__name="delegate").values_list("payload", flat=True)
+        if p.get("child"))
+    assert answered == sorted(str(c.pk) for c in children)
+
+
+@pytest.mark.parametrize("how", ["runtask", "replay"])
+def test_a_headless_run_is_never_taken_for_an_orphan_by_a_workers_sweep(
+        sim_profile, monkeypatch, channels_redis_url, how):
+    """`runtask` and `replay` run in their own process while workers sweep: a sweep in the
+    middle of their run must leave them alone, or the session runs twice at once."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from taskos.runs.delegation import execute_tree
+    monkeypatch.setattr(sweeper, "broker_started", lambda now: None)
+    swept = []
+    original = DjangoStore.save_state
+
+    def sweep_at_turn_three(self, session_id, state):
+        original(self, session_id, state)
+        if state["turn"] == 3 and not swept:
+            # 40 s on: long past the 30 s a never-sent session gets, inside its lease.
+            swept.append(sweeper.sweep(send=lambda pk: None,
+                                       now=timezone.now() + dt.timedelta(seconds=40)))
+
+    recorded = new_session(sim_profile)
+    if how == "replay":
+        execute_tree(recorded)
+    monkeypatch.setattr(DjangoStore, "save_state", sweep_at_turn_three)
+    if how == "runtask":
+        execute_tree(recorded)
+        ran = recorded
+    else:
+        call_command("replay", recorded.pk, "--json", stdout=StringIO(), stderr=StringIO())
+        ran = Session.objects.get(replay_of=recorded)
+    assert swept == [[]]
+    ran.refresh_from_db()
+    assert ran.status == "finished" and ran.lease_owner == "" and ran.lease_expires is None
+    starts = ran.events.filter(type="SESSION_STARTED").count()
+    assert starts == 1

@@ -73,3 +73,48 @@ def test_a_session_recorded_without_answers_cannot_be_replayed(recorded):
         event.save()
     with pytest.raises(services.SessionError, match="before TaskOS stored the model's answers"):
         create_replay(recorded, None)
+
+
+@pytest.fixture
+def delegated(sim_profile, channels_redis_url):
+    """research-subagents recorded headless: a parent and its three finished sub-agents."""
+    from taskos.runs.delegation import execute_tree
+    session = services.create_session(None, "", "research-subagents", sim_profile, None, {})
+    execute_tree(session)
+    session.refresh_from_db()
+    assert session.status == "finished" and session.children.count() == 3
+    return session
+
+
+def test_a_session_that_delegated_replays_with_its_sub_agents_answers_reused(delegated):
+    children = list(delegated.children.order_by("id"))
+    replay = create_replay(delegated, None)
+    run_session.apply(args=[replay.pk])  # the worker's task: no waiting, nothing sent
+    replay.refresh_from_db()
+    assert replay.status == "finished" and replay.final_answer == delegated.final_answer
+    assert not replay.children.exists()  # no sub-agent ran again
+    assert Session.objects.count() == 5  # the parent, its three children, the replay
+    assert first_difference(delegated, replay) is None  # the same requests, call by call
+    report = compare(delegated, [replay])["replays"][0]
+    assert [r["child"] for r in report["reused_children"]] == [str(c.pk) for c in children]
+    assert [r["recorded_input_tokens"] for r in report["reused_children"]] == [
+        c.total_input_tokens for c in children]
+    assert report["differences"]["total_input_tokens"]["delta"] == 0
+    # The replay's cost is its own calls', not the sub-agents' again.
+    assert replay.cost_with_children() == replay.cost == delegated.cost
+    waits = SessionEvent.objects.filter(session=replay, type="SESSION_WAITING").count()
+    assert waits == 1  # where the recorded parent waited; the replay went on at once
+
+
+def test_the_command_replays_a_delegating_session_in_a_smaller_window(delegated):
+    out = StringIO()
+    call_command("replay", delegated.pk, "--set", "window=2000", "--json", stdout=out,
+                 stderr=StringIO())
+    report = json.loads(out.getvalue())
+    assert report["status"] == "finished" and report["anchor_survival"] == 1.0
+    assert report["over_window_requests"] == 0
+    diff = report["differences"]
+    assert diff["compactions"]["replay"] > diff["compactions"]["source"]
+    assert diff["summary_calls"]["replay"] >= 1
+    assert [r["reused"] for r in report["reused_children"]] == [True] * 3
+    assert report["first_difference"] is not None

@@ -64,3 +64,31 @@ def test_someone_else_cannot_replay_or_compare(client, bob, recorded):
     client.force_login(bob)
     assert client.get(f"/sessions/{recorded.pk}/replay").status_code == 404
     assert client.get(f"/sessions/{recorded.pk}/compare").status_code == 404
+
+
+def test_a_delegating_session_is_replayed_from_the_page_with_its_answers_reused(
+        ann, ann_client, sim_profile, channels_redis_url):
+    from taskos.drawer.panels import ChildrenPanel
+    from taskos.runs.delegation import execute_tree
+    from tests.web.test_panels import panel_view
+    parent = services.create_session(ann, "", "research-subagents", sim_profile, None, {})
+    execute_tree(parent)
+    children = list(parent.children.order_by("id"))
+    form = ann_client.get(f"/sessions/{parent.pk}/replay").content.decode()
+    assert "delegated to 3 sub-agents: the replay reuses each one's recorded answer" in form
+    answer = ann_client.post(f"/sessions/{parent.pk}/replay", {
+        "profile": parent.profile_id, "window": "2000", "trigger_ratio": "0.8",
+        "reserve_ratio": "0.1", "context_buffer_ratio": "0.2", "tool_result_limit": "50000",
+        "max_rounds": "5", "compression_fallback_to_truncation": "on"})
+    assert answer.status_code == 302
+    replay = Session.objects.get(replay_of=parent)
+    run_session.apply(args=[replay.pk])
+    html = ann_client.get(f"/sessions/{parent.pk}/compare").content.decode()
+    note = re.search(r'<p class="reused" data-session="(\d+)">(.*?)</p>', html, re.S)
+    assert note and note.group(1) == str(replay.pk)
+    assert "reused the recorded answers of 3 sub-agents" in note.group(2)
+    assert all(f'href="/sessions/{c.pk}/"' in note.group(2) for c in children)
+    context, panel = panel_view(ChildrenPanel(), Session.objects.get(pk=replay.pk))
+    assert context["children"] == [] and [r["pk"] for r in context["reused"]] == [
+        str(c.pk) for c in children]
+    assert "This replay ran no sub-agent" in panel

@@ -26,11 +26,17 @@ class ChildrenPanel(Panel):
                    for ev in events if ev.type == "TOOL_RESULT" and ev.payload.get("child")}
         for row in rows:
             row["answer_tokens"] = answers.get(str(row["pk"]))
-        return {"children": rows, "parent": session.parent,
+        # A replay (E2) runs no sub-agent: it reused the recorded ones' answers.
+        reused = [{"pk": ev.payload.get("child"), "status": ev.payload.get("child_status"),
+                   "answer_tokens": ev.payload.get("kept_tokens"),
+                   "input_tokens": ev.payload.get("child_input_tokens") or 0}
+                  for ev in events if ev.type == "TOOL_RESULT" and ev.payload.get("reused")]
+        return {"children": rows, "parent": session.parent, "reused": reused,
                 "own_cost": session.cost,
                 "total_cost": session.cost + sum(r["cost"] for r in rows),
                 "answers_tokens": sum(t or 0 for t in answers.values()),
                 "children_tokens": sum(r["input_tokens"] for r in rows)}
 
     def badge(self, context: dict[str, Any]) -> str:
-        return str(len(context["children"])) if context["children"] else ""
+        count = len(context["children"]) or len(context["reused"])
+        return str(count) if count else ""

@@ -11,6 +11,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from taskos.runs.compare import compare
+from taskos.runs.lease import headless_lease
 from taskos.runs.management.commands.runtask import ProgressBar
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.replays import create_replay, parse_settings
@@ -49,7 +50,9 @@ class Command(BaseCommand):
         self.stderr.write(f"Replay #{replay.pk} of session #{source.pk} "
                           f"(window {replay.window}, profile {replay.profile.name})")
         try:
-            report = execute_session(replay, progress=ProgressBar(self.stderr._out))
+            with headless_lease(replay.pk) as lease:  # no worker's sweep runs it as well
+                report = execute_session(replay, progress=ProgressBar(self.stderr._out),
+                                         lease=lease)
         except Exception as exc:  # noqa: BLE001 - recorded on the session already
             raise CommandError(f"Replay #{replay.pk} failed: {type(exc).__name__}: {exc}")
         replay.refresh_from_db()
