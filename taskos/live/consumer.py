@@ -29,6 +29,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from taskos.drawer.events import latest_seq
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import (Update, children_state, render_children_update,
                                   render_named_panels, render_update)
 from taskos.live.publisher import group_name
@@ -61,6 +63,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=FORBIDDEN)
             return
         self.lock = asyncio.Lock()  # one sync at a time: the watchdog and messages share it
+        # The panels' events for this page, read once and then only what is new.
+        self.feed = EventFeed(PANELS)
         self.group = group_name(self.session_pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.watchdog = asyncio.create_task(self.watch())
@@ -177,7 +181,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return ""
         self.children_seen = children_state(self.session_pk)
-        return render_children_update(session)
+        return render_children_update(session, self.feed if self.feed.loaded else None)
 
     @database_sync_to_async
     def allowed(self) -> bool:
@@ -196,9 +200,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return None
         self.children_seen = children_state(self.session_pk)  # what this render shows
-        return render_update(session, after, full=full, open_panels=self.open_panels)
+        return render_update(session, after, full=full, open_panels=self.open_panels,
+                             feed=self.feed)
 
     @database_sync_to_async
     def render_named(self, names: set[str]) -> str:
         session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
-        return render_named_panels(session, names) if session is not None else ""
+        if session is None:
+            return ""
+        return render_named_panels(session, names, self.feed if self.feed.loaded else None)
