@@ -16,6 +16,7 @@ Numbers, not pass/fail: tests stay free of timing thresholds (see tests/browser)
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import tempfile
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from scripts.trace_summary import summarize, summarize_profile  # noqa: E402
 from tests.browser.stack import PASSWORD, USERNAME, Stack  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -44,6 +46,7 @@ TOGGLE = """async (id) => {
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
   return performance.now() - start;
 }"""
+TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
 
 
@@ -53,6 +56,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=None)
     parser.add_argument("--save-html", type=Path, default=None,
                         help="write the finished session page here")
+    parser.add_argument("--trace", type=Path, default=None,
+                        help="record a Chromium trace of the run here and print which work "
+                             "filled the long tasks (scripts/trace_summary.py)")
     options = parser.parse_args()
     stack = Stack(Path(tempfile.mkdtemp(prefix="drawer-bench-")))
     stack.start()
@@ -66,13 +72,29 @@ def main() -> None:
             page.fill("#id_password", PASSWORD)
             page.click("button:has-text('Sign in')")
             page.wait_for_url(stack.url("/"))
-            print(run(page, stack, options.scenario, options.window, options.save_html))
+            profiler, profile = None, {}
+            if options.trace:
+                browser.start_tracing(page=page, path=str(options.trace), categories=TRACED)
+                profiler = page.context.new_cdp_session(page)
+                profiler.send("Profiler.enable")
+                profiler.send("Profiler.start")
+
+            def stop_trace() -> None:
+                profile.update(profiler.send("Profiler.stop")["profile"])
+                browser.stop_tracing()
+
+            print(run(page, stack, options.scenario, options.window, options.save_html,
+                      stop_trace=stop_trace if options.trace else None))
+            if options.trace:
+                print(summarize(json.loads(options.trace.read_text())))
+                print(summarize_profile(profile))
             browser.close()
     finally:
         stack.stop()
 
 
-def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None) -> str:
+def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None,
+        stop_trace=None) -> str:
     stack.pause("worker")  # the page is watching before the first event
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", scenario)
@@ -106,6 +128,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
             break
         time.sleep(0.5)
     run_s = time.monotonic() - started
+    if stop_trace is not None:
+        stop_trace()  # the run only, not the reload of the finished page
     longtasks = page.evaluate("window.__longtasks")
     flushes = page.evaluate("performance.getEntriesByName('taskos-flush').map(e => e.duration)")
     turns = stack.scalar("SELECT turns FROM runs_session WHERE id = ?", pk)

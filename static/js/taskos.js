@@ -43,8 +43,10 @@
   // one swap, and a panel replaced several times in the burst is swapped once (the last).
   var queue = [];
   var scheduled = false;
-  var KEEP_ENTRIES = 150;  // transcript entries kept while following the end live
-  var MAX_ENTRIES = 300;
+  // Transcript entries kept while following the end live: every entry on the page is
+  // laid out again when the drawer beside it changes height, so the window stays small.
+  var KEEP_ENTRIES = 60;
+  var MAX_ENTRIES = 120;
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     event.preventDefault();
@@ -52,31 +54,63 @@
     if (!scheduled) { scheduled = true; window.requestAnimationFrame(flush); }
   });
 
-  function latestOnly(html) {
+  // The fragments of a batch, parsed once; of an element sent several times in the batch
+  // (a panel re-rendered by two updates) only the last copy is kept.
+  function parseBatch(messages) {
     var template = document.createElement("template");
-    template.innerHTML = html;
+    template.innerHTML = messages.join("\n");
     var seen = {};
-    var nodes = Array.prototype.slice.call(template.content.children).reverse();
-    nodes.forEach(function (node) {
-      if (node.getAttribute("hx-swap-oob") !== "true" || !node.id) { return; }
-      if (seen[node.id]) { node.remove(); } else { seen[node.id] = true; }
+    var nodes = Array.prototype.slice.call(template.content.children);
+    for (var i = nodes.length - 1; i >= 0; i--) {
+      var node = nodes[i];
+      if (node.getAttribute("hx-swap-oob") !== "true" || !node.id) { continue; }
+      if (seen[node.id]) { nodes.splice(i, 1); } else { seen[node.id] = true; }
+    }
+    return nodes;
+  }
+
+  var HTMX_ATTRS = "[hx-get],[hx-post],[hx-trigger],[hx-on]";
+
+  // Applies out-of-band fragments itself instead of through htmx.swap: htmx walks every
+  // element it removes and fires two events per element (profiled with drawer_bench.py
+  // --trace: most of each long task on a long run). Only the added nodes that carry hx-*
+  // attributes are handed to htmx, so their buttons and pickers work.
+  function applyFragment(node) {
+    var how = node.getAttribute("hx-swap-oob");
+    node.removeAttribute("hx-swap-oob");
+    var added;
+    if (how === "true") {
+      var old = document.getElementById(node.id);
+      if (!old) { return; }
+      old.replaceWith(node);
+      added = [node];
+    } else {
+      var parts = /^(beforeend|afterbegin):#(.+)$/.exec(how || "");
+      var target = parts && document.getElementById(parts[2]);
+      if (!target) { return; }
+      added = Array.prototype.slice.call(node.children);
+      var moved = document.createDocumentFragment();
+      while (node.firstChild) { moved.appendChild(node.firstChild); }
+      if (parts[1] === "beforeend") { target.appendChild(moved); }
+      else { target.insertBefore(moved, target.firstChild); }
+    }
+    added.forEach(function (el) {
+      if (el.matches(HTMX_ATTRS) || el.querySelector(HTMX_ATTRS)) { htmx.process(el); }
     });
-    return template.innerHTML;
   }
 
   function flush() {
     scheduled = false;
     var started = performance.now();
-    var html = queue.length === 1 ? queue[0] : latestOnly(queue.join("\n"));
+    var nodes = parseBatch(queue);
     queue = [];
     var nearEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-    // Out-of-band swaps only; the target is an empty element so htmx settles one node,
-    // not the whole page.
-    htmx.swap(document.getElementById("ws-sink"), html, { swapStyle: "none" });
+    nodes.forEach(applyFragment);
     if (nearEnd && document.getElementById("transcript")) {
       trimTranscript();
       window.scrollTo(0, document.documentElement.scrollHeight);
     }
+    syncCurveScale();
     var status = document.querySelector("#session-status .status");
     if (status) {
       var ended = ["finished", "failed", "cancelled"].indexOf(status.dataset.status) >= 0;

@@ -24,10 +24,16 @@ class Panel(ABC):
     template: ClassVar[str]
     event_types: ClassVar[tuple[str, ...]] = ()
     open_by_default: ClassVar[bool] = True
+    # Types of which the panel shows only the newest event: a live page keeps just that one.
+    latest_only: ClassVar[frozenset[str]] = frozenset()
 
     def handles(self, event_type: str) -> bool:
         """True when an event of this type changes what the panel shows."""
         return event_type in self.event_types
+
+    def wants(self, ev: Ev) -> bool:
+        """False for events of its types that the panel ignores (not kept for it live)."""
+        return True
 
     @abstractmethod
     def get_context(self, session: Session, events: list[Ev]) -> dict[str, Any]:

@@ -34,8 +34,16 @@ class Ev:
 
 def load_events(session: Session, types: Iterable[str] | None = None,
                 after: int = 0) -> list[Ev]:
-    """Events of `session` with seq > `after`, optionally only of `types`, by seq."""
-    rows = SessionEvent.objects.filter(session=session, seq__gt=after)
+    """Events of `session` with seq > `after`, optionally only of `types`, by seq.
+
+    Calls and the other events are two queries; both stop at the seq stored when the read
+    began. Without that bound, a call stored between the two was missing while a later
+    event was not, and a page that records "I have everything up to seq N" (a live feed)
+    never got that call (seen in a browser test: the curve one call short). Events are
+    committed in seq order by the session's one worker, so the bounded read is a prefix.
+    """
+    top = latest_seq(session)
+    rows = SessionEvent.objects.filter(session=session, seq__gt=after, seq__lte=top)
     wanted = None if types is None else set(types)
     if wanted is not None:
         rows = rows.filter(type__in=wanted)

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from taskos.drawer.base import Panel, render_panel
 from taskos.drawer.events import Ev, latest_seq, load_events, load_newest
+from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.runs.models import Session
 
@@ -34,13 +35,18 @@ class Update:
 
 
 def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
-                  oob: bool) -> SafeString:
-    """Render `panels` from one query over the union of the event types they read."""
+                  oob: bool, feed: EventFeed | None = None) -> SafeString:
+    """Render `panels` from a live page's `feed`, else from one query over the union of
+    the event types they read."""
+    if feed is not None:
+        parts = [render_panel(panel, session, feed.events_for(panel), oob=oob)
+                 for panel in panels]
+        return mark_safe("\n".join(parts))
     wanted = {t for panel in panels for t in panel.event_types}
     events = load_events(session, wanted) if wanted else []
     parts = []
     for panel in panels:
-        own = [ev for ev in events if panel.handles(ev.type)]
+        own = [ev for ev in events if panel.handles(ev.type) and panel.wants(ev)]
         parts.append(render_panel(panel, session, own, oob=oob))
     return mark_safe("\n".join(parts))  # joined template output, escaped when rendered
 
@@ -77,30 +83,37 @@ def render_status(session: Session, *, oob: bool) -> SafeString:
 
 
 def render_update(session: Session, after: int, *, full: bool = False,
-                  open_panels: set[str] | None = None) -> Update:
+                  open_panels: set[str] | None = None, feed: EventFeed | None = None) -> Update:
     """Fragments that bring a browser holding events up to seq `after` up to date.
 
     With `full` every panel is rendered (a connect or reconnect); otherwise only the
     panels that read one of the new event types and, when the page said which of its
     panels are open (`open_panels`), only open ones: a folded panel is brought up to
     date when it is unfolded (`render_named_panels`). Nothing new and not `full`: empty.
+    A live page passes its `feed`: panels are then rendered from it, and the database is
+    read only for the events after `after`.
     """
     new = load_events(session, after=after)
     if not new and not full:
         return Update("", after, session.is_active)
     # A browser claiming more than is stored (a reset database) is set back to what is.
     last = new[-1].seq if new else min(max(after, 0), latest_seq(session))
+    if feed is not None:
+        if feed.seq > last and not new:
+            feed.load(session)  # the feed holds events the database no longer has
+        else:
+            feed.advance(session, new)
     if full:
         panels: tuple[Panel, ...] | list[Panel] = PANELS
     else:
-        types = {ev.type for ev in new}
-        panels = [panel for panel in PANELS if any(panel.handles(t) for t in types)
+        panels = [panel for panel in PANELS
+                  if any(panel.handles(ev.type) and panel.wants(ev) for ev in new)
                   and (open_panels is None or panel.name in open_panels)]
     parts = []
     transcript = render_transcript(session, new)
     if transcript:
         parts.append(f'<div hx-swap-oob="beforeend:#transcript">{transcript}</div>')
-    parts.append(render_panels(session, panels, oob=True))
+    parts.append(render_panels(session, panels, oob=True, feed=feed))
     parts.append(render_status(session, oob=True))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
     return Update("\n".join(parts), last, session.is_active)
@@ -113,17 +126,17 @@ def children_state(session_pk: int) -> tuple:
         "pk", "status", "turns", "total_input_tokens", "cost"))
 
 
-def render_children_update(session: Session) -> str:
+def render_children_update(session: Session, feed: EventFeed | None = None) -> str:
     """The Sub-agents panel and the status header (cost with sub-agents), out of band."""
     panels = [panel for panel in PANELS if panel.name == "children"]
-    return "\n".join([render_panels(session, panels, oob=True),
+    return "\n".join([render_panels(session, panels, oob=True, feed=feed),
                       render_status(session, oob=True)])
 
 
-def render_named_panels(session: Session, names: set[str]) -> str:
+def render_named_panels(session: Session, names: set[str], feed: EventFeed | None = None) -> str:
     """The named panels' badges and bodies, out of band: a panel the page just unfolded."""
     panels = [panel for panel in PANELS if panel.name in names]
-    return render_panels(session, panels, oob=True) if panels else ""
+    return render_panels(session, panels, oob=True, feed=feed) if panels else ""
 
 
 def page_state(session: Session) -> dict[str, object]:

@@ -16,6 +16,10 @@ consumer therefore also checks the database every IDLE_CHECK_S seconds for event
 has not sent; the stream stays the fast path, the check is the guarantee. The same check
 notices sub-agents (SPEC T6) changing: their progress is on their own rows, so a waiting
 parent's page gets its Sub-agents panel re-rendered without any event of its own.
+It also notices the session's status changing without an event: the worker stores
+SESSION_FINISHED before it writes the final status on the row, so the sync that event
+triggered can render "running" with nothing after it to correct the page (seen as a page
+stuck at "running" in browser tests on a loaded machine).
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from taskos.drawer.events import latest_seq
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import (Update, children_state, render_children_update,
                                   render_named_panels, render_update)
 from taskos.live.publisher import group_name
@@ -47,6 +53,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     active = True  # the session was queued or running at the last sync
     watchdog: asyncio.Task | None = None
     children_seen: tuple = ()  # the sub-agents as last rendered for this page
+    status_seen = ""  # the session's status as last rendered for this page
     open_panels: set[str] | None = None  # None until the page says which panels are open
     MIN_INTERVAL_S = 0.25
     last_sync = 0.0  # time.monotonic() of the last sync
@@ -61,6 +68,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=FORBIDDEN)
             return
         self.lock = asyncio.Lock()  # one sync at a time: the watchdog and messages share it
+        # The panels' events for this page, read once and then only what is new.
+        self.feed = EventFeed(PANELS)
         self.group = group_name(self.session_pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.watchdog = asyncio.create_task(self.watch())
@@ -138,6 +147,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             try:
                 if await self.stored_seq() > self.synced_seq:
                     await self.sync()
+                elif await self.stored_status() != self.status_seen:
+                    await self.sync(self.synced_seq, full=True)  # status header and panels
                 elif await self.children_changed():
                     await self.send_children()
                 elif not self.active:
@@ -177,7 +188,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return ""
         self.children_seen = children_state(self.session_pk)
-        return render_children_update(session)
+        return render_children_update(session, self.feed if self.feed.loaded else None)
 
     @database_sync_to_async
     def allowed(self) -> bool:
@@ -191,14 +202,23 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return latest_seq(self.session_pk)
 
     @database_sync_to_async
+    def stored_status(self) -> str:
+        return (Session.objects.filter(pk=self.session_pk).values_list("status", flat=True)
+                .first() or "")
+
+    @database_sync_to_async
     def render(self, after: int, full: bool) -> Update | None:
         session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
         if session is None:
             return None
         self.children_seen = children_state(self.session_pk)  # what this render shows
-        return render_update(session, after, full=full, open_panels=self.open_panels)
+        self.status_seen = session.status
+        return render_update(session, after, full=full, open_panels=self.open_panels,
+                             feed=self.feed)
 
     @database_sync_to_async
     def render_named(self, names: set[str]) -> str:
         session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
-        return render_named_panels(session, names) if session is not None else ""
+        if session is None:
+            return ""
+        return render_named_panels(session, names, self.feed if self.feed.loaded else None)

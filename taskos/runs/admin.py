@@ -9,6 +9,8 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent, Task
 
@@ -96,8 +98,13 @@ class TaskInline(admin.TabularInline):
     fields = ("task_id", "subject", "state", "owner", "blocked_by", "description")
 
 
+# Input widths that keep the session page and the anchor list within a desktop window.
+ADMIN_MEDIA = forms.Media(css={"all": ("css/admin.css",)})
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
+    media = property(lambda self: super(SessionAdmin, self).media + ADMIN_MEDIA)
     list_display = ("id", "short_goal", "status", "owner", "profile", "turns",
                     "total_input_tokens", "peak_input_tokens", "compactions", "created_at")
     list_filter = ("status", "profile")
@@ -127,8 +134,17 @@ class SessionAdmin(admin.ModelAdmin):
 
 @admin.register(Anchor)
 class AnchorAdmin(admin.ModelAdmin):
-    list_display = ("id", "session", "tier", "short_text", "source", "active", "turn",
+    media = property(lambda self: super(AnchorAdmin, self).media + ADMIN_MEDIA)
+    # The session as "#12", linked: its goal in this column left Text one word per line.
+    list_display = ("id", "session_link", "tier", "short_text", "source", "active", "turn",
                     "updated_at")
+    list_select_related = ("session",)
+
+    @admin.display(description="session", ordering="session")
+    def session_link(self, obj: Anchor) -> str:
+        return format_html('<a href="{}" title="{}">#{}</a>',
+                           reverse("admin:runs_session_change", args=[obj.session_id]),
+                           obj.session.goal[:200], obj.session_id)
     list_filter = ("tier", "source", "active")
     search_fields = ("text", "key")
     readonly_fields = ("source", "created_at", "updated_at")

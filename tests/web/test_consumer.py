@@ -231,3 +231,25 @@ async def test_folded_panels_wait_until_unfolded(session, ann, redis_layer):
     assert 'id="panel-inspector-body"' in unfolded and 'data-call="7"' in unfolded
     assert 'id="panel-budget-body"' not in unfolded
     await comm.disconnect()
+
+
+async def test_a_status_written_after_the_last_event_still_reaches_the_page(session, ann,
+                                                                          monkeypatch):
+    """The worker stores SESSION_FINISHED, then writes the final status on the row: a sync
+    rendered in between showed "running" and nothing came after it to correct the page."""
+    from taskos.live.consumer import SessionConsumer
+    from taskos.runs.models import Session
+
+    monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 0.1)
+    await database_sync_to_async(add_events)(
+        session, ("SESSION_FINISHED", {"status": "finished", "final_answer": "Done.", "turns": 1}))
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    first = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="last-seq" value="1"' in first and 'data-status="running"' in first
+    # No event follows: only the row changes, as the worker's last write.
+    await database_sync_to_async(Session.objects.filter(pk=session.pk).update)(status="finished")
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert 'data-status="finished"' in html
+    assert await comm.receive_nothing(timeout=0.5)  # sent once, not on every check
+    await comm.disconnect()

@@ -49,6 +49,7 @@ class BudgetPanel(Panel):
     title = "Budget"
     template = "drawer/panels/budget.html"
     event_types = ("BUDGET",)
+    latest_only = frozenset({"BUDGET"})
 
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
         if not events:

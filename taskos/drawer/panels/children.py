@@ -14,6 +14,9 @@ class ChildrenPanel(Panel):
     # A delegate call starting a child, the wait, and each answer arriving.
     event_types = ("SESSION_WAITING", "TOOL_RESULT", "SESSION_FINISHED")
 
+    def wants(self, ev: Ev) -> bool:
+        return ev.type != "TOOL_RESULT" or bool(ev.payload.get("child"))
+
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
         rows = []
         for child in session.children.select_related("profile").order_by("id"):

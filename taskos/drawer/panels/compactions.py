@@ -13,8 +13,11 @@ from agents.events import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
-DETAILED = 4  # newest compactions shown in full; older ones get one line each (a long
-# run's summaries make each diff several KB: eight of them were 100 KB of the page)
+DETAILED = 2  # newest compactions shown in full; older ones get one line each. Each
+# detailed row (zones, diff, audit) is hundreds of elements that a live page lays out
+# again whenever a compaction arrives (on long-200, hiding the compactions, anchors and
+# tasks panels took the longest main-thread task from ~500 ms to 280 ms in
+# drawer_bench.py), so only two are kept in full.
 
 
 def sections(text: str) -> list[tuple[str, list[str]]]:

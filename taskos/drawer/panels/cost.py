@@ -32,16 +32,20 @@ def compacted_away_share(calls: list[Ev], compactions: list[Ev]) -> tuple[int, f
         before = int((ev.payload.get("before") or {}).get("history", 0))
         after = int((ev.payload.get("after") or {}).get("history", 0))
         fractions.append((ev.seq, (before - after) / before if before > after else 0.0))
+    # One pass from the newest call back, multiplying in each compaction once the calls
+    # are older than it: linear in calls + compactions, not their product.
+    fractions.sort()
     wasted = 0.0
     total = 0
-    for call in calls:
+    kept = 1.0
+    pending = len(fractions)
+    for call in sorted(calls, key=lambda ev: -ev.seq):
+        while pending and fractions[pending - 1][0] > call.seq:
+            pending -= 1
+            kept *= 1 - fractions[pending][1]
         total += int(call.payload.get("input_tokens") or 0)
         if call.payload.get("kind") == "summary":
             continue
-        kept = 1.0
-        for seq, removed in fractions:
-            if seq > call.seq:
-                kept *= 1 - removed
         wasted += int((call.payload.get("zones") or {}).get("history", 0)) * (1 - kept)
     return int(wasted), (wasted / total if total else 0.0)
 

@@ -44,6 +44,7 @@ class CurvePanel(Panel):
     title = "Input tokens per call"
     template = "drawer/panels/curve.html"
     event_types = ("MODEL_CALL", "BUDGET")
+    latest_only = frozenset({"BUDGET"})  # the window and trigger line now
 
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
         calls = [ev.payload for ev in events if ev.type == "MODEL_CALL"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from typing import Any
 
 from taskos.drawer.base import Panel
@@ -10,7 +10,7 @@ from taskos.drawer.calls import body_of, token_parts
 from taskos.drawer.events import Ev, call_payload
 
 SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
-LISTED_CALLS = 100  # newest calls in the picker; any other is a number away
+LISTED_CALLS = 40  # newest calls in the picker (re-sent with each call); others by number
 
 
 def tool_call_text(call: dict[str, Any]) -> str:
@@ -44,11 +44,32 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int]) -> list[dict
     return rows
 
 
+# Details of recent calls by (session, its start, call number). A stored call never
+# changes, and a live page re-renders the latest call's detail on each update: rebuilding
+# its messages and counting their tokens took most of an update's server time (profiled).
+_DETAILS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+DETAILS_KEPT = 64
+
+
 def call_detail(session, number: int | None) -> dict[str, Any] | None:
-    """The inspector's view of call `number`: header figures, the request's parameters,
-    tool schemas and messages, each with its tokens (they add up to the header)."""
+    """The inspector's view of call `number` (cached: see _DETAILS)."""
     if number is None:
         return None
+    key = (session.pk, session.created_at, number)
+    detail = _DETAILS.get(key)
+    if detail is None:
+        detail = read_call_detail(session, number)
+        if detail is None:
+            return None
+        _DETAILS[key] = detail
+        while len(_DETAILS) > DETAILS_KEPT:
+            _DETAILS.popitem(last=False)
+    return detail
+
+
+def read_call_detail(session, number: int) -> dict[str, Any] | None:
+    """The inspector's view of call `number`: header figures, the request's parameters,
+    tool schemas and messages, each with its tokens (they add up to the header)."""
     payload = call_payload(session, number)
     if payload is None:
         return None

@@ -18,19 +18,23 @@ class AnchorsPanel(Panel):
     event_types = ("ANCHOR_CHANGED",)
 
     def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        rows = [{"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
-                 "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
-                for a in session.anchors.order_by("tier", "-pk")]
-        active = [a for a in rows if a["active"]]
-        inactive = [a for a in rows if not a["active"]]
+        def row(a) -> dict[str, Any]:
+            return {"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
+                    "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
+
+        # Long runs retire hundreds of anchors: only the newest retired ones are read.
+        active = [row(a) for a in session.anchors.filter(active=True).order_by("tier", "-pk")]
+        retired = session.anchors.filter(active=False)
+        inactive = sorted((row(a) for a in retired.order_by("-pk")[:INACTIVE_SHOWN]),
+                          key=lambda a: (a["tier"], -a["pk"]))
+        inactive_count = retired.count() if len(inactive) == INACTIVE_SHOWN else len(inactive)
         changes = [{"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
                     "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
                     "source": ev.payload.get("source", ""),
                     "action": ev.payload.get("action", "changed")}
                    for ev in reversed(events[-CHANGES_SHOWN:])]
-        # Long runs retire hundreds of anchors; the newest retired ones are enough to show.
-        return {"anchors": active, "inactive": inactive[:INACTIVE_SHOWN],
-                "inactive_count": len(inactive), "changes": changes, "active": len(active),
+        return {"anchors": active, "inactive": inactive, "inactive_count": inactive_count,
+                "changes": changes, "active": len(active),
                 "admin_changes": sum(1 for ev in events if ev.payload.get("source") == "admin")}
 
     def badge(self, context: dict[str, Any]) -> str:

@@ -1,0 +1,76 @@
+"""A live page's panels come from an in-memory feed that reads only what is new (issue 12).
+
+Re-reading every event of a panel's types on each update made a long run quadratic; the
+feed must give exactly what a fresh read gives, while reading the database only for the
+events after the seq it holds.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from taskos.drawer import feed as feed_module
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
+from taskos.drawer.stream import render_update
+
+from .factories import add_events, budget, compaction, model_call
+
+pytestmark = pytest.mark.django_db
+
+
+def test_updates_from_the_feed_equal_a_fresh_read_at_every_step(session):
+    feed = EventFeed(PANELS)
+    add_events(session, budget(), model_call(1, 900))
+    first = render_update(session, 0, full=True, feed=feed)
+    assert feed.loaded and first.last_seq == 2
+    steps = [(budget(history=2500), model_call(2, 1900, history=2500)),
+             (compaction(before_history=2500, after_history=400),),
+             (budget(history=600), model_call(3, 1100, history=600),
+              model_call(4, 1300, kind="summary"))]
+    after = first.last_seq
+    for events in steps:
+        add_events(session, *events)
+        live = render_update(session, after, full=True, feed=feed)
+        fresh = render_update(session, after, full=True)
+        assert live.last_seq == fresh.last_seq > after
+        assert len(re.findall(r'id="panel-[a-z]+-body"', live.html)) == len(PANELS)
+        assert live.html == fresh.html
+        after = live.last_seq
+    assert 'data-calls="4"' in live.html
+
+
+def test_after_the_first_sync_only_new_events_are_read(session, monkeypatch):
+    feed = EventFeed(PANELS)
+    add_events(session, *[model_call(n, 900 + n) for n in range(1, 30)])
+    after = render_update(session, 0, full=True, feed=feed).last_seq
+    reads = []
+    real = feed_module.load_events
+    monkeypatch.setattr(feed_module, "load_events",
+                        lambda *args, **kwargs: reads.append(args) or real(*args, **kwargs))
+    add_events(session, model_call(30, 2000))
+    update = render_update(session, after, feed=feed)
+    assert reads == []  # the feed was not re-filled: only the one new event was read
+    assert update.last_seq == after + 1 and 'data-calls="30"' in update.html
+
+
+def test_the_feed_keeps_only_what_panels_show(session):
+    feed = EventFeed(PANELS)
+    add_events(session, budget(history=100), budget(history=200), budget(history=300),
+               ("TOOL_RESULT", {"name": "sql_query", "kept_tokens": 10}),
+               ("TOOL_RESULT", {"name": "delegate", "kept_tokens": 40, "child": 7}))
+    feed.load(session)
+    assert [ev.payload["zones"]["history"] for ev in feed.by_type["BUDGET"]] == [300]
+    assert [ev.payload.get("child") for ev in feed.by_type["TOOL_RESULT"]] == [7]
+
+
+def test_a_reset_database_refills_the_feed(session):
+    feed = EventFeed(PANELS)
+    add_events(session, budget(), model_call(1, 900), model_call(2, 950))
+    render_update(session, 0, full=True, feed=feed)
+    session.events.all().delete()
+    add_events(session, model_call(1, 500))
+    update = render_update(session, 3, full=True, feed=feed)
+    assert update.last_seq == 1 and feed.seq == 1
+    assert 'data-calls="1"' in update.html
