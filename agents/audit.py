@@ -104,8 +104,11 @@ class SourceAudit:
 
     def read_archive(self) -> None:
         """Read every row archived since the last look, by its ref, from the Store."""
+        many = getattr(self.store, "read_refs", None)  # one statement on a database
+        texts = many(self.session_id, [r for r, _ in self.unread]) if many and self.unread else {}
         for ref, kind in self.unread:
-            text = self.store.read_ref(self.session_id, ref) or ""
+            text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
+            text = text or ""
             self.known.update(values_in(text))
             self._known_saved = None
             if kind == "person":

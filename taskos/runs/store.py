@@ -148,6 +148,23 @@ class DjangoStore:
         except (ValueError, UnknownSession):
             return None
 
+    def read_refs(self, session_id, refs) -> dict[str, str | None]:
+        """read_ref of each ref; the session's own rows in one statement (the audit reads
+        every row archived since a compaction at once)."""
+        own, out = {}, {}
+        for ref in refs:
+            parts = str(ref).split(":")
+            if len(parts) == 3 and parts[0] == "arc" and parts[1] == str(session_id) \
+                    and parts[2].isdigit():
+                own[int(parts[2])] = ref
+            else:
+                out[ref] = self.read_ref(session_id, ref)
+        if own:
+            found = dict(ArchivedTurn.objects.filter(
+                session_id=session_pk(session_id), pk__in=list(own)).values_list("pk", "content"))
+            out.update({ref: found.get(pk) for pk, ref in own.items()})
+        return out
+
     def _own_or_descendant(self, session_id, sid: str) -> bool:
         """A session reads its own archive and its sub-agents' (T6), nobody else's."""
         if sid == str(session_id):

@@ -192,3 +192,18 @@ def test_a_message_and_a_compaction_request_left_before_a_turn_are_taken(sim_pro
     assert store.take_compaction_request(sid) == "keep the totals"
     store.commit_batch()  # a model call: the next answers are read anew
     assert store.take_user_messages(sid) == [] and store.take_compaction_request(sid) is None
+
+
+def test_read_refs_reads_own_rows_in_one_statement_and_others_like_read_ref(sim_profile):
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    other = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    refs = [store.archive(sid, 0, "tool", f"row {i}: 12 units") for i in range(5)]
+    foreign = store.archive(str(other.pk), 0, "tool", "not yours")
+    with CaptureQueriesContext(connection) as queries:
+        texts = store.read_refs(sid, refs)
+    assert len(queries.captured_queries) == 1
+    assert texts == {ref: store.read_ref(sid, ref) for ref in refs}
+    assert store.read_refs(sid, [foreign, "arc:x"]) == {foreign: None, "arc:x": None}
