@@ -157,9 +157,9 @@ class SourceAudit:
     # --- resume
     def to_state(self) -> dict[str, Any]:
         # Saved every turn but it changes only when the archive is read (per compaction):
-        # the sorted list is kept, so an unchanged audit saves as the same text.
+        # the list is kept, so an unchanged audit saves as the same text.
         if self._known_saved is None:
-            self._known_saved = sorted(self.known)
+            self._known_saved = list(self.known)
         return {"unread": self.unread, "statements": self.statements,
                 "known": self._known_saved, "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged}
