@@ -22,6 +22,7 @@ import re
 from typing import Any, Callable
 
 from agents.events import Event, EventType
+from agents.numbers import values_in
 from agents.summary import numbers_in
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
@@ -80,6 +81,7 @@ class SourceAudit:
         self.pending: dict[str, Any] | None = None  # a compaction waiting for its request
         self.failures = 0
         self.flagged: list[str] = []  # every figure ever flagged, in order
+        self._known_saved: list[str] | None = None  # `known` as saved; rebuilt when it grows
 
     # --- what happened
     def observe(self, event: Event) -> None:
@@ -102,10 +104,13 @@ class SourceAudit:
 
     def read_archive(self) -> None:
         """Read every row archived since the last look, by its ref, from the Store."""
+        many = getattr(self.store, "read_refs", None)  # one statement on a database
+        texts = many(self.session_id, [r for r, _ in self.unread]) if many and self.unread else {}
         for ref, kind in self.unread:
-            text = self.store.read_ref(self.session_id, ref) or ""
-            for _, raw, scaled in numbers_in(text):
-                self.known.update((raw, scaled))
+            text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
+            text = text or ""
+            self.known.update(values_in(text))
+            self._known_saved = None
             if kind == "person":
                 self._add_statements(text)
         self.unread = []
@@ -132,8 +137,9 @@ class SourceAudit:
         messages = call.get("messages") or []
         sent = _plain("\n".join(str(m.get("content") or "") for m in messages))
         missing = [s for s in self.statements if _plain(s) not in sent]
-        summary = "\n".join([pending["summary"]] + [str(m.get("content") or "") for m in messages
-                                                    if m.get("zone") == "summary"])
+        # The summary sent is nearly always the one the compaction wrote: read it once.
+        summary = "\n".join(dict.fromkeys([pending["summary"]] + [
+            str(m.get("content") or "") for m in messages if m.get("zone") == "summary"]))
         unsupported: list[str] = []
         for written, raw, scaled in numbers_in(summary):
             if scaled not in self.known and raw not in self.known and written not in unsupported:
@@ -150,14 +156,19 @@ class SourceAudit:
 
     # --- resume
     def to_state(self) -> dict[str, Any]:
+        # Saved every turn but it changes only when the archive is read (per compaction):
+        # the list is kept, so an unchanged audit saves as the same text.
+        if self._known_saved is None:
+            self._known_saved = list(self.known)
         return {"unread": self.unread, "statements": self.statements,
-                "known": list(self.known), "pending": self.pending,
+                "known": self._known_saved, "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
         self.statements = list(state.get("statements", []))
         self.known = set(state.get("known", []))
+        self._known_saved = None
         self.pending = state.get("pending")
         self.failures = int(state.get("failures", 0))
         self.flagged = list(state.get("flagged", []))

@@ -143,7 +143,8 @@ class WorkingContext:
         history. Rendering is cached, so asking again costs a scan of the history."""
         history = {m.ref: m.text for m in self.history if m.role == "user" and m.ref}
         budget = 0 if self.words_floor else self.budget().words
-        text = self.person.render(history, budget, self.hard_constraints, self.count)
+        text = self.person.render(history, budget, self.hard_constraints, self.count,
+                                  snapshot=self.snapshot_text)
         if text != self._words_text:
             self._words_text = text
             self._words_msg = (Msg.build(self.counter, {"role": "system", "content": text})
@@ -203,6 +204,9 @@ class WorkingContext:
         return group_units(self.history)
 
     # --- measuring and building
+    def tools_tokens(self) -> int:
+        return self._tools_tokens
+
     def fixed_tokens(self) -> int:
         """System prompt, tool schemas and reply priming: what no compaction can shrink."""
         return REPLY_PRIMING + self._system_msg.tokens + self._tools_tokens

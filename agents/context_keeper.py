@@ -19,6 +19,7 @@ from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
 from agents.tools.notes import render_notes
+from agents.tokens import TOKENS_PER_MESSAGE
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 
@@ -108,13 +109,15 @@ class ContextKeeper:
         ctx, loop = self.ctx, self.loop
         minimal = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors, tasks=[],
                                   notes_text="", budget_tokens=0, count=ctx.count)
-        system = ctx.fixed_tokens() - ctx.counter.tools(ctx.tools)
-        return [FixedPart("system prompt", system),
-                FixedPart("tool schemas", ctx.counter.tools(ctx.tools)),
-                FixedPart("goal and tier-1 anchors", ctx.counter.message(
-                    {"role": "system", "content": minimal})),
+        # Counted every turn: the tool schemas' count is kept by the context, the minimal
+        # snapshot's by its text cache (the same framing as Msg.build's).
+        tools = ctx.tools_tokens()
+        return [FixedPart("system prompt", ctx.fixed_tokens() - tools),
+                FixedPart("tool schemas", tools),
+                FixedPart("goal and tier-1 anchors", ctx.count(minimal) + ctx.count("system")
+                          + TOKENS_PER_MESSAGE),
                 FixedPart("person's words (tier-1 sentences)", ctx.person.minimum_tokens(
-                    ctx.hard_constraints, ctx.count)),
+                    ctx.hard_constraints, ctx.count, snapshot=minimal)),
                 FixedPart("output reserve", ctx.budget().reserve)]
 
     def preflight(self) -> None:
@@ -125,8 +128,9 @@ class ContextKeeper:
     def trigger(self) -> str | None:
         """Which trigger fires now, if any: budget (c) before rolling window (a).
 
-        The rolling window counts tokens: the history may use its own zone plus whatever
-        the system, snapshot and summary zones leave unused, so a compaction (a summary
+        The rolling window counts tokens: the history may use its own zone, less the
+        "since then" tail, plus whatever the system, snapshot, words and summary zones
+        leave unused, so a compaction (a summary
         call, and a new cached prefix) comes only when a real amount of history is there
         to fold. Many small rounds still roll over at ROUNDS_PER_MAX_ROUNDS × max_rounds.
         """
@@ -137,8 +141,11 @@ class ContextKeeper:
             return "budget"
         units = ctx.units()
         rounds = sum(1 for u in units if u.is_round)
-        allowance = budget.history + sum(max(0, budget.budgets()[zone] - zones[zone])
-                                         for zone in ("system", "snapshot", "words", "summary"))
+        # The tail ("since then") rides on the same request: it is paid from the history's
+        # allowance, so a request stays within the sum of the zone budgets.
+        allowance = budget.history - zones["since"] + sum(
+            max(0, budget.budgets()[zone] - zones[zone])
+            for zone in ("system", "snapshot", "words", "summary"))
         if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
                 zones["history"] > allowance and rounds > budget.keep_rounds + 1):
             return "rolling"

@@ -11,13 +11,14 @@ from typing import Any
 from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 
 _WORD = re.compile(r"[\w\u4e00-\u9fff]+", re.UNICODE)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def keywords(text: str) -> set[str]:
     """Lower-cased words; each CJK character counts as a word so Chinese is searchable."""
     out: set[str] = set()
     for word in _WORD.findall(text.lower()):
-        if re.search(r"[\u4e00-\u9fff]", word):
+        if not word.isascii() and _CJK.search(word):  # isascii: no regex for most words
             out.update(ch for ch in word if "\u4e00" <= ch <= "\u9fff")
             out.update(re.findall(r"[a-z0-9_]+", word))
         else:

@@ -4,8 +4,8 @@ Anchor extraction is a list of patterns, and the next way a person says "don't" 
 past it. The person's own messages (the goal and every later message) are small next to
 tool results, so the engine does not depend on extraction to keep them: each one is in
 every request, either in the recent history, while it is there whole, or in this block,
-once compaction has folded it away (or a cap cut it). Keeping only those avoids sending a
-message twice, and the block then changes only when compaction or a cut changes the
+once compaction has folded it away (or a cap cut it), unless the frozen task snapshot
+holds it verbatim (the goal always is). Keeping only those avoids sending a message twice, and the block then changes only when compaction or a cut changes the
 history, which restarts the cached prefix anyway (context.py).
 
 Over its budget the block is condensed, oldest message first and visibly: a condensed
@@ -85,15 +85,20 @@ class PersonWords:
     def add(self, turn: int, ref: str, text: str, source: str = "user") -> None:
         self.messages.append(PersonMessage(turn, ref, text, source))
 
-    def outside(self, history_texts: dict[str, str]) -> list[PersonMessage]:
-        """Messages not whole in the history (`history_texts`: ref → text there)."""
-        return [m for m in self.messages if history_texts.get(m.ref) != m.text or not m.ref]
+    def outside(self, history_texts: dict[str, str], snapshot: str = "") -> list[PersonMessage]:
+        """Messages not whole in the history (`history_texts`: ref → text there) nor in the
+        frozen `snapshot` (the goal is there verbatim, so is a message an anchor holds
+        word for word): each of the person's words is sent once per request."""
+        return [m for m in self.messages
+                if (history_texts.get(m.ref) != m.text or not m.ref)
+                and not (m.text.strip() and m.text.strip() in snapshot)]
 
     def render(self, history_texts: dict[str, str], budget: int, hard: list[str],
-               count: Callable[[str], int]) -> str:
-        """The block ("" when every message is whole in the history); cached, so the same
-        state always gives the same text and costs nothing to ask for again."""
-        shown = self.outside(history_texts)
+               count: Callable[[str], int], snapshot: str = "") -> str:
+        """The block ("" when every message is whole in the history or the snapshot);
+        cached, so the same state always gives the same text and costs nothing to ask for
+        again."""
+        shown = self.outside(history_texts, snapshot)
         hard_norm = _normalise(hard)
         key = (tuple(m.ref for m in shown), budget, hard_norm)
         if key == self._key:
@@ -101,18 +106,21 @@ class PersonWords:
         self._key, self._text = key, self._build(shown, budget, hard_norm, count)
         return self._text
 
-    def minimum_tokens(self, hard: list[str], count: Callable[[str], int]) -> int:
+    def minimum_tokens(self, hard: list[str], count: Callable[[str], int],
+                       snapshot: str = "") -> int:
         """Tokens of the block with every message condensed to its hard-constraint
         sentences: no compaction can go below this (the preflight's part). A message still
-        whole in the history takes at least as much there, so this bounds both places."""
-        if not self.messages:
+        whole in the history takes at least as much there, so this bounds both places;
+        one the `snapshot` holds word for word (the goal) is counted there instead."""
+        shown = self.outside({}, snapshot)
+        if not shown:
             return 0
         hard_norm = _normalise(hard)
-        key = (len(self.messages), hard_norm)
+        key = (tuple(m.ref for m in shown), hard_norm)
         if key != self._minimum_key:
-            bodies = [self._condense(m, hard_norm) for m in self.messages]
+            bodies = [self._condense(m, hard_norm) for m in shown]
             self._minimum_key = key
-            self._minimum = count(_block(self.messages, bodies))
+            self._minimum = count(_block(shown, bodies))
         return self._minimum
 
     def _condense(self, msg: PersonMessage, hard: tuple[str, ...]) -> str:

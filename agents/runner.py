@@ -55,6 +55,8 @@ class ReportSink:
         # Figures as written in any summary that was made or sent: an invented figure
         # that shows up here must be in `flagged`.
         self.summary_figures: set[str] = set()
+        self._noted = ""  # the summary text last read for figures: it changes per compaction
+        self._figures_list: list[str] | None = None
 
     def emit(self, event: Event) -> None:
         payload = event.payload
@@ -103,7 +105,9 @@ class ReportSink:
         self.inner.emit(event)
 
     def _note_figures(self, text: str) -> None:
-        if text:
+        # Every agent call carries the same summary until the next compaction: read once.
+        if text and text != self._noted:
+            self._noted = text
             self.summary_figures.update(written for written, _, _ in numbers_in(text))
 
     def unflagged(self, invented: list[str]) -> list[str]:
@@ -139,7 +143,13 @@ class ReportSink:
                 "cost": self.meter.totals, "delegated": self.delegated,
                 "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
                 "audit_failures": self.audit_failures,
-                "flagged": self.flagged, "summary_figures": list(self.summary_figures)}
+                "flagged": self.flagged, "summary_figures": self._figures_saved()}
+
+    def _figures_saved(self) -> list[str]:
+        # Saved every turn, changed per compaction: the same sorted list until it grows.
+        if self._figures_list is None or len(self._figures_list) != len(self.summary_figures):
+            self._figures_list = sorted(self.summary_figures)
+        return self._figures_list
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.model_calls = []  # the calls of this process; the sums carry the earlier ones
@@ -157,6 +167,7 @@ class ReportSink:
         self.audit_failures = int(state.get("audit_failures", 0))
         self.flagged = list(state.get("flagged", []))
         self.summary_figures = set(state.get("summary_figures", []))
+        self._figures_list = None
         for key, pair in state.get("present", {}).items():
             if (key in self.present and isinstance(pair, list) and len(pair) == 2
                     and all(isinstance(x, int) for x in pair)):

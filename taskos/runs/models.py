@@ -407,3 +407,21 @@ class PendingMessage(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class EngineStateChunk(models.Model):
+    """A piece of a session's saved engine state, written once (taskos/runs/state_chunks.py).
+
+    `Session.engine_state` holds the small part that changes every turn and names its
+    pieces by key; a key is the hash of its text, so a piece that did not change since the
+    last save (a message of the recent history, the summary, the audit's figures) is never
+    written again. The text is kept as sent, key order included.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="state_chunks")
+    key = models.CharField(max_length=64)
+    value = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key"],
+                                               name="unique_state_chunk_per_session")]

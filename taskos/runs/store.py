@@ -12,16 +12,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 
-from . import search
-from .models import (Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent,
-                     Task, search_terms)
+from . import search, state_chunks
+from .models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile, PendingMessage,
+                     Session, SessionEvent, Task, search_terms)
 
 log = logging.getLogger("taskos.runs")
+STALE_CHUNKS = 64  # state pieces no longer named that may wait before they are deleted
 
 
 class UnknownSession(LookupError):
@@ -76,6 +78,20 @@ def _durable_commit() -> None:
             cursor.execute("SET LOCAL synchronous_commit TO ON")
 
 
+def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
+    """One INSERT … VALUES for a save's new pieces. Not bulk_create: on PostgreSQL it sends
+    them as a text array, and psycopg escapes every quote of every JSON text one regex
+    replacement at a time (seconds per long run)."""
+    q = connection.ops.quote_name
+    table, session, key, value = (q(EngineStateChunk._meta.db_table), q("session_id"),
+                                  q("key"), q("value"))
+    values = ", ".join(["(%s, %s, %s)"] * len(rows))
+    params = [part for name, text in rows for part in (pk, name, text)]
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} ({session}, {key}, {value}) VALUES {values} "
+                       f"ON CONFLICT ({session}, {key}) DO NOTHING", params)
+
+
 class DjangoStore:
     """Every method of agents.store.Store; session ids are Session primary keys as str.
 
@@ -86,6 +102,9 @@ class DjangoStore:
     def __init__(self, lease=None) -> None:
         self.lease = lease
         self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
+        self._chunks: dict[int, set[str]] = {}  # state pieces stored, per session
+        # (session pk, row): what cancel_requested read along with the cancel flag
+        self._poll: tuple[int, dict[str, Any]] | None = None
 
     # --- batches: the writes between two commit points of a turn, in one transaction
     def begin_batch(self) -> None:
@@ -96,11 +115,13 @@ class DjangoStore:
     def commit_batch(self, durable: bool = False) -> None:
         """Commit the open batch (durable or not as the connection is: see relaxed_commits;
         the state save right after is the durable commit that flushes it along)."""
+        self._poll = None  # a model call or a tool starts: what people asked is read anew
         batch, self._batch = self._batch, None
         if batch is not None:
             batch.__exit__(None, None, None)
 
     def rollback_batch(self, exc: BaseException) -> None:
+        self._poll = None
         batch, self._batch = self._batch, None
         if batch is not None:
             batch.__exit__(type(exc), exc, exc.__traceback__)
@@ -140,6 +161,23 @@ class DjangoStore:
                     "content", flat=True).first()
         except (ValueError, UnknownSession):
             return None
+
+    def read_refs(self, session_id, refs) -> dict[str, str | None]:
+        """read_ref of each ref; the session's own rows in one statement (the audit reads
+        every row archived since a compaction at once)."""
+        own, out = {}, {}
+        for ref in refs:
+            parts = str(ref).split(":")
+            if len(parts) == 3 and parts[0] == "arc" and parts[1] == str(session_id) \
+                    and parts[2].isdigit():
+                own[int(parts[2])] = ref
+            else:
+                out[ref] = self.read_ref(session_id, ref)
+        if own:
+            found = dict(ArchivedTurn.objects.filter(
+                session_id=session_pk(session_id), pk__in=list(own)).values_list("pk", "content"))
+            out.update({ref: found.get(pk) for pk, ref in own.items()})
+        return out
 
     def _own_or_descendant(self, session_id, sid: str) -> bool:
         """A session reads its own archive and its sub-agents' (T6), nobody else's."""
@@ -210,17 +248,29 @@ class DjangoStore:
                     row.save()
 
     def load_notes(self, session_id) -> dict[str, Any]:
-        notes = Session.objects.filter(pk=session_pk(session_id)).values_list(
-            "notes", flat=True).first()
-        return dict(notes or {})
+        notes = self._polled(session_id, "notes", lambda: Session.objects.filter(
+            pk=session_pk(session_id)).values_list("notes", flat=True).first())
+        return json.loads(json.dumps(notes or {}))  # a copy: the poll's stays as read
 
     def save_notes(self, session_id, notes) -> None:
+        self._poll = None
         Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
 
     # --- loop state
+    # Saved in pieces (taskos/runs/state_chunks.py): the head on the session row, every
+    # piece once in EngineStateChunk. `_chunks` is, per session, the keys stored.
     def load_state(self, session_id):
-        return Session.objects.filter(pk=session_pk(session_id)).values_list(
-            "engine_state", flat=True).first()
+        pk = session_pk(session_id)
+        head = Session.objects.filter(pk=pk).values_list("engine_state", flat=True).first()
+        if not head or not head.get(state_chunks.MARK):
+            return head
+
+        def read(keys):
+            rows = dict(EngineStateChunk.objects.filter(session_id=pk).values_list(
+                "key", "value"))
+            self._chunks[pk] = set(rows)
+            return rows
+        return state_chunks.join(head, read)
 
     def save_state(self, session_id, state) -> None:
         # Plain JSON or an error, as in MemoryStore: a state that does not serialise is an
@@ -228,21 +278,44 @@ class DjangoStore:
         # The turn's batch commits first (without waiting for the disk), then the state in
         # its own durable commit, which flushes the batch with it. A worker that dies in
         # between leaves a turn whose state was not saved: the re-run discards its writes.
+        # The new pieces go in the same commit as the head that names them.
+        pk = session_pk(session_id)
+        head, chunks = state_chunks.split(state)
         self.commit_batch()
-        with transaction.atomic():
-            _durable_commit()
-            if self.lease is not None:
-                self.lease.fenced_update(engine_state=state)
-            elif not Session.objects.filter(pk=session_pk(session_id)).update(
-                    engine_state=state):
-                raise UnknownSession(f"No session {session_id} to save the engine state of")
+        stored = self._stored_chunks(pk)
+        new = [key for key in chunks if key not in stored]
+        # Pieces no head names any more (folded messages, old summaries) go now and then,
+        # in the same commit as the head that stopped naming them.
+        stale = stored - chunks.keys() if len(stored) - len(chunks) > STALE_CHUNKS else set()
+        try:
+            with transaction.atomic():
+                _durable_commit()
+                if new:
+                    _insert_chunks(pk, [(key, chunks[key]) for key in new])
+                if stale:
+                    EngineStateChunk.objects.filter(session_id=pk, key__in=stale).delete()
+                if self.lease is not None:
+                    self.lease.fenced_update(engine_state=head)
+                elif not Session.objects.filter(pk=pk).update(engine_state=head):
+                    raise UnknownSession(f"No session {session_id} to save the engine state of")
+        except BaseException:
+            self._chunks.pop(pk, None)  # rolled back: read what is stored again next time
+            raise
+        stored.update(new)
+        stored.difference_update(stale)
+
+    def _stored_chunks(self, pk: int) -> set[str]:
+        if pk not in self._chunks:
+            self._chunks[pk] = set(EngineStateChunk.objects.filter(session_id=pk).values_list(
+                "key", flat=True))
+        return self._chunks[pk]
 
     # --- requests from people
     # Both take_* run every turn and nearly always find nothing: a plain read first, and the
     # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
     def take_user_messages(self, session_id, turn=0) -> list[str]:
         waiting = PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
-        if not waiting.exists():
+        if not self._polled(session_id, "pending", waiting.exists):
             return []
         with transaction.atomic():
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
@@ -307,7 +380,8 @@ class DjangoStore:
 
     def take_compaction_request(self, session_id) -> str | None:
         sessions = Session.objects.filter(pk=session_pk(session_id))
-        if not sessions.filter(compact_request__isnull=False).exists():
+        if not self._polled(session_id, "compact",
+                            sessions.filter(compact_request__isnull=False).exists):
             return None
         with transaction.atomic():
             request = sessions.select_for_update().values_list("compact_request",
@@ -317,8 +391,26 @@ class DjangoStore:
         return request
 
     def cancel_requested(self, session_id) -> bool:
-        return bool(Session.objects.filter(pk=session_pk(session_id)).values_list(
-            "cancel_requested", flat=True).first())
+        """Read fresh, every time; with it, in the same statement, whether people left a
+        message or a compaction request and the notes: the loop asks for those right after,
+        before the turn's first model call, and finds the answers here (one read a turn
+        instead of four)."""
+        pk = session_pk(session_id)
+        row = Session.objects.filter(pk=pk).annotate(pending=Exists(
+            PendingMessage.objects.filter(session_id=OuterRef("pk"), taken=False))).values(
+                "cancel_requested", "pending", "notes",
+                compact=ExpressionWrapper(Q(compact_request__isnull=False),
+                                          output_field=BooleanField())).first()
+        self._poll = (pk, row) if row is not None else None
+        return bool(row and row["cancel_requested"])
+
+    def _polled(self, session_id, name: str, read):
+        """`name` from this turn's poll when it is still current, else read(). The poll
+        lasts until the next commit point (a model call starts there) or notes write."""
+        poll = self._poll
+        if poll is not None and poll[0] == session_pk(session_id):
+            return poll[1][name]
+        return read()
 
     # --- sub-agents (SPEC T6)
     def create_child(self, parent_id, request) -> str:

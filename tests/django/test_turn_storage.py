@@ -100,3 +100,111 @@ def test_a_turn_stores_its_events_in_batches_and_commits_durably_once(sim_profil
         durable = [s for s in sql if re.match(r"SET LOCAL synchronous_commit TO ON", s)]
         assert len(durable) == turns
         assert sum(1 for s in sql if s == "SET synchronous_commit TO OFF") == 1
+
+
+def test_the_engine_state_is_saved_in_pieces_each_written_once(sim_profile):
+    from taskos.runs.models import EngineStateChunk, Session
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store = DjangoStore()
+    sid = str(session.pk)
+    history = [{"data": {"role": "user", "content": f"message {i}", "name": "n"},
+                "tokens": 9, "turn": i, "ref": f"arc:{sid}:{i}"} for i in range(6)]
+    # Keys out of the engine's usual order stay as they were (the inspector rebuilds bytes).
+    history[2]["data"] = {"content": "odd order", "role": "tool", "tool_call_id": "c1"}
+    state = {"turn": 6, "events_seq": 40,
+             "context": {"history": history, "summary": {"task_overview": ["goal"]},
+                         "summary_text": "<summary>goal</summary>", "person": [],
+                         "window": 128000},
+             "companions": {"audit": {"known": ["1", "2"]}, "report": {"sums": {"calls": 6}}},
+             "handoff": {}}
+    store.save_state(sid, state)
+    assert store.load_state(sid) == state
+    assert list(store.load_state(sid)["context"]["history"][2]["data"]) == \
+        ["content", "role", "tool_call_id"]
+    head = Session.objects.get(pk=session.pk).engine_state
+    assert head["turn"] == 6 and "odd order" not in json.dumps(head)  # pieces are apart
+    assert head["companions"]["report"] == {"sums": {"calls": 6}}  # read by the comparison
+
+    # The next turn appends a message: only that piece and the head are written.
+    state["context"]["history"] = history + [{"data": {"role": "assistant", "content": "ok"},
+                                              "tokens": 5, "turn": 6, "ref": ""}]
+    state["turn"] = 7
+    with CaptureQueriesContext(connection) as queries:
+        store.save_state(sid, state)
+    inserts = [q["sql"] for q in queries.captured_queries
+               if q["sql"].startswith('INSERT INTO "runs_enginestatechunk"')]
+    assert "ON CONFLICT" in inserts[0]  # a piece another save already wrote is no error
+    assert len(inserts) == 1 and inserts[0].count('"ok"') == 1 and "message 1" not in inserts[0]
+    # A new process (a resume) reads the same state back.
+    assert DjangoStore().load_state(sid) == state
+    assert EngineStateChunk.objects.filter(session=session).count() == 6 + 1 + 3
+
+
+def test_pieces_no_head_names_are_deleted_with_a_later_save(sim_profile):
+    from taskos.runs import store as store_module
+    from taskos.runs.models import EngineStateChunk
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = store_module.DjangoStore(), str(session.pk)
+    for turn in range(store_module.STALE_CHUNKS + 10):
+        message = {"data": {"role": "user", "content": f"turn {turn}"}, "tokens": 4,
+                   "turn": turn, "ref": ""}
+        store.save_state(sid, {"turn": turn, "context": {"history": [message]}})
+    assert EngineStateChunk.objects.filter(session=session).count() <= \
+        store_module.STALE_CHUNKS + 2
+    assert store.load_state(sid)["context"]["history"][0]["data"]["content"] == \
+        f"turn {store_module.STALE_CHUNKS + 9}"
+
+
+def test_a_turn_reads_what_people_asked_for_in_one_statement(sim_profile):
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    with CaptureQueriesContext(connection) as queries:
+        report = execute_session(session)
+    assert report["status"] == "finished"
+    sql = [q["sql"] for q in queries.captured_queries]
+    polls = [s for s in sql if s.startswith('SELECT "runs_session"."cancel_requested"')]
+    assert len(polls) >= report["turns"]
+    assert all('"runs_pendingmessage"' in s and '"compact_request" IS NOT NULL' in s
+               for s in polls)
+    # Nothing pending: no separate look for messages, compaction requests or notes.
+    assert not [s for s in sql if s.startswith('SELECT 1 AS "a" FROM "runs_pendingmessage"')]
+    assert not [s for s in sql if s.startswith('SELECT 1 AS "a" FROM "runs_session"')]
+    # Notes are read alone only after a commit point (by a tool, or a compaction's handoff).
+    notes = [s for s in sql if s.startswith('SELECT "runs_session"."notes"')]
+    assert len(notes) <= report["turns"] // 4
+
+
+def test_a_message_and_a_compaction_request_left_before_a_turn_are_taken(sim_profile):
+    from taskos.runs.models import PendingMessage, Session
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    assert store.cancel_requested(sid) is False
+    assert store.take_user_messages(sid) == [] and store.take_compaction_request(sid) is None
+    PendingMessage.objects.create(session=session, text="also plot it")
+    Session.objects.filter(pk=session.pk).update(compact_request="keep the totals",
+                                                 notes={"n": 1})
+    assert store.cancel_requested(sid) is False  # the turn's poll sees both
+    assert store.load_notes(sid) == {"n": 1}
+    assert store.take_user_messages(sid, turn=2) == ["also plot it"]
+    assert store.take_compaction_request(sid) == "keep the totals"
+    store.commit_batch()  # a model call: the next answers are read anew
+    assert store.take_user_messages(sid) == [] and store.take_compaction_request(sid) is None
+
+
+def test_read_refs_reads_own_rows_in_one_statement_and_others_like_read_ref(sim_profile):
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    other = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    refs = [store.archive(sid, 0, "tool", f"row {i}: 12 units") for i in range(5)]
+    foreign = store.archive(str(other.pk), 0, "tool", "not yours")
+    with CaptureQueriesContext(connection) as queries:
+        texts = store.read_refs(sid, refs)
+    assert len(queries.captured_queries) == 1
+    assert texts == {ref: store.read_ref(sid, ref) for ref in refs}
+    assert store.read_refs(sid, [foreign, "arc:x"]) == {foreign: None, "arc:x": None}

@@ -140,3 +140,20 @@ def test_report_has_cost_cached_output_and_summary_call_keys():
     assert report["summary_calls"] == sum(1 for c in report["model_calls"] if c["kind"] == "summary")
     assert report["output_tokens"] == sum(c["output_tokens"] for c in out.payloads(EventType.MODEL_CALL))
     assert report["cost"]["openai-like"] > 0
+
+
+def test_a_request_stays_within_the_sum_of_its_zone_budgets_tail_included():
+    # The rolling trigger pays the "since then" tail from the history's allowance, so a
+    # request (hints aside) never outgrows system + snapshot + words + summary + history
+    # while those zones keep to their budgets (at 128k the fixed part is far below its own).
+    # Small rounds and a high round limit: the token count decides, in fine steps.
+    out = run_scenario(docs(150, tokens=400), window=128_000,
+                       config=ContextConfig(max_rounds=40))
+    budgets = out.payloads(EventType.BUDGET)
+    assert out.run.report["compactions"] >= 1
+    assert any(p["zones"]["since"] > 0 for p in budgets)
+    for p in budgets:
+        assert all(p["zones"][z] <= p["budgets"][z] for z in ("system", "snapshot", "words",
+                                                              "summary"))
+        cap = sum(p["budgets"][z] for z in ("system", "snapshot", "words", "summary", "history"))
+        assert p["input_tokens"] - p["zones"]["hints"] <= cap, p["zones"]

@@ -106,12 +106,14 @@ def _rules(n):
 
 
 def test_preflight_counts_the_person_words_that_no_compaction_can_drop():
-    # 50 prohibitions: system, tools, snapshot and reserve fit 4k (3 473 tokens), but the
-    # person's own rule sentences are in every request too, so nothing can ever be sent.
-    out = run_scenario({"name": "many-rules", "goal": _rules(50), "steps": [{"final": "ok"}]},
-                       window=4000)
+    # 70 prohibitions in a message: the system, tools, snapshot and reserve alone fit 4k,
+    # but the person's own rule sentences are in every request too, so nothing more can be
+    # sent once the message arrives.
+    out = run_scenario({"name": "many-rules", "goal": "Read the files.", "steps": [
+        {"tool": "list_files", "args": {}}, {"user": _rules(70)}, {"final": "ok"}]},
+        window=4000)
     assert out.run.status == "failed"
-    assert out.transport.requests == [] and out.transport.refused == []
+    assert len(out.transport.requests) == 1 and out.transport.refused == []
     fatal = [e for e in out.payloads(EventType.ERROR) if e["fatal"]]
     assert fatal[-1]["code"] == "preflight_failed"
     assert "person's words (tier-1 sentences)" in out.run.result.error

@@ -84,11 +84,13 @@ def test_an_unpatterned_constraint_survives_a_hostile_summarizer_in_every_later_
 
 
 def test_words_is_a_zone_in_layout_order_and_stays_the_same_between_compactions():
-    out = run_scenario(docs(12), window=6000)
+    scenario = docs(12)
+    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    out = run_scenario(scenario, window=6000)
     assert ZONES.index("snapshot") < ZONES.index("words") < ZONES.index("summary")
     budgets = [p for p in out.payloads(EventType.BUDGET)]
     assert all("words" in p["zones"] and "words" in p["budgets"] for p in budgets)
-    assert any(p["zones"]["words"] > 0 for p in budgets)  # the goal, once folded away
+    assert any(p["zones"]["words"] > 0 for p in budgets)  # the message, once folded away
     compaction_turns = {e.turn for e in out.sink.of_type(EventType.COMPACTION)}
     blocks = [(e.turn, next((m["content"] for m in e.payload["messages"]
                              if m.get("zone") == "words"), None))
@@ -96,3 +98,21 @@ def test_words_is_a_zone_in_layout_order_and_stays_the_same_between_compactions(
     for (turn_a, a), (turn_b, b) in zip(blocks, blocks[1:]):
         if a != b:  # the block changes only where a compaction ran
             assert turn_b in compaction_turns
+
+
+def test_the_goal_is_not_repeated_in_the_block_while_the_snapshot_holds_it_verbatim():
+    words = PersonWords()
+    words.add(0, "arc:1", "Read documents. Never email the customer.", "goal")
+    words.add(3, "arc:2", UNPATTERNED, "user")
+    snapshot = "<task-snapshot>\nGoal: Read documents. Never email the customer.\n</task-snapshot>"
+    block = words.render({}, 10_000, [], COUNTER.text, snapshot=snapshot)
+    assert UNPATTERNED in block and "[turn 0 · goal" not in block
+    assert "Never email the customer." in words.render({}, 10_000, [], COUNTER.text)
+    # In a run: once compaction folded the goal away, it is in the snapshot, not twice.
+    scenario = docs(12)
+    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    out = run_scenario(scenario, window=6000)
+    assert out.run.report["compactions"] >= 1
+    blocks = [m["content"] for call in out.sink.of_type(EventType.MODEL_CALL)
+              for m in call.payload["messages"] if m.get("zone") == "words"]
+    assert blocks and all(UNPATTERNED in b and "Read documents." not in b for b in blocks)

@@ -1,0 +1,116 @@
+"""The engine state saved in pieces, so a turn writes only what changed (issue 8).
+
+The loop hands over its whole state every turn (agents/loop.py). Saved as one JSON value
+that was ~100 kB by mid-session: the recent history, the summary (twice: as data and as
+text), the audit's figures and the person's messages, rewritten by every turn although
+a turn only appends a round to the history and the rest changes once per compaction.
+
+`split` keeps the small, always-changing part as the head (`Session.engine_state`) and
+turns each history message and each large part into a chunk named by the hash of its
+text. A chunk's key is its content, so the store inserts only keys it has not written
+before: a turn costs its new messages and the head. `join` puts the state back together
+from the head and the chunk texts; the result equals what the loop saved.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Iterable
+
+MARK = "chunked"  # in the head: which format it is
+# Parts that change per compaction, not per turn: (path in the state, key prefix).
+PARTS = ((("context", "summary"), "summary"), (("context", "summary_text"), "summary_text"),
+         (("context", "person"), "person"), (("companions", "audit"), "audit"),
+         (("handoff",), "handoff"))
+HISTORY = ("context", "history")
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def chunk_key(prefix: str, text: str) -> str:
+    return f"{prefix}:{hashlib.sha1(text.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
+
+
+def _parent(state: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    """The dict holding path[-1], or None when the state has no such place."""
+    node: Any = state
+    for name in path[:-1]:
+        node = node.get(name) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) and path[-1] in node else None
+
+
+def _copied_along(state: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    """Shallow copies of the dicts along `path` (the loop's dicts stay untouched)."""
+    node = state
+    for name in path[:-1]:
+        child = node.get(name)
+        if not isinstance(child, dict):
+            return None
+        node[name] = dict(child)
+        node = node[name]
+    return node if path[-1] in node else None
+
+
+def split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(head, {key: text}): the head names every chunk it needs, in order."""
+    head = dict(state)
+    chunks: dict[str, str] = {}
+    history_at = _copied_along(head, HISTORY)
+    if history_at is not None and isinstance(history_at[HISTORY[-1]], list):
+        keys = []
+        for message in history_at[HISTORY[-1]]:
+            text = _dump(message)
+            key = chunk_key("msg", text)
+            chunks[key] = text
+            keys.append(key)
+        history_at[HISTORY[-1]] = {MARK: keys}
+    for path, prefix in PARTS:
+        holder = _copied_along(head, path)
+        if holder is None or holder[path[-1]] in (None, "", [], {}):
+            continue  # small or absent: stays in the head
+        text = _dump(holder[path[-1]])
+        key = chunk_key(prefix, text)
+        chunks[key] = text
+        holder[path[-1]] = {MARK: key}
+    head[MARK] = 1
+    return head, chunks
+
+
+def needed(head: dict[str, Any]) -> list[str]:
+    """Every chunk key the head names."""
+    if not head or not head.get(MARK):
+        return []
+    keys: list[str] = []
+    history_at = _parent(head, HISTORY)
+    if history_at is not None and isinstance(history_at[HISTORY[-1]], dict):
+        keys += history_at[HISTORY[-1]].get(MARK, [])
+    for path, _ in PARTS:
+        holder = _parent(head, path)
+        if holder is not None and isinstance(holder[path[-1]], dict) and MARK in holder[path[-1]]:
+            keys.append(holder[path[-1]][MARK])
+    return keys
+
+
+def join(head: dict[str, Any] | None, read: Callable[[Iterable[str]], dict[str, str]]
+         ) -> dict[str, Any] | None:
+    """The state as saved: the head with each chunk put back (`read`: keys → texts)."""
+    if not head or not head.get(MARK):
+        return head  # saved whole (before this format) or nothing saved
+    keys = needed(head)
+    texts = read(keys)
+    missing = [k for k in keys if k not in texts]
+    if missing:
+        raise LookupError(f"the saved engine state names {len(missing)} pieces that are not "
+                          f"stored (first: {missing[0]}); it cannot be resumed")
+    state = dict(head)
+    state.pop(MARK)
+    history_at = _copied_along(state, HISTORY)
+    if history_at is not None and isinstance(history_at[HISTORY[-1]], dict):
+        history_at[HISTORY[-1]] = [json.loads(texts[k]) for k in history_at[HISTORY[-1]][MARK]]
+    for path, _ in PARTS:
+        holder = _copied_along(state, path)
+        if holder is not None and isinstance(holder[path[-1]], dict) and MARK in holder[path[-1]]:
+            holder[path[-1]] = json.loads(texts[holder[path[-1]][MARK]])
+    return state

@@ -1,0 +1,30 @@
+"""The audit's number reader skips the refs regex on texts that hold no ref
+(agents/numbers.py): the numbers it finds must be the same as with the regex run."""
+from decimal import Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.numbers import NUMBER, REFS, known_values, numbers_in, values_in, without_refs
+
+PARTS = st.lists(st.sampled_from(["turn 12", "arc:s:4", "Turns 3-5", "TURN 9", "第 7 轮",
+                                  "x1,234", "-12.5%", "3,400", "50k", "7M", "a-5", "id9f3",
+                                  "returns 8", " ", "\n"]), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PARTS)
+def test_numbers_are_those_of_the_regex_after_removing_refs(parts):
+    text = " ".join(parts)
+    assert without_refs(text) == REFS.sub(" ", text)
+    expected = [(m.group(0).strip(), m.group(1)) for m in NUMBER.finditer(REFS.sub(" ", text))]
+    assert [(w, raw) for w, raw, _ in numbers_in(text)] == [
+        (w, format(Decimal(g1.replace(",", "")).normalize(), "f")) for w, g1 in expected]
+    assert values_in(text) == set(known_values(text))
+
+
+def test_examples():
+    assert [w for w, _, _ in numbers_in("sales -12.5% in region2, 3,400 units, 50k rows")] == \
+        ["-12.5%", "3,400", "50k"]
+    assert numbers_in("see arc:s:12 and Turn 4") == []
+    assert without_refs("no reference here: 12 rows") == "no reference here: 12 rows"
