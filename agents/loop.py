@@ -80,6 +80,7 @@ class AgentLoop(AnswerHandling):
         # The simulated provider counts with the engine's own tokenizer: nothing to learn.
         self.calibration = None if spec.profile.simulated else TokenCalibration(
             prior=spec.profile.token_ratio, prior_calls=spec.profile.token_ratio_calls,
+            prior_overheads=spec.profile.token_overheads,
             exact=isinstance(self.counter, ServerTokenCounter))
         self.ledger = CallLedger()
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
@@ -96,7 +97,7 @@ class AgentLoop(AnswerHandling):
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
         if self.calibration is not None:
-            self.ctx.correction = self.calibration.correction()
+            self._recalibrated()
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
@@ -118,8 +119,8 @@ class AgentLoop(AnswerHandling):
         if self.calibration is not None:
             self.companions.append(self.calibration)
 
-    def _recalibrated(self, correction: float) -> None:
-        self.ctx.correction = correction
+    def _recalibrated(self) -> None:
+        self.ctx.correction = self.calibration.correction(self.ctx.window)
 
     @property
     def count_source(self) -> str:

@@ -291,6 +291,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
               "error_code": result.code,
               "count_source": loop.count_source, "token_ratio": learnt[0],
               "token_ratio_calls": learnt[1],
+              "token_overheads": loop.calibration.learnt_overheads()
+              if loop.calibration is not None else {},
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,

@@ -157,8 +157,8 @@ class TaskAdmin(admin.ModelAdmin):
 @admin.register(ModelProfile)
 class ModelProfileAdmin(admin.ModelAdmin):
     list_display = ("name", "model", "base_url", "context_size", "price_input", "price_output",
-                    "token_ratio", "token_ratio_calls")
-    readonly_fields = ("token_ratio", "token_ratio_calls")
+                    "token_ratio", "token_ratio_calls", "token_overheads")
+    readonly_fields = ("token_ratio", "token_ratio_calls", "token_overheads")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -122,6 +122,10 @@ class ModelProfile(models.Model):
         help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
     token_ratio_calls = models.PositiveIntegerField(
         default=0, editable=False, help_text="Calls the learnt ratio is based on.")
+    token_overheads = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="Tokens the server adds per kind of request (tools offered, tool_choice), "
+                  "learnt with the ratio: provider ≈ overhead + ratio × engine count.")
 
     class Meta:
         ordering = ["name"]
@@ -136,8 +140,10 @@ class ModelProfile(models.Model):
         if self.simulated or not isinstance(calls, int) or not isinstance(ratio, (int, float)):
             return
         # Compared in the database: a parallel session may have learnt from more calls.
+        overheads = report.get("token_overheads")
         ModelProfile.objects.filter(pk=self.pk, token_ratio_calls__lt=calls).update(
-            token_ratio=ratio, token_ratio_calls=calls)
+            token_ratio=ratio, token_ratio_calls=calls,
+            token_overheads=overheads if isinstance(overheads, dict) else {})
 
     @property
     def simulated(self) -> bool:
@@ -154,7 +160,8 @@ class ModelProfile(models.Model):
             num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
             server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
             tool_results_as_user=self.tool_results_as_user,
-            token_ratio_calls=self.token_ratio_calls, **self.fault_limits())
+            token_ratio_calls=self.token_ratio_calls,
+            token_overheads=dict(self.token_overheads or {}), **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:
         """The timeouts and retry budget, for the engine's profile."""
