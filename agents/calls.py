@@ -114,6 +114,23 @@ class CallRunner:
                      turn, sent=sent, count_kind=request_kind(tools, "none"))
         return reply
 
+    def probe_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
+                   max_tokens: int, turn: int) -> ModelReply:
+        """The probe questions after a compaction (agents.probes): no tools, no retries —
+        a probe that fails is reported, it never holds the session up."""
+        model = self.profile.summary_model or None
+        described = [{**m, "zone": "probe"} for m in messages]
+        sent = self._sent(messages, None, max_tokens, model, None)
+        try:
+            reply = self._timed(messages, None, max_tokens, model)
+        except ContextOverflow as exc:
+            self._refused("probe", exc, tokens, limit, {"probe": tokens}, described, turn,
+                          sent, request_kind(None, None))
+            raise
+        self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
+                     sent=sent, count_kind=request_kind(None, None))
+        return reply
+
     def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
         while True:
             try:

@@ -122,6 +122,12 @@ class ModelProfile(models.Model):
         help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
     token_ratio_calls = models.PositiveIntegerField(
         default=0, editable=False, help_text="Calls the learnt ratio is based on.")
+    probe_questions = models.BooleanField(
+        default=False, help_text="After each compaction, ask the model a few short questions "
+                                 "(constraints, key figures, open tasks) against the new "
+                                 "context and grade the answers against the archive. Costs "
+                                 "one call per compaction: on for local models, off for paid "
+                                 "ones unless you want the check.")
     token_overheads = models.JSONField(
         default=dict, blank=True, editable=False,
         help_text="Tokens the server adds per kind of request (tools offered, tool_choice), "
@@ -160,7 +166,7 @@ class ModelProfile(models.Model):
             num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
             server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
             tool_results_as_user=self.tool_results_as_user,
-            token_ratio_calls=self.token_ratio_calls,
+            token_ratio_calls=self.token_ratio_calls, probe_questions=self.probe_questions,
             token_overheads=dict(self.token_overheads or {}), **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:

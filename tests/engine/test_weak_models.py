@@ -123,6 +123,31 @@ def test_the_same_failing_call_gets_the_hint_then_ends_the_session():
     assert len(provider.requests) == 6  # 3 before the hint, 3 more after it
 
 
+def test_the_same_successful_call_in_a_row_gets_the_hint_then_ends_the_session():
+    # SmolLM2 on llama-cpp-python: list_files, list_files, list_files… until turn_limit.
+    with FakeProvider(default="tool") as provider:
+        run, sink = run_against(provider, config=ContextConfig(tool_retries_limit=3,
+                                                               max_turns=40))
+    hints = [e.payload for e in sink.of_type(EventType.HINT_BLOCK)
+             if e.payload["kind"] == "tool_repeat"]
+    assert len(hints) == 1 and "'list_files' with the same arguments 3 times" in hints[0]["text"]
+    # The hint reached the model in the request after the third call.
+    assert any("3 times in a row" in (m.get("content") or "")
+               for m in provider.requests[3]["body"]["messages"])
+    assert error_codes(sink)[-1] == ("tool_repeat_loop", True)
+    assert finished(sink)["status"] == "failed" and "6 times in a row" in finished(sink)["error"]
+    assert len(provider.requests) == 6
+
+
+def test_a_call_repeated_with_other_calls_between_is_not_a_loop():
+    with FakeProvider(["tool", "bad_read", "tool", "bad_read", "tool", "bad_read", "tool",
+                       "ok"]) as provider:
+        run, sink = run_against(provider, config=ContextConfig(tool_retries_limit=3))
+    assert finished(sink)["status"] == "finished"
+    assert not [e for e in sink.of_type(EventType.HINT_BLOCK)
+                if e.payload["kind"] == "tool_repeat"]
+
+
 def server_count(factor: float):
     """The server's own prompt count: the engine's cl100k figure × `factor` (another
     tokenizer), as a real server would report it."""
@@ -246,7 +271,7 @@ def test_counting_is_calibrated_from_usage_to_within_two_percent_after_three_cal
 def test_a_fixed_overhead_plus_a_ratio_is_learnt_to_within_two_percent_after_three_calls():
     # 180 tokens of server framing, a 1.15 tokenizer and 400 tokens of tools in the
     # server's words: the single ratio this replaces was 10-55 % off on such a server.
-    with FakeProvider(["tool"] * 6 + ["ok"],
+    with FakeProvider(["tool", "bad_read"] * 3 + ["ok"],
                       prompt_tokens=server_with_overhead(180, 1.15, 400)) as provider:
         run, sink = run_against(provider, tools=["list_files", "read_file"])
     calls = model_calls(sink)
