@@ -75,7 +75,10 @@ class ContextKeeper:
             "warning_line": budget.warning_line, "limit": budget.input_limit,
             "free": budget.window - request.total - budget.reserve,
             # Counting per model: exact / calibrated / estimate, and the window divisor.
-            "count_source": loop.count_source, "correction": round(ctx.correction, 4)}))
+            "count_source": loop.count_source, "correction": round(ctx.correction, 4),
+            # SPEC C18: a window that is a guess is said next to it, every turn.
+            **({"window_warning": " ".join(loop.spec.profile.warnings)}
+               if loop.spec.profile.warnings else {})}))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:

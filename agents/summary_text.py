@@ -42,7 +42,8 @@ def heading_field(line: str) -> tuple[str, str] | None:
     A heading is marked (markdown #, **bold**, a trailing colon, or "Title: item") and
     short; a sentence that merely contains a colon is not one."""
     stripped = line.strip()
-    marked = stripped.startswith(("#", "**")) or ":" in stripped[:60]
+    marked = (stripped.startswith(("#", "**")) or ":" in stripped[:60]
+              or re.match(r"^\d+[.)]\s+\*\*", stripped) is not None)
     if not marked or len(stripped) > 200:
         return None
     title = re.sub(r"^#+\s*", "", stripped).replace("**", "").strip()
