@@ -233,7 +233,7 @@ def parse_model_summary(text: str, forms: list[str] | None = None) -> Structured
         data = found[0] if found is not None else None
         problem = f"not valid JSON ({exc})"
     else:
-        problem = f"a JSON {type(data).__name__}, not an object"
+        problem = f"a JSON {type(data).__name__}, but it must be a JSON object"
     if isinstance(data, dict) and any(name in data for name in FIELDS):
         form = "json"
     else:
