@@ -56,19 +56,27 @@ class TokenCalibration:
         self.exact = exact
         self.margin = margin
         self.pairs: list[tuple[str, int, int]] = []  # (kind, engine, provider)
+        # With the server's tokenizer the text is already counted as the server counts it
+        # (slope 1): what is left is the overhead per kind and the framing per message
+        # (llama.cpp's <|im_start|>role … <|im_end|> is not the engine's 3 + role).
+        self.messages: list[int] = []  # message count of each pair, same order
         self.calls = 0  # pairs observed in this session
         self.agent_kind = ""  # the kind of the latest agent request: what budgets are for
+        self.agent_messages = 0  # and its number of messages
         self._fit: tuple[float, dict[str, float]] | None = None
+        self._frame: tuple[float, dict[str, float]] | None = None
 
-    def observe(self, engine_tokens: int, provider_tokens: int, kind: str = "") -> bool:
+    def observe(self, engine_tokens: int, provider_tokens: int, kind: str = "",
+                messages: int = 0) -> bool:
         """Record one call's two figures; False when the pair is unusable."""
         if engine_tokens <= 0 or provider_tokens <= 0:
             return False
         if not MIN_RATIO <= provider_tokens / engine_tokens <= MAX_RATIO:
             return False
         self.pairs = (self.pairs + [(kind, engine_tokens, provider_tokens)])[-RECENT_CALLS:]
+        self.messages = (self.messages + [messages])[-RECENT_CALLS:]
         self.calls += 1
-        self._fit = None
+        self._fit = self._frame = None
         return True
 
     # --- the fit
@@ -81,6 +89,8 @@ class TokenCalibration:
     def _solve(self) -> tuple[float, dict[str, float]]:
         if not self.pairs:
             return self.prior, dict(self.prior_overheads)
+        if self.exact:
+            return 1.0, {}
         groups: dict[str, list[tuple[int, int]]] = {}
         for kind, engine, provider in self.pairs:
             groups.setdefault(kind, []).append((engine, provider))
@@ -104,8 +114,35 @@ class TokenCalibration:
             overheads[kind] = sum(p - slope * e for e, p in rows) / len(rows)
         return slope, overheads
 
-    def overhead(self, kind: str) -> float:
-        slope, overheads = self.fit()
+    def framing_fit(self) -> tuple[float, dict[str, float]]:
+        """Exact counting: (tokens per message, overhead per kind) of provider − engine,
+        least squares with one intercept per kind, as `_solve` does for the slope."""
+        groups: dict[str, list[tuple[int, int]]] = {}
+        for (kind, engine, provider), count in zip(self.pairs, self.messages):
+            groups.setdefault(kind, []).append((count, provider - engine))
+        sxy = sxx = 0.0
+        for rows in groups.values():
+            mean_n = sum(n for n, _ in rows) / len(rows)
+            mean_r = sum(r for _, r in rows) / len(rows)
+            sxy += sum((n - mean_n) * (r - mean_r) for n, r in rows)
+            sxx += sum((n - mean_n) ** 2 for n, _ in rows)
+        per_message = sxy / sxx if sxx > 0 and abs(sxy / sxx) <= 50 else 0.0
+        return per_message, {kind: sum(r - per_message * n for n, r in rows) / len(rows)
+                             for kind, rows in groups.items()}
+
+    def overhead(self, kind: str, messages: int = 0) -> float:
+        if self.exact and self.pairs:
+            per_message, overheads = self._framing()
+            return self._nearest(kind, overheads) + per_message * messages
+        return self._nearest(kind, self.fit()[1])
+
+    def _framing(self) -> tuple[float, dict[str, float]]:
+        if self._frame is None:
+            self._frame = self.framing_fit()
+        return self._frame
+
+    @staticmethod
+    def _nearest(kind: str, overheads: dict[str, float]) -> float:
         if kind in overheads:
             return overheads[kind]
         # A kind not seen yet: the same tool_choice with other tools is the best guess.
@@ -123,9 +160,9 @@ class TokenCalibration:
             return "exact"
         return "calibrated" if self.pairs or self.prior_calls else "estimate"
 
-    def estimate(self, engine_tokens: int, kind: str = "") -> int:
+    def estimate(self, engine_tokens: int, kind: str = "", messages: int = 0) -> int:
         """The provider's figure for a request the engine counted `engine_tokens`."""
-        return max(1, round(self.overhead(kind) + self.ratio * engine_tokens))
+        return max(1, round(self.overhead(kind, messages) + self.ratio * engine_tokens))
 
     def correction(self, window: int | None = None) -> float:
         """What the working context divides the window by: a request of window/correction
@@ -133,7 +170,8 @@ class TokenCalibration:
         slope = self.ratio
         if not window:
             return slope * (1 + self.margin)
-        engine_limit = (window / (1 + self.margin) - self.overhead(self.agent_kind)) / slope
+        engine_limit = (window / (1 + self.margin)
+                        - self.overhead(self.agent_kind, self.agent_messages)) / slope
         # An overhead eating most of the window is a misfit, not room: cap the divisor.
         return min(window / max(engine_limit, window * 0.25), 4.0)
 
@@ -146,7 +184,8 @@ class TokenCalibration:
 
     def to_state(self) -> dict[str, Any]:
         return {"pairs": [list(p) for p in self.pairs], "calls": self.calls,
-                "agent_kind": self.agent_kind}
+                "agent_kind": self.agent_kind, "messages": self.messages,
+                "agent_messages": self.agent_messages}
 
     def from_state(self, state: dict[str, Any]) -> None:
         # States saved before kinds existed hold (engine, provider) pairs.
@@ -155,4 +194,6 @@ class TokenCalibration:
                       for p in state.get("pairs", [])]
         self.calls = int(state.get("calls", 0))
         self.agent_kind = state.get("agent_kind", "")
-        self._fit = None
+        self.messages = [int(n) for n in state.get("messages", [])] or [0] * len(self.pairs)
+        self.agent_messages = int(state.get("agent_messages", 0))
+        self._fit = self._frame = None

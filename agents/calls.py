@@ -208,11 +208,12 @@ class CallRunner:
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
                      refused=True, error=str(exc), count_kind=count_kind)
-        self._calibrate(engine_tokens, exc.requested, count_kind)
+        self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
 
-    def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str) -> None:
-        if self.calibration is None or not self.calibration.observe(engine_tokens,
-                                                                    provider_tokens, count_kind):
+    def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str,
+                   messages: int) -> None:
+        if self.calibration is None or not self.calibration.observe(
+                engine_tokens, provider_tokens, count_kind, messages):
             return
         if self.on_correction is not None:
             self.on_correction()
@@ -227,10 +228,12 @@ class CallRunner:
         if self.calibration is not None:  # the engine's figure as it stood before this call
             if kind == "agent":
                 self.calibration.agent_kind = count_kind
-            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind),
+                self.calibration.agent_messages = len(messages)
+            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind,
+                                                                    len(messages)),
                          count_source=self.calibration.source, count_kind=count_kind)
             if not refused:
-                self._calibrate(engine_tokens, reply.input_tokens, count_kind)
+                self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
         self.emit(Event(EventType.MODEL_CALL, {
             "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
             "engine_tokens": engine_tokens, "zones": zones,

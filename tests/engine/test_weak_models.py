@@ -335,6 +335,27 @@ def test_the_servers_tokenizer_is_used_when_it_offers_one():
         / calls[0]["input_tokens"] < 0.05
 
 
+def test_with_the_servers_tokenizer_the_framing_per_message_and_kind_is_learnt():
+    counter = TokenCounter()
+    tokenize = lambda text: round(counter.text(text) * 1.2)
+
+    def server(body):  # its tokenizer on the text and the calls, 5 per message (chatml),
+        text = 0       # 3 per rendered call, 300 for the tools in its own words
+        for m in body["messages"]:
+            text += tokenize(m.get("content") or "") + 5
+            for call in m.get("tool_calls") or ():
+                text += 3 + tokenize(call["function"]["name"] + call["function"]["arguments"])
+        return text + (300 if body.get("tools") else 0)
+    with FakeProvider(["tool", "bad_read"] * 3 + ["ok"], tokenizer=tokenize,
+                      prompt_tokens=server) as provider:
+        run, sink = run_against(provider, tools=["list_files", "read_file"],
+                                server_tokenizer=True)
+    calls = model_calls(sink)
+    errors = [abs(c["estimated_tokens"] - c["input_tokens"]) / c["input_tokens"] for c in calls]
+    assert {c["count_source"] for c in calls} == {"exact"}
+    assert all(e <= 0.02 for e in errors[3:]), errors
+
+
 def test_without_a_tokenize_endpoint_the_profile_falls_back_to_calibration():
     with FakeProvider(["ok"], prompt_tokens=server_count(1.1)) as provider:
         run, sink = run_against(provider, tools=["list_files"], server_tokenizer=True)

@@ -26,7 +26,8 @@ CLEAR_FAILURES = {"unusable_answer", "tool_retry_loop", "tool_repeat_loop", "tur
 CONSTRAINTS = ("Never write or delete any file.", "The final report must stay under 120 words.")
 
 
-def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int):
+def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int,
+             **config):
     profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
                            api_key_env="", context_size=N_CTX, server_tokenizer=True,
                            tool_results_as_user=True, probe_questions=True,
@@ -35,7 +36,7 @@ def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: i
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
         run = run_session(session_id=name, goal=goal, scenario=None, profile=profile,
-                          config=ContextConfig(max_turns=max_turns), store=MemoryStore(),
+                          config=ContextConfig(max_turns=max_turns, **config), store=MemoryStore(),
                           events=sink, workspace=Path(tmp), tools=tools)
     record = evidence(name, run, sink)
     with open(os.environ.get("TASKOS_REAL_MODEL_REPORT", "/tmp/taskos-real-model.jsonl"),
@@ -104,8 +105,10 @@ def test_a_long_task_compacts_keeps_its_constraints_and_never_goes_over(local_se
     goal = (f"{CONSTRAINTS[0]} {CONSTRAINTS[1]} Read the file sales.csv with the read_file "
             "tool, part by part, and report the total revenue per region. Keep reading with "
             "read_file until you have seen the whole file.")
+    # Rounds fold after 4 (max_rounds 1) so a 4096 window sees several compactions in the
+    # turns a 135M model lasts; it repeats list_files, so the repeat limit is raised.
     run, sink, record = run_real(local_server, "long-task", goal, ["read_file", "list_files"],
-                                 max_turns=12)
+                                 max_turns=14, max_rounds=1, tool_retries_limit=6)
     assert record["refused_by_server"] == 0, record
     for compaction in record["compactions"]:
         assert compaction["audit"]["missing_anchors"] == [], compaction
