@@ -34,13 +34,18 @@ MIN_RATIO, MAX_RATIO = 0.2, 3.0  # a pair outside this is a misreport, not a tok
 MIN_SPREAD = 25  # engine tokens of spread within a kind before an overhead is separable
 
 
-def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None) -> str:
-    """What a server adds depends on the tools offered and whether they may be called:
-    "auto:3/1204" is three tools, 1 204 characters of schemas, tool_choice auto."""
+def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None,
+                 messages: list[dict[str, Any]] | None = None) -> str:
+    """What a server adds depends on the tools offered, whether they may be called, and
+    how many system messages carry them: "auto:3/1204/s2" is three tools, 1 204
+    characters of schemas, tool_choice auto, two system messages (llama-cpp-python's
+    chatml-function-calling renders the tools into every system message, so a second one
+    — the truncation marker — costs the tools a second time)."""
     if not tools:
         return "no-tools"
     size = len(json.dumps(tools, ensure_ascii=False, sort_keys=True))
-    return f"{tool_choice or 'auto'}:{len(tools)}/{size}"
+    systems = sum(1 for m in messages or () if m.get("role") == "system")
+    return f"{tool_choice or 'auto'}:{len(tools)}/{size}" + (f"/s{systems}" if systems > 1 else "")
 
 
 class TokenCalibration:

@@ -86,14 +86,15 @@ class CallRunner:
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
+        count_kind = request_kind(request.tools, "auto", request.messages)
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None)
         except ContextOverflow as exc:
             self._refused("agent", exc, request.total, limit, request.zones,
-                          request.described(), turn, sent, request_kind(request.tools, "auto"))
+                          request.described(), turn, sent, count_kind)
             raise
         self._record("agent", reply, request.total, limit, request.zones, request.described(),
-                     turn, sent=sent, count_kind=request_kind(request.tools, "auto"))
+                     turn, sent=sent, count_kind=count_kind)
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -108,10 +109,10 @@ class CallRunner:
             reply = self._summary_with_retries(messages, tools, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
-                          described, turn, sent, request_kind(tools, "none"))
+                          described, turn, sent, request_kind(tools, "none", messages))
             raise
         self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
-                     turn, sent=sent, count_kind=request_kind(tools, "none"))
+                     turn, sent=sent, count_kind=request_kind(tools, "none", messages))
         return reply
 
     def probe_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
