@@ -19,6 +19,7 @@ compaction: a profile setting (`probe_questions`), on for the local profile only
 """
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -89,7 +90,8 @@ def build_probes(*, statements: list[str], compacted_texts: list[tuple[str, str]
     figures: list[Probe] = []
     for ref, text in reversed(compacted_texts):  # the latest results first
         lines = figure_lines(text)
-        if lines:
+        if lines and all(p.question != f'What figure was found for "{lines[0][0]}"?'
+                         for p in figures):  # the same listing twice is one question
             label, figure = lines[0]
             figures.append(Probe("figure", f'What figure was found for "{label}"?', figure, ref))
         if len(figures) == MAX_FIGURES:
@@ -143,7 +145,8 @@ def recovered(probe: Probe, answer: str) -> bool:
 
 
 def grade(probes: list[Probe], answer_text: str) -> dict[str, Any]:
-    answers = answers_by_number(answer_text, len(probes))
+    # llama-cpp-python's template HTML-escapes what the model writes (&#39; for ').
+    answers = answers_by_number(html.unescape(answer_text or ""), len(probes))
     for probe, answer in zip(probes, answers):
         probe.answer = answer[:300]
         probe.recovered = recovered(probe, answer)

@@ -79,11 +79,12 @@ def test_probes_are_built_from_statements_results_and_open_tasks():
     probes = build_probes(
         statements=["The final report must stay under 120 words"],
         compacted_texts=[("arc:s:4", "region,revenue\nNorth,1204.50\nSouth,880.25"),
-                         ("arc:s:5", "Loaded 460 rows, 9 columns")],
+                         ("arc:s:5", "Loaded 460 rows, 9 columns"),
+                         ("arc:s:6", "Loaded 460 rows, 9 columns")],  # asked once
         open_tasks=["Write the regional revenue table"])
     assert [p.kind for p in probes] == ["constraint", "figure", "figure", "task"]
     assert (probes[1].expected, probes[1].source) == ("1204.50", "arc:s:4")
-    assert (probes[2].expected, probes[2].source) == ("460", "arc:s:5")
+    assert (probes[2].expected, probes[2].source) == ("460", "arc:s:6")
     assert "120" not in probes[0].question  # the question points, it does not answer
     assert figure_lines("Document id 58347b6c\nwatts 9") == []  # ids and small counts
 
