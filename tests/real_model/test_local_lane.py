@@ -20,7 +20,8 @@ from agents.runner import run_session
 
 from .conftest import N_CTX
 
-pytestmark = pytest.mark.real_model
+# Minutes per session on a busy 2-core CPU: the default 300 s test timeout is too short.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1800)]
 CLEAR_FAILURES = {"unusable_answer", "tool_retry_loop", "tool_repeat_loop", "turn_limit",
                   "bad_response"}
 CONSTRAINTS = ("Never write or delete any file.", "The final report must stay under 120 words.")
