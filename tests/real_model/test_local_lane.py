@@ -114,7 +114,8 @@ def test_a_long_task_compacts_keeps_its_constraints_and_never_goes_over(local_se
     for compaction in record["compactions"]:
         assert compaction["audit"]["missing_anchors"] == [], compaction
     assert all(e <= 0.02 for e in record["counting_error_settled"]), record["counting_error"]
-    probed = [c["probe"] for c in record["compactions"] if c.get("probe")]
-    assert len(probed) == len(record["compactions"]), record["compactions"]
+    # Every compaction that folded turns is probed (an anchor refresh folds none).
+    folded = [c for c in record["compactions"] if c["trigger"] != "anchor"]
+    assert all(c.get("probe") for c in folded), record["compactions"]
     if record["status"] == "failed":
         assert record["error_codes"][-1] in CLEAR_FAILURES, record
