@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from agents.calibration import request_kind
 from agents.config import ModelProfile
 from agents.context import Request
 from agents.events import Event, EventType
@@ -79,20 +80,21 @@ class CallRunner:
         self.recorded: Callable[[], None] = lambda: None
         self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
         # Counting per model: every provider count teaches the ratio (agents.calibration);
-        # on_correction hands the new window divisor to the working context.
+        # on_correction tells the loop to hand the new window divisor to the working context.
         self.calibration = None
-        self.on_correction: Callable[[float], None] | None = None
+        self.on_correction: Callable[[], None] | None = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
+        count_kind = request_kind(request.tools, "auto", request.messages)
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None)
         except ContextOverflow as exc:
             self._refused("agent", exc, request.total, limit, request.zones,
-                          request.described(), turn, sent)
+                          request.described(), turn, sent, count_kind)
             raise
         self._record("agent", reply, request.total, limit, request.zones, request.described(),
-                     turn, sent=sent)
+                     turn, sent=sent, count_kind=count_kind)
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -107,10 +109,27 @@ class CallRunner:
             reply = self._summary_with_retries(messages, tools, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
-                          described, turn, sent)
+                          described, turn, sent, request_kind(tools, "none", messages))
             raise
         self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
-                     turn, sent=sent)
+                     turn, sent=sent, count_kind=request_kind(tools, "none", messages))
+        return reply
+
+    def probe_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
+                   max_tokens: int, turn: int) -> ModelReply:
+        """The probe questions after a compaction (agents.probes): no tools, no retries —
+        a probe that fails is reported, it never holds the session up."""
+        model = self.profile.summary_model or None
+        described = [{**m, "zone": "probe"} for m in messages]
+        sent = self._sent(messages, None, max_tokens, model, None)
+        try:
+            reply = self._timed(messages, None, max_tokens, model)
+        except ContextOverflow as exc:
+            self._refused("probe", exc, tokens, limit, {"probe": tokens}, described, turn,
+                          sent, request_kind(None, None))
+            raise
+        self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
+                     sent=sent, count_kind=request_kind(None, None))
         return reply
 
     def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
@@ -183,33 +202,39 @@ class CallRunner:
 
     def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
                  zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
-                 sent: dict[str, Any]) -> None:
+                 sent: dict[str, Any], count_kind: str = "") -> None:
         """A request the provider refused as too long is still a call that was made: it is
         recorded with the provider's own count, so peaks and over-window totals show it."""
         reply = ModelReply(content="", finish_reason="refused",
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
-                     refused=True, error=str(exc))
-        self._calibrate(engine_tokens, exc.requested)
+                     refused=True, error=str(exc), count_kind=count_kind)
+        self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
 
-    def _calibrate(self, engine_tokens: int, provider_tokens: int) -> None:
-        if self.calibration is None or not self.calibration.observe(engine_tokens,
-                                                                    provider_tokens):
+    def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str,
+                   messages: int) -> None:
+        if self.calibration is None or not self.calibration.observe(
+                engine_tokens, provider_tokens, count_kind, messages):
             return
         if self.on_correction is not None:
-            self.on_correction(self.calibration.correction())
+            self.on_correction()
 
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
-                sent: dict[str, Any], refused: bool = False, error: str = "") -> None:
+                sent: dict[str, Any], refused: bool = False, error: str = "",
+                count_kind: str = "") -> None:
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
         if self.calibration is not None:  # the engine's figure as it stood before this call
-            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens),
-                         count_source=self.calibration.source)
+            if kind == "agent":
+                self.calibration.agent_kind = count_kind
+                self.calibration.agent_messages = len(messages)
+            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind,
+                                                                    len(messages)),
+                         count_source=self.calibration.source, count_kind=count_kind)
             if not refused:
-                self._calibrate(engine_tokens, reply.input_tokens)
+                self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
         self.emit(Event(EventType.MODEL_CALL, {
             "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
             "engine_tokens": engine_tokens, "zones": zones,

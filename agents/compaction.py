@@ -40,6 +40,8 @@ class CompactionOutcome:
     fallback_reason: str = ""
     summary_calls: int = 0
     raised_output: int = 0  # output room a cut summary was asked again with, if it was
+    # How each accepted model summary was read: "json", or "text" (headed sections).
+    summary_forms: list[str] = field(default_factory=list)
 
     @property
     def archived_turns(self) -> list[int]:
@@ -129,7 +131,7 @@ class Compactor:
                 request, tokens = reused
                 reply = self._ask(request, tokens, ctx.tools or None, outcome)
                 if reply.finish_reason != "length":
-                    return self._merged(current, reply)
+                    return self._merged(current, reply, outcome)
                 # Cut even with all the window's room: fold it in smaller chunks instead.
         share = 1.0  # of the room a chunk may fill; halved each time a summary is cut
         while pending:
@@ -174,7 +176,7 @@ class Compactor:
                 pending[:0] = taken  # cut: the same units again, in chunks half the size
                 share /= 2
                 continue
-            current = self._merged(current, reply)
+            current = self._merged(current, reply, outcome)
         return current
 
     def _ask(self, request: list[dict[str, Any]], tokens: int, tools: list | None,
@@ -193,11 +195,12 @@ class Compactor:
             outcome.summary_calls += 1
         return reply
 
-    def _merged(self, current: StructuredSummary | None, reply: ModelReply) -> StructuredSummary:
+    def _merged(self, current: StructuredSummary | None, reply: ModelReply,
+                outcome: CompactionOutcome) -> StructuredSummary:
         budget = self.ctx.budget()
         if reply.finish_reason == "length":
             raise SummaryError("the summary was cut off by its output limit")
-        merged = merge(current, parse_model_summary(reply.content))
+        merged = merge(current, parse_model_summary(reply.content, outcome.summary_forms))
         current = shrink_to(merged, budget.summary_cap, self.ctx.count)
         if self.ctx.count(render(current)) > budget.summary_max:
             raise SummaryError("the summary is longer than its zone allows")

@@ -15,6 +15,7 @@ from agents.events import Event, EventType
 from agents.history import Msg
 from agents.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.limits import FixedPart, check_request, preflight
+from agents.probes import ask_probes
 from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, audit_compaction, render, shrink_to
@@ -75,7 +76,10 @@ class ContextKeeper:
             "warning_line": budget.warning_line, "limit": budget.input_limit,
             "free": budget.window - request.total - budget.reserve,
             # Counting per model: exact / calibrated / estimate, and the window divisor.
-            "count_source": loop.count_source, "correction": round(ctx.correction, 4)}))
+            "count_source": loop.count_source, "correction": round(ctx.correction, 4),
+            # SPEC C18: a window that is a guess is said next to it, every turn.
+            **({"window_warning": " ".join(loop.spec.profile.warnings)}
+               if loop.spec.profile.warnings else {})}))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:
@@ -175,7 +179,9 @@ class ContextKeeper:
             loop.emit(Event(EventType.ERROR, error_payload("summary_failed",
                                                            outcome.fallback_reason, fatal=False)))
         self._write_handoff(outcome)
-        self._report(outcome, before, call.instructions)
+        probe = ask_probes(self.loop, outcome) if self.loop.spec.profile.probe_questions \
+            else None
+        self._report(outcome, before, call.instructions, probe=probe)
         return outcome
 
     def _anchor_rescue_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
@@ -288,7 +294,8 @@ class ContextKeeper:
                            json.dumps(self.handoff, ensure_ascii=False))
 
     def _report(self, outcome: CompactionOutcome, before: dict[str, int],
-                instructions: str = "", noop: bool = False) -> None:
+                instructions: str = "", noop: bool = False,
+                probe: dict[str, Any] | None = None) -> None:
         loop, ctx = self.loop, self.ctx
         # Numbers are checked in what a summary call just wrote; a snapshot rebuild or a
         # truncation wrote no summary, and re-reading the old one would cost a scan.
@@ -315,5 +322,7 @@ class ContextKeeper:
             "archived_turns": outcome.archived_turns, "refs": outcome.refs,
             "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
             "summary_calls": outcome.summary_calls, "raised_output": outcome.raised_output,
-            "audit": audit, "instructions": instructions, "noop": noop or refresh}))
+            "summary_forms": outcome.summary_forms, "audit": audit,
+            "instructions": instructions, "noop": noop or refresh,
+            **({"probe": probe} if probe is not None else {})}))
 

@@ -98,6 +98,11 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "The model kept repeating the same failing tool call after the hint told it to stop.",
         "Read the tool's error in the transcript; fix the data or the tool, or use a "
         "stronger model. The limit is twice tool_retries_limit."),
+    "tool_repeat_loop": ErrorAdvice(
+        "The model kept making the same successful tool call, with the same arguments, "
+        "after the hint told it that the result was already in its context.",
+        "Weak models forget they have a result: use a stronger model, offer fewer tools, or "
+        "lower the temperature. The limit is twice tool_retries_limit calls in a row."),
     "turn_limit": ErrorAdvice("The task used all its turns without a final answer.",
                               "Raise max_turns or split the task."),
     "worker_lost": ErrorAdvice("The worker running this task stopped.",

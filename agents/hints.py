@@ -6,7 +6,9 @@ every turn) nor in the user's words. Four kinds, each with its own throttle:
 - time: the current time in the configured timezone, again only after time_interval_hours;
 - tasks: "N in progress, M pending" when the task list changed since the model last saw it;
 - context: inside the warning band, "Context is now N tokens; compaction at M.";
-- tool_error: the same tool with the same arguments failed tool_retries_limit times in a row.
+- tool_error: the same tool with the same arguments failed tool_retries_limit times in a row;
+- tool_repeat: the same successful call made tool_retries_limit times in a row (a weak
+  model that forgets it already has the result and asks again, turn after turn).
 
 The loop emits each returned Hint as a HINT_BLOCK event and keeps `to_state()` for resume.
 """
@@ -24,12 +26,16 @@ from agents.store import TaskRecord
 TOOL_ERROR_TEMPLATE = ("The last {count} calls to '{tool_name}' with the same arguments all "
                        "failed. Stop retrying the same call as-is, check the error message and "
                        "try a different approach.")
+TOOL_REPEAT_TEMPLATE = ("You called '{tool_name}' with the same arguments {count} times in a row "
+                        "and it succeeded each time: its result is already in the context. Do "
+                        "not call it again; use that result, call a different tool, or give "
+                        "your final answer.")
 MAX_TRACKED_CALLS = 64  # distinct failing calls remembered; older ones are forgotten
 
 
 @dataclass
 class Hint:
-    kind: str  # time | tasks | context | tool_error
+    kind: str  # time | tasks | context | tool_error | tool_repeat
     text: str
 
 
@@ -67,6 +73,9 @@ class HintInjector:
         self.seen_tasks: str | None = None  # fingerprint of the task list the model last saw
         self.failures: dict[str, int] = {}  # call key -> failures in a row
         self.pending_errors: list[tuple[str, int]] = []  # (tool name, count) to report
+        # The latest successful call and how many times in a row it was made.
+        self.last_success: tuple[str, int] = ("", 0)
+        self.pending_repeats: list[tuple[str, int]] = []
 
     def record_tool_call(self, name: str, arguments_json: str, failed: bool) -> int:
         """Count failures of identical calls; a success of that call resets its count.
@@ -74,7 +83,9 @@ class HintInjector:
         key = _call_key(name, arguments_json)
         count = self.failures.pop(key, 0)
         if not failed:
+            self._record_success(key, name)
             return 0
+        self.last_success = ("", 0)
         count += 1
         self.failures[key] = count  # re-inserted last: the dict is ordered oldest first
         while len(self.failures) > MAX_TRACKED_CALLS:
@@ -82,6 +93,18 @@ class HintInjector:
         if count % self.config.tool_retries_limit == 0:  # again after every further N failures
             self.pending_errors.append((name, count))
         return count
+
+    def _record_success(self, key: str, name: str) -> None:
+        last_key, repeats = self.last_success
+        repeats = repeats + 1 if key == last_key else 1
+        self.last_success = (key, repeats)
+        if repeats % self.config.tool_retries_limit == 0:
+            self.pending_repeats.append((name, repeats))
+
+    @property
+    def repeats(self) -> int:
+        """How many times in a row the latest successful call was made as it is."""
+        return self.last_success[1]
 
     def mark_tasks_seen(self, tasks: list[TaskRecord]) -> None:
         """The model saw this task list itself (e.g. it just called a task tool)."""
@@ -111,6 +134,10 @@ class HintInjector:
             hints.append(Hint("tool_error", TOOL_ERROR_TEMPLATE.format(count=count,
                                                                       tool_name=tool_name)))
         self.pending_errors = []
+        for tool_name, count in self.pending_repeats:
+            hints.append(Hint("tool_repeat", TOOL_REPEAT_TEMPLATE.format(count=count,
+                                                                        tool_name=tool_name)))
+        self.pending_repeats = []
         return hints
 
     def _time_text(self, now: dt.datetime) -> str:
@@ -125,7 +152,9 @@ class HintInjector:
         return {"last_time_hint": self.last_time_hint.isoformat() if self.last_time_hint else None,
                 "seen_tasks": self.seen_tasks,
                 "failures": [[key, count] for key, count in self.failures.items()],
-                "pending_errors": [[name, count] for name, count in self.pending_errors]}
+                "pending_errors": [[name, count] for name, count in self.pending_errors],
+                "last_success": list(self.last_success),
+                "pending_repeats": [[name, count] for name, count in self.pending_repeats]}
 
     def from_state(self, state: dict[str, Any] | None) -> "HintInjector":
         """Restore what to_state() saved, in place (a resumed session keeps its throttles)."""
@@ -135,4 +164,7 @@ class HintInjector:
         self.seen_tasks = state.get("seen_tasks")
         self.failures = {str(key): int(count) for key, count in state.get("failures", [])}
         self.pending_errors = [(str(n), int(c)) for n, c in state.get("pending_errors", [])]
+        key, repeats = state.get("last_success") or ("", 0)
+        self.last_success = (str(key), int(repeats))
+        self.pending_repeats = [(str(n), int(c)) for n, c in state.get("pending_repeats", [])]
         return self

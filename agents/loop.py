@@ -42,7 +42,9 @@ from agents.tools.registry import ToolRegistry
 DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
                   "constraints in the task snapshot. When you are done, answer without tool calls.")
 MAX_OVERFLOW_RETRIES = 3
-TOOL_LOOP_FACTOR = 2  # the same failing call this many × tool_retries_limit ends the session
+# The same failing (or same successful) call this many × tool_retries_limit in a row ends
+# the session.
+TOOL_LOOP_FACTOR = 2
 
 
 @dataclass
@@ -80,6 +82,7 @@ class AgentLoop(AnswerHandling):
         # The simulated provider counts with the engine's own tokenizer: nothing to learn.
         self.calibration = None if spec.profile.simulated else TokenCalibration(
             prior=spec.profile.token_ratio, prior_calls=spec.profile.token_ratio_calls,
+            prior_overheads=spec.profile.token_overheads,
             exact=isinstance(self.counter, ServerTokenCounter))
         self.ledger = CallLedger()
         self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
@@ -96,7 +99,7 @@ class AgentLoop(AnswerHandling):
                                   window=spec.profile.context_size,
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
         if self.calibration is not None:
-            self.ctx.correction = self.calibration.correction()
+            self._recalibrated()
         self.book = AnchorBook(session_id, store, self.emit)
         self.hints = HintInjector(spec.config)
         self.keeper = ContextKeeper(self)
@@ -107,7 +110,8 @@ class AgentLoop(AnswerHandling):
         self.tool_state: dict = {}
         self.empty_answers = 0
         self.rejected_answers = 0
-        self.stuck: str | None = None  # why the session must stop after this turn's commit
+        # (code, why) the session must stop after this turn's commit
+        self.stuck: tuple[str, str] | None = None
         self.last_request = None  # the request just sent: what the model may echo back
         self.known_tools = set(tools.names())
         self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
@@ -118,8 +122,8 @@ class AgentLoop(AnswerHandling):
         if self.calibration is not None:
             self.companions.append(self.calibration)
 
-    def _recalibrated(self, correction: float) -> None:
-        self.ctx.correction = correction
+    def _recalibrated(self) -> None:
+        self.ctx.correction = self.calibration.correction(self.ctx.window)
 
     @property
     def count_source(self) -> str:
@@ -196,7 +200,7 @@ class AgentLoop(AnswerHandling):
             if answer is not None:
                 return RunResult("finished", answer, self.turn)
             if self.stuck:
-                return self._fail("tool_retry_loop", self.stuck)
+                return self._fail(*self.stuck)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
 
     def _one_turn(self) -> str | None:
@@ -320,10 +324,17 @@ class AgentLoop(AnswerHandling):
             return
         failures = self.hints.record_tool_call(call["name"], call["arguments"],
                                                outcome.error is not None)
-        if failures >= TOOL_LOOP_FACTOR * self.spec.config.tool_retries_limit:
-            self.stuck = (f"the model called '{call['name']}' with the same arguments "
-                          f"{failures} times in a row and every call failed, also after the hint "
-                          f"to stop; last error: {outcome.error}")
+        limit = TOOL_LOOP_FACTOR * self.spec.config.tool_retries_limit
+        if failures >= limit:
+            self.stuck = ("tool_retry_loop", (
+                f"the model called '{call['name']}' with the same arguments {failures} times "
+                f"in a row and every call failed, also after the hint to stop; last error: "
+                f"{outcome.error}"))
+        elif self.hints.repeats >= limit:
+            self.stuck = ("tool_repeat_loop", (
+                f"the model called '{call['name']}' with the same arguments "
+                f"{self.hints.repeats} times in a row; every call succeeded with its result "
+                "already in the context, and it kept calling after the hint to stop"))
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
                            self.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)

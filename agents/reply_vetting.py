@@ -25,7 +25,7 @@ _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 # Markup of the engine's injected blocks; a line of only this says nothing.
 _MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update)>"
-                     r"|\[(?:time|tasks|context|tool_error)\]|^#+\s*|^[-*•]\s*", re.I)
+                     r"|\[(?:time|tasks|context|tool_error|tool_repeat)\]|^#+\s*|^[-*•]\s*", re.I)
 MIN_OWN_CHARS = 16  # letters and digits of the answer's own beyond the echoed lines
 
 

@@ -43,6 +43,8 @@ class ReportSink:
         self.model_calls: list[dict[str, Any]] = []
         self.sums = dict(ZERO_SUMS)  # running totals: what the state saves and resumes
         self.compactions = 0
+        self.summaries: dict[str, int] = {"model": 0, "fallback": 0}
+        self.probes: list[dict[str, Any]] = []  # one small dict per probed compaction
         self.stated_turn: dict[str, int] = {}
         # per expected anchor: [calls that should show it, calls that did]
         self.present: dict[str, list[int]] = {s: [0, 0] for s in expect_tier1}
@@ -93,6 +95,16 @@ class ReportSink:
                 "parent_calls_before": len(self.agent_inputs)})
         elif event.type == EventType.COMPACTION and not payload.get("noop"):
             self.compactions += 1
+            # Visible in runtask's report: how many model summaries were usable, and how.
+            self.summaries["fallback" if payload.get("fallback") else "model"] += 1
+            if payload.get("probe") is not None:
+                probe = payload["probe"]
+                self.probes.append({"compaction": self.compactions, "turn": event.turn,
+                                    "rate": probe.get("rate"), "asked": probe.get("asked"),
+                                    "recovered": probe.get("recovered"),
+                                    **({"error": probe["error"]} if probe.get("error") else {})})
+            for form in payload.get("summary_forms") or ():
+                self.summaries[f"read_as_{form}"] = self.summaries.get(f"read_as_{form}", 0) + 1
             self._note_figures(payload.get("summary_after") or "")
         elif event.type == EventType.AUDIT:
             self.audit_failures += not payload.get("ok")
@@ -138,7 +150,8 @@ class ReportSink:
 
     def to_state(self) -> dict[str, Any]:
         # Sizes that do not grow with the session: totals, never the list of calls.
-        return {"sums": self.sums, "compactions": self.compactions,
+        return {"sums": self.sums, "compactions": self.compactions, "summaries": self.summaries,
+                "probes": self.probes,
                 "stated_turn": self.stated_turn, "present": self.present,
                 "cost": self.meter.totals, "delegated": self.delegated,
                 "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
@@ -161,6 +174,8 @@ class ReportSink:
             if name in self.sums and isinstance(value, int):
                 self.sums[name] = value
         self.compactions = state.get("compactions", 0)
+        self.summaries = {"model": 0, "fallback": 0, **(state.get("summaries") or {})}
+        self.probes = list(state.get("probes") or [])
         self.delegated = list(state.get("delegated", []))
         self.agent_inputs = [int(n) for n in state.get("agent_inputs", [])]
         self.stated_turn = dict(state.get("stated_turn", {}))
@@ -190,6 +205,7 @@ class ReportSink:
                                               "cached_input_tokens", "output_tokens",
                                               "summary_calls", "over_window_requests")} | {
                 "model_call_count": sums["calls"], "compactions": self.compactions,
+                "summaries": dict(self.summaries), "probe_recovery": list(self.probes),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
                 **({"children": self.children_report()} if self.delegated else {})}
@@ -302,6 +318,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
               "error_code": result.code,
               "count_source": loop.count_source, "token_ratio": learnt[0],
               "token_ratio_calls": learnt[1],
+              "token_overheads": loop.calibration.learnt_overheads()
+              if loop.calibration is not None else {},
               "model_calls": sink.model_calls,
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,

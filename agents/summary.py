@@ -17,6 +17,7 @@ from typing import Any, Callable
 from agents.anchors import extract_anchors, supersedes
 from agents.numbers import known_values, numbers_in  # noqa: F401 - numbers_in re-exported
 from agents.lenient_json import first_json_object
+from agents.summary_text import sections_from_text, unescape
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -215,10 +216,13 @@ def _ruled_out(value: Any) -> list[dict[str, str]]:
     return out
 
 
-def parse_model_summary(text: str) -> StructuredSummary:
-    """Validate a model's JSON summary (bare or in a ```json fence); raise SummaryError."""
+def parse_model_summary(text: str, forms: list[str] | None = None) -> StructuredSummary:
+    """Validate a model's summary; raise SummaryError. JSON (bare, fenced, with chatter
+    around it, or HTML-escaped) is read first; else sections under headings in plain text
+    or markdown (agents.summary_text). The form read is appended to `forms`."""
     if not isinstance(text, str) or not text.strip():
         raise SummaryError("The summary answer is empty; expected a JSON object.")
+    text = unescape(text)
     body = (fenced.group(1) if (fenced := _FENCE.match(text)) else text).strip()
     try:
         data = json.loads(body)
@@ -226,20 +230,28 @@ def parse_model_summary(text: str) -> StructuredSummary:
         # Small models add "Here is the summary:" before or a remark after the object:
         # the first complete object is the answer, the rest is ignored.
         found = first_json_object(body)
-        if found is None:
-            raise SummaryError(f"The summary answer is not valid JSON ({exc}); it starts with "
-                               f"{body[:80]!r}.") from None
-        data = found[0]
-    if not isinstance(data, dict):
-        raise SummaryError(f"The summary answer must be a JSON object with the keys "
-                           f"{', '.join(FIELDS)}; got a JSON {type(data).__name__}.")
-    if not any(name in data for name in FIELDS):
-        raise SummaryError(f"The summary JSON has none of the keys {', '.join(FIELDS)} "
-                           f"(it has: {', '.join(sorted(data)[:8]) or 'no keys'}).")
+        data = found[0] if found is not None else None
+        problem = f"not valid JSON ({exc})"
+    else:
+        problem = f"a JSON {type(data).__name__}, but it must be a JSON object"
+    if isinstance(data, dict) and any(name in data for name in FIELDS):
+        form = "json"
+    else:
+        if isinstance(data, dict):
+            problem = (f"JSON with none of the keys {', '.join(FIELDS)} (it has: "
+                       f"{', '.join(sorted(data)[:8]) or 'no keys'})")
+        data = sections_from_text(body)
+        form = "text"
+        if not data:
+            raise SummaryError(
+                f"The summary answer is {problem} and names none of the C6 sections as "
+                f"headings either; it starts with {body[:80]!r}.")
     summary = StructuredSummary(ruled_out=_ruled_out(data.get("ruled_out")), **{
         name: _string_list(name, data.get(name)) for name in FIELDS if name != "ruled_out"})
     if summary.is_empty():
         raise SummaryError("The summary JSON has the expected keys but every section is empty.")
+    if forms is not None:
+        forms.append(form)
     return summary
 
 

@@ -77,7 +77,10 @@ if [ "$REAL_MODEL" = 1 ]; then
     if ! "$VENV_PY" -c "import llama_cpp.server" 2>/dev/null; then
         echo "Installing llama-cpp-python[server] (wheels from $WHEELS when present; else a 8–25 minute compile)…"
         mkdir -p "$WHEELS"
-        "$VENV_PY" -m pip wheel --quiet --wheel-dir "$WHEELS" --find-links "$WHEELS" 'llama-cpp-python[server]'
+        # Portable: the default native build crashed the server on the first request
+        # (general protection fault in libggml-cpu) on a CPU advertising AVX-512/AMX.
+        CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF}" \
+            "$VENV_PY" -m pip wheel --quiet --wheel-dir "$WHEELS" --find-links "$WHEELS" 'llama-cpp-python[server]'
         "$VENV_PY" -m pip install --quiet --no-index --find-links "$WHEELS" 'llama-cpp-python[server]'
     fi
     export TASKOS_REAL_MODEL=1

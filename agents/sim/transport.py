@@ -6,7 +6,8 @@ received JSON with its own code (agents.sim.counting), refuses a request whose p
 `max_tokens` for every output, tool calls included (cutting with finish_reason "length"),
 reports usage and prefix-cached tokens, and plays a scenario one step per agent turn.
 Summary requests are answered from exactly the messages given, in the scenario's or the
-caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile).
+caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile); probe
+questions from the conversation before them (agents.sim.probe_answers).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import httpx2
 
 from agents.scenarios import Scenario
-from agents.sim import counting
+from agents.sim import counting, probe_answers
 from agents.sim.cache import PromptCache
 from agents.sim.summarizer import SummaryPlayer
 from agents.sim.summary_request import SUMMARY_MARKER, is_tail_request, to_labelled
@@ -61,6 +62,8 @@ class SimTransport(httpx2.BaseTransport):
         if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
             message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
                                                      ensure_ascii=False), max_tokens)
+        elif probe_answers.is_probe_request(messages):
+            message, finish = self._limit(probe_answers.answer(messages), max_tokens)
         elif is_tail_request(messages):  # the agent's own prefix, the instruction last
             message, finish = self._limit(json.dumps(self.summaries.answer(to_labelled(messages)),
                                                      ensure_ascii=False), max_tokens)

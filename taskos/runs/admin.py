@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -172,9 +172,26 @@ class TaskAdmin(admin.ModelAdmin):
 
 @admin.register(ModelProfile)
 class ModelProfileAdmin(admin.ModelAdmin):
-    list_display = ("name", "model", "base_url", "context_size", "price_input", "price_output",
-                    "token_ratio", "token_ratio_calls")
-    readonly_fields = ("token_ratio", "token_ratio_calls")
+    list_display = ("name", "model", "base_url", "window_shown", "price_input", "price_output",
+                    "probe_questions", "token_ratio", "token_ratio_calls", "token_overheads")
+    readonly_fields = ("token_ratio", "token_ratio_calls", "token_overheads")
+
+    @admin.display(description="window")
+    def window_shown(self, obj):
+        # SPEC C18: an assumed window is said wherever the profile is listed.
+        return f"{obj.effective_window:,}" + (" (assumed: set the real one)"
+                                               if obj.window_warning else "")
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if obj.window_warning:
+            messages.warning(request, obj.window_warning)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        if request.method == "GET" and obj is not None and obj.window_warning:
+            messages.warning(request, obj.window_warning)
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

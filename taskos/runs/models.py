@@ -60,6 +60,9 @@ def validate_message_length(text: str) -> None:
         raise ValidationError(reason)
 
 
+ASSUMED_WINDOW = 128_000  # an unknown model without a context size: said, never silent
+
+
 class ModelProfile(models.Model):
     """Where a model lives, its window and prices; the API key itself is never stored."""
 
@@ -75,7 +78,11 @@ class ModelProfile(models.Model):
         help_text="Name of the environment variable holding the API key (blank: no key, for "
                   "local servers). Allowed: names starting with TASKOS_KEY_ and those the "
                   "operator lists in TASKOS_ALLOWED_KEY_ENVS.")
-    context_size = models.PositiveIntegerField(default=128_000)
+    context_size = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="The model's window in tokens, as its server enforces it. Blank: the "
+                  "known window of a well-known model; for any other model TaskOS assumes "
+                  "128 000 and warns on every page that shows the profile (SPEC C18).")
     encoding = models.CharField(max_length=50, blank=True,
                                 help_text="tiktoken encoding; blank: the model's own.")
     price_input = models.DecimalField(max_digits=12, decimal_places=4, default=0,
@@ -122,6 +129,16 @@ class ModelProfile(models.Model):
         help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
     token_ratio_calls = models.PositiveIntegerField(
         default=0, editable=False, help_text="Calls the learnt ratio is based on.")
+    probe_questions = models.BooleanField(
+        default=False, help_text="After each compaction, ask the model a few short questions "
+                                 "(constraints, key figures, open tasks) against the new "
+                                 "context and grade the answers against the archive. Costs "
+                                 "one call per compaction: on for local models, off for paid "
+                                 "ones unless you want the check.")
+    token_overheads = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="Tokens the server adds per kind of request (tools offered, tool_choice), "
+                  "learnt with the ratio: provider ≈ overhead + ratio × engine count.")
 
     class Meta:
         ordering = ["name"]
@@ -136,25 +153,45 @@ class ModelProfile(models.Model):
         if self.simulated or not isinstance(calls, int) or not isinstance(ratio, (int, float)):
             return
         # Compared in the database: a parallel session may have learnt from more calls.
+        overheads = report.get("token_overheads")
         ModelProfile.objects.filter(pk=self.pk, token_ratio_calls__lt=calls).update(
-            token_ratio=ratio, token_ratio_calls=calls)
+            token_ratio=ratio, token_ratio_calls=calls,
+            token_overheads=overheads if isinstance(overheads, dict) else {})
 
     @property
     def simulated(self) -> bool:
         return not self.base_url
 
+    @property
+    def effective_window(self) -> int:
+        """The window sessions use: the one set, the known one, else the assumed 128k."""
+        if self.context_size:
+            return self.context_size
+        return agents.config.KNOWN_CONTEXT_SIZES.get(self.model, ASSUMED_WINDOW)
+
+    @property
+    def window_warning(self) -> str:
+        """Why the window is a guess (SPEC C18), or "" when it is not."""
+        if self.context_size or self.simulated or self.model in agents.config.KNOWN_CONTEXT_SIZES:
+            return ""
+        return (f"Model {self.model!r} is unknown and profile {self.name!r} sets no context "
+                f"size: TaskOS assumes {ASSUMED_WINDOW:,} tokens. Set the real window on the "
+                "profile, or requests may go over it.")
+
     def to_engine(self, context_size: int | None = None) -> agents.config.ModelProfile:
         """The engine's view of this profile, optionally with a smaller window."""
         return agents.config.ModelProfile(
             name=self.name, model=self.model, base_url=self.base_url,
-            api_key_env=self.api_key_env, context_size=context_size or self.context_size,
+            api_key_env=self.api_key_env, context_size=context_size or self.effective_window,
+            warnings=[self.window_warning] if self.window_warning else [],
             encoding=self.encoding, price_input=float(self.price_input),
             price_cached_input=float(self.price_cached_input),
             price_output=float(self.price_output), summary_model=self.summary_model,
             num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
             server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
             tool_results_as_user=self.tool_results_as_user,
-            token_ratio_calls=self.token_ratio_calls, **self.fault_limits())
+            token_ratio_calls=self.token_ratio_calls, probe_questions=self.probe_questions,
+            token_overheads=dict(self.token_overheads or {}), **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:
         """The timeouts and retry budget, for the engine's profile."""

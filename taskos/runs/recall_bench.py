@@ -90,7 +90,7 @@ def measure(n: int = 100_000, seed: int = 7) -> dict:
     profile, _ = ModelProfile.objects.get_or_create(
         name="sim", defaults={"model": "taskos-sim", "context_size": 128_000})
     session = Session.objects.create(goal="recall benchmark (throwaway)", profile=profile,
-                                     window=profile.context_size, status="finished")
+                                     window=profile.effective_window, status="finished")
     store = DjangoStore()
     try:
         started = time.perf_counter()

@@ -93,12 +93,12 @@ def create_replay(source: Session, owner, settings: dict[str, Any] | None = None
         raise SessionError(str(exc)) from None
     settings = dict(settings or {})
     profile = profile or source.profile
-    window = settings.pop("window", None) or min(source.window, profile.context_size)
+    window = settings.pop("window", None) or min(source.window, profile.effective_window)
     if window < MIN_WINDOW:
         raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
-    if window > profile.context_size:
+    if window > profile.effective_window:
         raise SessionError(f"The window ({window} tokens) is larger than the context size of "
-                           f"profile {profile.name!r} ({profile.context_size} tokens).")
+                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
     try:
         config = ContextConfig.from_dict({**(source.context_settings or {}), **settings})
     except (ConfigError, TypeError) as exc:

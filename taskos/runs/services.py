@@ -40,12 +40,12 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
     too_long = input_too_long(goal, "goal")
     if too_long:
         raise SessionError(too_long)
-    window = window or scenario_window or profile.context_size
+    window = window or scenario_window or profile.effective_window
     if window < MIN_WINDOW:
         raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
-    if window > profile.context_size:
+    if window > profile.effective_window:
         raise SessionError(f"The window ({window} tokens) is larger than the context size of "
-                           f"profile {profile.name!r} ({profile.context_size} tokens).")
+                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
     try:
         config = ContextConfig.from_dict(context_settings or {})
     except (ConfigError, TypeError) as exc:

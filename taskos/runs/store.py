@@ -424,7 +424,7 @@ class DjangoStore:
                 names = ", ".join(ModelProfile.objects.values_list("name", flat=True))
                 raise LookupError(f"No model profile {request['profile']!r}; profiles: "
                                   f"{names}. Leave 'profile' out to use this session's.")
-        window = min(int(request.get("window") or parent.window), profile.context_size)
+        window = min(int(request.get("window") or parent.window), profile.effective_window)
         settings = {**(parent.context_settings or {}),
                     "max_turns": int(request.get("max_turns") or
                                      (parent.context_settings or {}).get("max_turns", 400))}

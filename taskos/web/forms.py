@@ -22,8 +22,9 @@ KNOBS = ("trigger_ratio", "reserve_ratio", "context_buffer_ratio", "tool_result_
 class ProfileChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: ModelProfile) -> str:
         if obj.simulated:
-            return f"{obj.name} — simulated, no key or network ({obj.context_size:,} tokens)"
-        return f"{obj.name} — {obj.model} ({obj.context_size:,} tokens)"
+            return f"{obj.name} — simulated, no key or network ({obj.effective_window:,} tokens)"
+        warning = " — window unknown, 128k assumed!" if obj.window_warning else ""
+        return f"{obj.name} — {obj.model} ({obj.effective_window:,} tokens){warning}"
 
 
 def scenario_label(name: str) -> str:
@@ -118,10 +119,10 @@ class NewSessionForm(forms.Form):
                 self.add_error("scenario", str(exc))
         self._check_knobs(data)
         profile = data.get("profile")
-        window = data.get("window") or scenario_window or (profile.context_size if profile else None)
-        if window and profile and window > profile.context_size:
+        window = data.get("window") or scenario_window or (profile.effective_window if profile else None)
+        if window and profile and window > profile.effective_window:
             self.add_error("window", f"The window ({window:,} tokens) is larger than the context "
-                                     f"size of profile {profile.name!r} ({profile.context_size:,}).")
+                                     f"size of profile {profile.name!r} ({profile.effective_window:,}).")
         data["window"] = window
         return data
 

@@ -116,3 +116,15 @@ def test_task_ids_and_metadata_are_readable_and_editable_in_the_admin():
     assert form.fields["metadata"].prepare_value({"a": 1}) == '{\n  "a": 1\n}'
     assert form.fields["blocked_by"].clean("1, 2 ,") == ["1", "2"]
     assert form.fields["blocks"].clean('["3"]') == ["3"]
+
+
+def test_a_profile_with_an_assumed_window_is_flagged_in_the_admin(client, staff_user):
+    from taskos.runs.models import ModelProfile
+    profile = ModelProfile.objects.create(name="mine", model="my-llm", api_key_env="",
+                                          base_url="http://127.0.0.1:9/v1")
+    client.force_login(staff_user)
+    listing = client.get(reverse("admin:runs_modelprofile_changelist")).content.decode()
+    assert "128,000 (assumed: set the real one)" in listing
+    page = client.get(reverse("admin:runs_modelprofile_change", args=[profile.pk]),
+                      follow=True).content.decode()
+    assert "is unknown and profile" in page and "sets no context size" in page

@@ -126,3 +126,28 @@ def test_anchor_tiers_have_labels(make_session):
                                    text="output must include a table")
     assert anchor.get_tier_display().startswith("Tier 1")
     assert anchor.source == "user" and anchor.active
+
+
+def test_an_unknown_model_without_a_window_is_warned_about_never_silently_128k():
+    unknown = ModelProfile.objects.create(name="mine", model="my-llm", api_key_env="",
+                                          base_url="http://127.0.0.1:9/v1")
+    assert unknown.context_size is None and unknown.effective_window == 128_000
+    assert "'my-llm' is unknown" in unknown.window_warning
+    assert unknown.to_engine().warnings == [unknown.window_warning]
+    assert unknown.to_engine(context_size=4096).warnings  # a smaller window is still a guess
+    known = ModelProfile.objects.create(name="ds", model="deepseek-chat", api_key_env="",
+                                        base_url="https://api.deepseek.com/v1")
+    assert known.effective_window == 65_536 and not known.window_warning
+    unknown.context_size = 8192
+    assert unknown.effective_window == 8192 and not unknown.window_warning
+    assert not ModelProfile.objects.get(name="sim").window_warning
+
+
+def test_the_learnt_overheads_are_kept_with_the_ratio():
+    profile = ModelProfile.objects.create(name="loc", model="m", api_key_env="",
+                                          base_url="http://127.0.0.1:9/v1", context_size=4096)
+    profile.learn_token_ratio({"token_ratio": 1.05, "token_ratio_calls": 6,
+                               "token_overheads": {"auto:2/615": 412.5, "none:2/615": -380.0}})
+    profile.refresh_from_db()
+    assert profile.to_engine().token_overheads == {"auto:2/615": 412.5, "none:2/615": -380.0}
+    assert not profile.to_engine().probe_questions

@@ -20,21 +20,24 @@ from agents.runner import run_session
 
 from .conftest import N_CTX
 
-pytestmark = pytest.mark.real_model
-CLEAR_FAILURES = {"unusable_answer", "tool_retry_loop", "turn_limit", "bad_response"}
+# Minutes per session on a busy 2-core CPU: the default 300 s test timeout is too short.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1800)]
+CLEAR_FAILURES = {"unusable_answer", "tool_retry_loop", "tool_repeat_loop", "turn_limit",
+                  "bad_response"}
 CONSTRAINTS = ("Never write or delete any file.", "The final report must stay under 120 words.")
 
 
-def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int):
+def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int,
+             **config):
     profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
                            api_key_env="", context_size=N_CTX, server_tokenizer=True,
-                           tool_results_as_user=True,
+                           tool_results_as_user=True, probe_questions=True,
                            temperature=0.2, read_timeout=300, call_timeout=600,
                            retry_budget=900)
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
         run = run_session(session_id=name, goal=goal, scenario=None, profile=profile,
-                          config=ContextConfig(max_turns=max_turns), store=MemoryStore(),
+                          config=ContextConfig(max_turns=max_turns, **config), store=MemoryStore(),
                           events=sink, workspace=Path(tmp), tools=tools)
     record = evidence(name, run, sink)
     with open(os.environ.get("TASKOS_REAL_MODEL_REPORT", "/tmp/taskos-real-model.jsonl"),
@@ -48,6 +51,17 @@ def evidence(name: str, run, sink: ListSink) -> dict:
     answered = [c for c in calls if not c.get("refused")]
     errors = [abs(c["estimated_tokens"] - c["input_tokens"]) / c["input_tokens"]
               for c in answered if c.get("estimated_tokens") and c["input_tokens"]]
+    # The same error, counted per kind of request: the fit learns each kind's overhead
+    # from its own calls, so "after 3 calls" is per kind.
+    seen: dict[str, int] = {}
+    settled = []
+    for c in answered:
+        if c.get("estimated_tokens") and c["input_tokens"]:
+            kind = c.get("count_kind", "")
+            seen[kind] = seen.get(kind, 0) + 1
+            if seen[kind] > 3:
+                settled.append(round(abs(c["estimated_tokens"] - c["input_tokens"])
+                                     / c["input_tokens"], 4))
     [finished] = [e.payload for e in sink.of_type(EventType.SESSION_FINISHED)]
     return {
         "session": name, "status": finished["status"], "error": finished["error"],
@@ -59,10 +73,17 @@ def evidence(name: str, run, sink: ListSink) -> dict:
         "refused_by_server": sum(bool(c.get("refused")) for c in calls),
         "peak_server_prompt": max((c["input_tokens"] for c in answered), default=0),
         "counting_error": [round(e, 4) for e in errors],
+        "counting_error_by_call": [(c["kind"], c.get("count_kind"), c.get("engine_tokens"),
+                                    c.get("estimated_tokens"), c["input_tokens"])
+                                   for c in answered],
+        "counting_error_settled": settled, "overheads": run.report.get("token_overheads"),
+        "probe_recovery": run.report.get("probe_recovery"),
+        "summaries": run.report.get("summaries"),
         "count_source": run.report.get("count_source"), "ratio": run.report.get("token_ratio"),
-        "compactions": [{k: c[k] for k in ("trigger", "fallback", "fallback_reason",
-                                           "summary_after", "audit", "summary_calls",
-                                           "raised_output")}
+        "summary_answers": [c["reply"]["content"] for c in answered if c["kind"] == "summary"],
+        "compactions": [{k: c.get(k) for k in ("trigger", "fallback", "fallback_reason",
+                                               "summary_after", "audit", "summary_calls",
+                                               "raised_output", "summary_forms", "probe")}
                         for c in (e.payload for e in sink.of_type(EventType.COMPACTION))
                         if not c.get("noop")],
     }
@@ -85,12 +106,16 @@ def test_a_long_task_compacts_keeps_its_constraints_and_never_goes_over(local_se
     goal = (f"{CONSTRAINTS[0]} {CONSTRAINTS[1]} Read the file sales.csv with the read_file "
             "tool, part by part, and report the total revenue per region. Keep reading with "
             "read_file until you have seen the whole file.")
+    # Rounds fold after 4 (max_rounds 1) so a 4096 window sees several compactions in the
+    # turns a 135M model lasts; it repeats list_files, so the repeat limit is raised.
     run, sink, record = run_real(local_server, "long-task", goal, ["read_file", "list_files"],
-                                 max_turns=12)
+                                 max_turns=14, max_rounds=1, tool_retries_limit=6)
     assert record["refused_by_server"] == 0, record
     for compaction in record["compactions"]:
         assert compaction["audit"]["missing_anchors"] == [], compaction
-    checked = record["counting_error"][3:]
-    assert all(e <= 0.02 for e in checked), record["counting_error"]
+    assert all(e <= 0.02 for e in record["counting_error_settled"]), record["counting_error"]
+    # Every compaction that folded turns is probed (an anchor refresh folds none).
+    folded = [c for c in record["compactions"] if c["trigger"] != "anchor"]
+    assert all(c.get("probe") for c in folded), record["compactions"]
     if record["status"] == "failed":
         assert record["error_codes"][-1] in CLEAR_FAILURES, record

@@ -113,7 +113,21 @@ def test_state_round_trip_keeps_every_throttle():
     resumed.record_tool_call("sql_query", '{"sql": "DELETE"}', failed=True)
     assert kinds(hints(resumed, now=T0 + dt.timedelta(minutes=10), tasks=tasks)) == ["tool_error"]
     assert HintInjector(config).from_state(None).to_state() == {
-        "last_time_hint": None, "seen_tasks": None, "failures": [], "pending_errors": []}
+        "last_time_hint": None, "seen_tasks": None, "failures": [], "pending_errors": [],
+        "last_success": ["", 0], "pending_repeats": []}
+
+
+def test_a_successful_call_repeated_in_a_row_is_counted_across_a_resume():
+    config = ContextConfig(tool_retries_limit=3)
+    injector = HintInjector(config)
+    for _ in range(2):
+        injector.record_tool_call("list_files", "{}", failed=False)
+    resumed = HintInjector(config).from_state(injector.to_state())
+    resumed.record_tool_call("list_files", " {} ", failed=False)  # same call, other spacing
+    assert resumed.repeats == 3
+    assert kinds(hints(resumed)) == ["time", "tool_repeat"]
+    resumed.record_tool_call("read_file", '{"path": "a"}', failed=False)
+    assert resumed.repeats == 1
 
 
 def test_all_four_kinds_in_order():

@@ -156,3 +156,17 @@ def test_finished_session_page_has_no_socket_or_controls(make_session, ann_clien
     done = make_session(owner=ann, status=Session.Status.FINISHED)
     html = ann_client.get(f"/sessions/{done.pk}/").content.decode()
     assert "ws-connect" not in html and "Compact now" not in html and "Cancel" not in html
+
+
+def test_session_page_warns_when_the_profiles_window_is_assumed(make_session, ann_client, ann):
+    from taskos.runs.models import ModelProfile
+    profile = ModelProfile.objects.create(name="mine", model="my-llm", api_key_env="",
+                                          base_url="http://127.0.0.1:9/v1")
+    guessed = make_session(owner=ann, profile=profile)
+    html = ann_client.get(f"/sessions/{guessed.pk}/").content.decode()
+    assert 'class="flag flag-warn window-warning"' in html
+    assert "sets no context size: TaskOS assumes 128,000 tokens" in html
+    profile.context_size = 8192
+    profile.save()
+    html = ann_client.get(f"/sessions/{guessed.pk}/").content.decode()
+    assert "window-warning" not in html

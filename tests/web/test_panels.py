@@ -328,3 +328,37 @@ def test_children_panel_lists_sub_agents_with_status_cost_and_answer_tokens(sess
     assert "status-running" in html and "with sub-agents" in html
     _, child_html = panel_view(ChildrenPanel(), done)
     assert f"Sub-agent of <a href=\"/sessions/{session.pk}/\">#{session.pk}</a>" in child_html
+
+
+def test_budget_says_when_the_window_is_assumed(session):
+    name, payload = budget()
+    warning = ("Model 'my-llm' is unknown and profile 'x' sets no context size: TaskOS "
+               "assumes 128,000 tokens.")
+    add_events(session, (name, {**payload, "window_warning": warning}))
+    context, html = panel_view(BudgetPanel(), session)
+    assert context["budget"]["window_warning"] == warning
+    assert 'class="flag flag-warn window-warning"' in html and "assumes 128,000 tokens" in html
+    add_events(session, budget())  # a later turn of a profile with a known window
+    context, html = panel_view(BudgetPanel(), session)
+    assert "window-warning" not in html
+
+
+def test_compactions_show_probe_recovery_and_how_the_summary_was_read(session):
+    probe = {"asked": 2, "recovered": 1, "rate": 0.5, "by_kind": {}, "probes": [
+        {"kind": "constraint", "question": "What rule mentions: report, words?",
+         "expected": "The report must stay under 120 words", "source": "",
+         "answer": "The report must stay under 120 words.", "recovered": True},
+        {"kind": "figure", "question": 'What figure was found for "North revenue"?',
+         "expected": "1204.50", "source": "arc:1:3", "answer": "unknown", "recovered": False}]}
+    add_events(session, compaction(probe=probe, summary_forms=["text"]),
+               compaction("budget", fallback=True,
+                          fallback_reason="The summary answer is not valid JSON and names "
+                                          "none of the C6 sections"))
+    context, html = panel_view(CompactionsPanel(), session)
+    latest, first = context["rows"]
+    assert (first["probe_rate"], first["probe_recovered"], first["probe_asked"]) == (0.5, 1, 2)
+    assert first["summary_from_text"] and not latest["probe_known"]
+    assert "probes 1/2 recovered" in html and "summary read from text" in html
+    assert 'What figure was found for "North revenue"?' in html.replace("&quot;", '"')
+    assert "summary unusable: truncated" in html
+    assert "The model's summary was unusable, so the oldest turns were truncated" in html

@@ -84,6 +84,8 @@ class BudgetPanel(Panel):
                 "count_source": data.get("count_source") or "",
                 "count_note": COUNT_NOTES.get(data.get("count_source") or "", ""),
                 "correction": data.get("correction"),
+                # SPEC C18: the profile's window is assumed, not known.
+                "window_warning": data.get("window_warning") or "",
             },
         }
 

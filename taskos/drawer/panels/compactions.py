@@ -95,7 +95,17 @@ def brief_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> dic
             "fallback": bool(data.get("fallback")), "noop": bool(data.get("noop")),
             "refresh": bool(data.get("refresh")),
             "audit_known": bool(audit), "audit_ok": audit.get("ok"),
-            "audit_from_archive": checked is not None}
+            "audit_from_archive": checked is not None, **probe_summary(data)}
+
+
+def probe_summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The probe questions' recovery rate and how the model's summary was read (issue 11)."""
+    probe = data.get("probe") or {}
+    forms = data.get("summary_forms") or []
+    return {"probe_known": bool(probe), "probe_rate": probe.get("rate"),
+            "probe_recovered": probe.get("recovered"), "probe_asked": probe.get("asked"),
+            "probe_error": probe.get("error") or "",
+            "summary_from_text": "text" in forms}
 
 
 def detailed_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -122,6 +132,7 @@ def detailed_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> 
         "unsupported_more": max(0, int(checked.get("unsupported_count") or 0)
                                 - len(checked.get("unsupported_figures") or [])),
         "audit_call": checked.get("call"),
+        "probes": list((data.get("probe") or {}).get("probes") or []),
     }
 
 

@@ -95,7 +95,16 @@ class Command(BaseCommand):
         self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
         for key in ("total_input_tokens", "peak_input_tokens", "compactions",
                     "over_window_requests", "anchor_survival", "audit_failures",
-                    "unsupported_figures", "engine_ms_per_call", "count_source", "token_ratio"):
+                    "unsupported_figures", "engine_ms_per_call", "count_source", "token_ratio",
+                    "token_overheads", "summaries"):
             self.stdout.write(f"  {key:22} {report.get(key)}")
+        for probe in report.get("probe_recovery") or ():
+            rate = "not asked: " + probe.get("error", "") if probe.get("rate") is None \
+                else f"{probe['recovered']}/{probe['asked']} recovered ({probe['rate']:.0%})"
+            self.stdout.write(f"  probes after compaction {probe['compaction']} (turn "
+                              f"{probe['turn']}): {rate}")
+        if report.get("summaries", {}).get("fallback"):
+            self.stdout.write(f"  {report['summaries']['fallback']} model summaries were "
+                              "unusable: those compactions truncated instead (see the drawer)")
         if session.final_answer:
             self.stdout.write("\n" + session.final_answer)
