@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0010_profile_sampling_counting'),
+        ('runs', '0011_engine_state_chunks'),
     ]
 
     operations = [
