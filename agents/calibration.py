@@ -100,12 +100,7 @@ class TokenCalibration:
         for kind, engine, provider in self.pairs:
             groups.setdefault(kind, []).append((engine, provider))
         # The slope from the variation inside each kind, where the overhead cancels out.
-        sxy = sxx = 0.0
-        for rows in groups.values():
-            mean_e = sum(e for e, _ in rows) / len(rows)
-            mean_p = sum(p for _, p in rows) / len(rows)
-            sxy += sum((e - mean_e) * (p - mean_p) for e, p in rows)
-            sxx += sum((e - mean_e) ** 2 for e, _ in rows)
+        sxy, sxx = _within_kind_sums(groups)
         spread = max((max(e for e, _ in r) - min(e for e, _ in r) for r in groups.values()),
                      default=0)
         if spread >= MIN_SPREAD and sxx > 0 and MIN_RATIO <= sxy / sxx <= MAX_RATIO:
@@ -125,12 +120,7 @@ class TokenCalibration:
         groups: dict[str, list[tuple[int, int]]] = {}
         for (kind, engine, provider), count in zip(self.pairs, self.messages):
             groups.setdefault(kind, []).append((count, provider - engine))
-        sxy = sxx = 0.0
-        for rows in groups.values():
-            mean_n = sum(n for n, _ in rows) / len(rows)
-            mean_r = sum(r for _, r in rows) / len(rows)
-            sxy += sum((n - mean_n) * (r - mean_r) for n, r in rows)
-            sxx += sum((n - mean_n) ** 2 for n, _ in rows)
+        sxy, sxx = _within_kind_sums(groups)
         per_message = sxy / sxx if sxx > 0 and abs(sxy / sxx) <= 50 else 0.0
         return per_message, {kind: sum(r - per_message * n for n, r in rows) / len(rows)
                              for kind, rows in groups.items()}
@@ -202,3 +192,15 @@ class TokenCalibration:
         self.messages = [int(n) for n in state.get("messages", [])] or [0] * len(self.pairs)
         self.agent_messages = int(state.get("agent_messages", 0))
         self._fit = self._frame = None
+
+
+def _within_kind_sums(groups: dict[str, list[tuple[int, int]]]) -> tuple[float, float]:
+    """Σ(x − x̄)(y − ȳ) and Σ(x − x̄)² with the means taken per kind: least squares for one
+    slope shared by all kinds and one intercept per kind (the slope is their ratio)."""
+    sxy = sxx = 0.0
+    for rows in groups.values():
+        mean_x = sum(x for x, _ in rows) / len(rows)
+        mean_y = sum(y for _, y in rows) / len(rows)
+        sxy += sum((x - mean_x) * (y - mean_y) for x, y in rows)
+        sxx += sum((x - mean_x) ** 2 for x, _ in rows)
+    return sxy, sxx

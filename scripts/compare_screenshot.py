@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.stack import PASSWORD, USERNAME, Stack  # noqa: E402 - after the path
+from tests.browser.pages import signed_in_page  # noqa: E402 - after the path
+from tests.browser.stack import USERNAME, Stack  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 DEFAULT_REPLAYS = ["trigger_ratio=0.6", "window=32000", "max_rounds=10"]
@@ -60,12 +61,7 @@ def photograph(stack: Stack, source: int, out: Path, chromium: str) -> dict:
             for name, viewport in (("desktop", {"width": 1400, "height": 900}),
                                    ("phone", {"width": 390, "height": 844})):
                 context = browser.new_context(viewport=viewport, device_scale_factor=1)
-                page = context.new_page()
-                page.goto(stack.url("/accounts/login/"))
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button:has-text('Sign in')")
-                page.wait_for_url(stack.url("/"))
+                page = signed_in_page(context, stack)
                 page.goto(stack.url(f"/sessions/{source}/compare"))
                 page.wait_for_selector("svg.curve.overlay polyline")
                 widths[name] = page.evaluate(

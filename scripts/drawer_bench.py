@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from scripts.trace_summary import summarize, summarize_profile  # noqa: E402
-from tests.browser.stack import PASSWORD, USERNAME, Stack  # noqa: E402
+from tests.browser.pages import signed_in_page  # noqa: E402
+from tests.browser.stack import Stack  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -65,13 +66,8 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
-            page.set_default_timeout(120_000)
-            page.goto(stack.url("/accounts/login/"))
-            page.fill("#id_username", USERNAME)
-            page.fill("#id_password", PASSWORD)
-            page.click("button:has-text('Sign in')")
-            page.wait_for_url(stack.url("/"))
+            page = signed_in_page(browser.new_context(viewport={"width": 1500, "height": 1000}),
+                                  stack, timeout_ms=120_000)
             profiler, profile = None, {}
             if options.trace:
                 browser.start_tracing(page=page, path=str(options.trace), categories=TRACED)

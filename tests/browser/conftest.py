@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from .stack import PASSWORD, USERNAME, Stack
+from .pages import signed_in_page
+from .stack import Stack
 
 CHROMIUM = os.environ.get("TASKOS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -36,18 +37,6 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
-
-
-def signed_in_page(context, stack):
-    """A new page of `context`, signed in as the stack's admin, on the dashboard."""
-    context.set_default_timeout(60_000)
-    page = context.new_page()
-    page.goto(stack.url("/accounts/login/"))
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button:has-text('Sign in')")
-    page.wait_for_url(stack.url("/"))
-    return page
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@ with its anchor and task inlines, and the anchor list gives its Text column room
 """
 from __future__ import annotations
 
-import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import signed_in_page
+from .pages import finished_session, signed_in_page
 from .stack import Stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -24,14 +23,6 @@ def desktop(browser, stack: Stack):
     yield signed_in_page(context, stack)
     context.close()
 
-
-def finished_session(page: Page, stack: Stack) -> int:
-    page.goto(stack.url("/sessions/new"))
-    page.select_option("#id_scenario", "sales-report")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    expect(page.locator("#session-status .status")).to_have_text("finished")
-    return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
 def test_admin_session_page_and_anchor_list_fit_a_desktop(desktop: Page, stack: Stack) -> None:

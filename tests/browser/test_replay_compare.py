@@ -7,12 +7,11 @@ condition on the page.
 """
 from __future__ import annotations
 
-import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import signed_in_page
+from .pages import finished_session, signed_in_page
 from .stack import Stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -23,13 +22,7 @@ OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 def test_replay_from_a_session_page_then_compare_on_desktop_and_phone(
         page: Page, stack: Stack, browser) -> None:
-    page.goto(stack.url("/sessions/new"))
-    page.select_option("#id_scenario", "sales-report")
-    page.fill("#id_window", "16000")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    expect(page.locator("#session-status .status")).to_have_text("finished")
-    source = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    source = finished_session(page, stack, window=16000)
 
     page.reload()  # the replay links show on a finished session's page
     page.click(".replay-links a:has-text('Replay with')")

@@ -5,12 +5,11 @@ The checks are about layout, not speed: every wait is for a condition on the pag
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import signed_in_page
+from .pages import finished_session, signed_in_page
 from .stack import ROOT, Stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -34,14 +33,6 @@ def assert_no_sideways_scroll(page: Page, where: str) -> None:
     width, inner = page.evaluate(OVERFLOW)
     assert width <= inner, f"{where}: the page is {width} px wide in a {inner} px window"
 
-
-def finished_session(page: Page, stack: Stack) -> int:
-    page.goto(stack.url("/sessions/new"))
-    page.select_option("#id_scenario", "sales-report")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    expect(page.locator("#session-status .status")).to_have_text("finished")
-    return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
 def test_phone_pages_fit_and_the_drawer_is_one_tap_away(phone: Page, stack: Stack) -> None:

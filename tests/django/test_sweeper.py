@@ -83,21 +83,27 @@ class WorkerKilled(BaseException):
     pass
 
 
+def run_until_killed(monkeypatch, session_pk: int, turn: int) -> None:
+    """Run the session in this process until it saves the state of `turn`; the worker dies
+    there, before that save (as SIGKILL would), and the real save_state is put back."""
+    original = DjangoStore.save_state
+
+    def killed(self, session_id, state):
+        if int(session_id) == session_pk and state["turn"] == turn:
+            raise WorkerKilled
+        original(self, session_id, state)
+
+    monkeypatch.setattr(DjangoStore, "save_state", killed)
+    with pytest.raises(WorkerKilled):
+        run_session.apply(args=[session_pk], throw=True)
+    monkeypatch.setattr(DjangoStore, "save_state", original)
+
+
 def test_the_worker_sweeper_resumes_a_dead_workers_session(worker, sim_profile, monkeypatch,  # noqa: F811
                                                            settings):
     """External Redis, no `taskos` restart: only the workers' own sweep can recover it."""
     session = new_session(sim_profile)
-    original = DjangoStore.save_state
-
-    def killed_in_turn_three(self, session_id, state):
-        if state["turn"] == 3:
-            raise WorkerKilled
-        original(self, session_id, state)
-
-    monkeypatch.setattr(DjangoStore, "save_state", killed_in_turn_three)
-    with pytest.raises(WorkerKilled):
-        run_session.apply(args=[session.pk], throw=True)
-    monkeypatch.setattr(DjangoStore, "save_state", original)
+    run_until_killed(monkeypatch, session.pk, turn=3)
     # SIGKILL releases nothing: the lease is still held and simply stops being renewed.
     Session.objects.filter(pk=session.pk).update(
         lease_owner="killed:1", lease_expires=timezone.now() + dt.timedelta(seconds=1),
@@ -120,17 +126,7 @@ def killed_after_delegating(sim_profile, monkeypatch):
     """A research-subagents parent whose worker dies in turn 0 after its three delegate
     calls made their child rows (each one committed), before the turn itself committed."""
     parent = services.create_session(None, "", "research-subagents", sim_profile, None, {})
-    original = DjangoStore.save_state
-
-    def killed_at_the_end_of_turn_zero(self, session_id, state):
-        if int(session_id) == parent.pk and state["turn"] == 1:
-            raise WorkerKilled
-        original(self, session_id, state)
-
-    monkeypatch.setattr(DjangoStore, "save_state", killed_at_the_end_of_turn_zero)
-    with pytest.raises(WorkerKilled):
-        run_session.apply(args=[parent.pk], throw=True)
-    monkeypatch.setattr(DjangoStore, "save_state", original)
+    run_until_killed(monkeypatch, parent.pk, turn=1)  # at the end of turn 0
     # Long enough ago for any sweep: the dead worker's lease ran out, the rows are old.
     Session.objects.filter(pk=parent.pk).update(
         lease_expires=timezone.now() - dt.timedelta(seconds=1), enqueued_at=timezone.now() - AGO)
