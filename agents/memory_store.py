@@ -39,6 +39,9 @@ class MemoryStore:
     def __init__(self) -> None:
         self._archive: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._index: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+        # Rows are indexed when a search needs them, not when archived: most sessions
+        # archive thousands of rows and search a few times (a database indexes on insert).
+        self._indexed: dict[str, int] = defaultdict(int)  # rows 1..n are in the index
         # Every anchor by id, and the active ones by id: the working set stays small
         # however many anchors a long session retired, so a turn never scans them all.
         self._anchors: dict[str, dict[int, AnchorRecord]] = defaultdict(dict)
@@ -62,10 +65,17 @@ class MemoryStore:
             content = base64.b64encode(raw_bytes).decode("ascii")
         rows.append({"turn": turn, "role": role, "content": content, "tool_name": tool_name,
                      "tool_args": tool_args or {}, "tokens": tokens})
-        index = len(rows)
-        for word in keywords(content[:200_000]):
-            self._index[session_id][word].add(index)
-        return f"arc:{session_id}:{index}"
+        return f"arc:{session_id}:{len(rows)}"
+
+    def _index_new_rows(self, session_id) -> dict[str, set[int]]:
+        rows, index = self._archive[session_id], self._index[session_id]
+        for number in range(self._indexed[session_id] + 1, len(rows) + 1):
+            row = rows[number - 1]
+            if not row.get("discarded"):
+                for word in keywords(row["content"][:200_000]):
+                    index[word].add(number)
+        self._indexed[session_id] = len(rows)
+        return index
 
     def read_ref(self, session_id, ref) -> str | None:
         try:
@@ -84,7 +94,7 @@ class MemoryStore:
         if not terms:
             return []
         scores: dict[int, int] = defaultdict(int)
-        index = self._index[session_id]
+        index = self._index_new_rows(session_id)
         for term in terms:
             for row in index.get(term, ()):
                 scores[row] += 1
@@ -104,8 +114,9 @@ class MemoryStore:
         for number, row in enumerate(self._archive[session_id], start=1):
             if row["turn"] >= from_turn and not row.get("discarded"):
                 row["discarded"], removed = True, removed + 1
-                for word in keywords(row["content"][:200_000]):
-                    self._index[session_id][word].discard(number)
+                if number <= self._indexed[session_id]:  # else never indexed
+                    for word in keywords(row["content"][:200_000]):
+                        self._index[session_id][word].discard(number)
         taken = self._taken[session_id]
         back = [text for turn, text in taken if turn >= from_turn]
         self._taken[session_id] = [(t, text) for t, text in taken if t < from_turn]

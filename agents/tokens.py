@@ -8,6 +8,7 @@ one turn costs O(new content), not O(history).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from typing import Any, Iterable
@@ -21,6 +22,19 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 TOOLS_FRAMING = 12  # the system-level wrapper providers put around function definitions
+# Counts kept per counter, by content: a turn re-counts the same history texts, snapshot
+# and summary many times (zones, fit, the summary request, the audit), and encoding is
+# ~1 µs per character. Long texts are keyed by a 16-byte digest so the cache does not
+# keep every tool result alive; hashing costs ~1 % of encoding them.
+COUNT_CACHE_SIZE = 8192
+DIGEST_FROM_CHARS = 256
+
+
+def content_key(text: str) -> str | bytes:
+    """The cache key of `text`: itself when short, else a BLAKE2b digest of its UTF-8."""
+    if len(text) < DIGEST_FROM_CHARS:
+        return text
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 @functools.lru_cache(maxsize=16)
@@ -45,6 +59,8 @@ class TokenCounter:
 
     def __init__(self, model: str = "", encoding_name: str = "") -> None:
         self.encoding = encoding_for(model, encoding_name)
+        self._counts: dict[str | bytes, int] = {}
+        self.encoded = 0  # texts actually encoded (cache misses): what the tests check
 
     @property
     def name(self) -> str:
@@ -53,6 +69,17 @@ class TokenCounter:
     def text(self, text: str) -> int:
         if not text:
             return 0
+        key = content_key(text)
+        hit = self._counts.get(key)
+        if hit is None:
+            if len(self._counts) >= COUNT_CACHE_SIZE:
+                self._counts.clear()  # cheaper than an LRU; refilled within a turn or two
+            hit = self._counts[key] = self.encode_count(text)
+        return hit
+
+    def encode_count(self, text: str) -> int:
+        """Tokens of `text` by encoding it, no cache."""
+        self.encoded += 1
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def message(self, message: dict[str, Any]) -> int:

@@ -7,6 +7,7 @@ and is the truth; a browser that missed a message resyncs from it.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import fields
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max, Value
@@ -18,6 +19,9 @@ from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
 from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
+
+# After these the session's worker stops or runs another session: nothing stays queued.
+LAST_EVENTS = (EventType.SESSION_FINISHED, EventType.SESSION_WAITING)
 
 
 def _event_time(event: Event) -> dt.datetime:
@@ -70,7 +74,7 @@ class ChannelsPublisher:
         with transaction.atomic(savepoint=False):
             self._store_many(events)
             self._update_counters(events)
-        transaction.on_commit(lambda: self._send_many(events))
+        transaction.on_commit(lambda: self._send_many(events, wait=False))
 
     def _store_many(self, events: list[Event]) -> None:
         saved = self._calls.state()
@@ -223,11 +227,20 @@ class ChannelsPublisher:
 
     def _message(self, event: Event) -> dict:
         """What the group gets: pages re-read the stored rows, so a call's prompt is not
-        sent (it may be hundreds of kB); its seq, type and figures are."""
-        data = event.to_dict()
+        sent (it may be hundreds of kB); its seq, type and figures are. Shallow: the
+        payload is not copied (asdict would deep-copy every message of a call)."""
+        data = {f.name: getattr(event, f.name) for f in fields(event)}
+        data["type"] = str(event.type)
         if event.type == EventType.MODEL_CALL:
             data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
         return {"type": "session.event", "event": data}
 
-    def _send_many(self, events: list[Event]) -> None:
-        self._sender.send([self._message(e) for e in events])
+    def _send_many(self, events: list[Event], wait: bool = True) -> None:
+        """Announce a committed batch: its newest event only — a page syncs every stored
+        event up to that seq from the database (taskos/live/consumer.py), so one message
+        per batch carries what ten did. An engine batch is queued (GroupSender), except
+        the session's last one, after which this worker moves on: everything is sent then."""
+        if not events:
+            return
+        last = any(e.type in LAST_EVENTS for e in events)
+        self._sender.send([self._message(events[-1])], wait=wait or last)
