@@ -2,7 +2,9 @@
 
 At every turn the book reloads anchors and tasks from the Store; whatever differs from
 what the engine itself last wrote was edited by a person in the admin, and is reported
-as such. Changes to tier-1/2 anchors raise the anchor trigger (C3 b).
+as such. Changes to tier-1/2 anchors raise the anchor trigger (C3 b). A Store that counts
+people's edits (`person_edits`, the database's) is reloaded only when that count moved:
+otherwise the book's own lists are what is stored.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from agents.events import Event, EventType
 from agents.store import AnchorRecord, Store, TaskRecord
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
+UNEDITED: dict = {}  # `_stored` when the edit count said nobody edited (compared by identity)
 CONCLUSION_SCAN_CHARS = 1000  # findings lead a result; scoring every line costs milliseconds
 
 
@@ -42,10 +45,22 @@ class AnchorBook:
         self._tasks_known = _tasks_sig(self.tasks)
         self.trigger_pending = False  # a tier-1/2 change since the last snapshot rebuild
         self._stored: dict | None = None  # the Store's anchors, read lazily per batch
+        self._edits_seen: int | None = None  # people's edit count the lists reflect
+        self._counts_edits = callable(getattr(store, "person_edits", None))
+
+    def _person_edits(self, fresh: bool = False) -> int | None:
+        return self.store.person_edits(self.session_id, fresh=fresh) \
+            if self._counts_edits else None
 
     # --- what people changed
     def sync(self, turn: int) -> None:
-        """Reload from the Store and report admin edits."""
+        """Reload from the Store and report admin edits (only after one, where counted)."""
+        edits = self._person_edits()
+        if edits is not None and edits == self._edits_seen:
+            # Nothing but the engine wrote since the last read: the lists are the Store's,
+            # in the Store's order (by id), as a reload would give them.
+            self.anchors.sort(key=lambda a: (a.id is None, a.id or 0))
+            return
         self.anchors = self.store.load_anchors(self.session_id)
         loaded = {a.id for a in self.anchors}
         for anchor in self.anchors:
@@ -65,6 +80,7 @@ class AnchorBook:
             self._tasks_known = _tasks_sig(self.tasks)
             self.emit(Event(EventType.TASKS_CHANGED, {
                 "tasks": [t.to_dict() for t in self.tasks], "source": "admin"}, turn=turn))
+        self._edits_seen = edits  # read before the lists: a later edit moves it again
 
     def tasks_written_by_agent(self) -> None:
         """The agent's own task tools changed the list: not an admin edit."""
@@ -123,7 +139,12 @@ class AnchorBook:
         if anchor.id is None:
             return False
         if self._stored is None:  # one read per batch of changes, not one per anchor
-            self._stored = {a.id: _anchor_sig(a) for a in self.store.load_anchors(self.session_id)}
+            edits = self._person_edits(fresh=True)
+            # Nobody edited since the lists were read: what is stored is what is known.
+            self._stored = UNEDITED if edits is not None and edits == self._edits_seen else {
+                a.id: _anchor_sig(a) for a in self.store.load_anchors(self.session_id)}
+        if self._stored is UNEDITED:
+            return False
         return self._stored.get(anchor.id) != self._known.get(anchor.id)
 
     def _save(self, anchor: AnchorRecord) -> None:

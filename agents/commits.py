@@ -9,7 +9,9 @@ it, and it commits at three points:
    transaction (no SQLite write lock) stays open while the model or a tool works;
 2. right after each model call — its MODEL_CALL event, so a paid call stays on record
    even when the turn never commits (tests/django/test_exactly_once.py);
-3. at the end of the turn, before the state save — which is the turn's durable commit.
+3. at the end of the turn, with the state save — the database store writes the state into
+   the open batch and commits it durably: the turn's last writes and its state are one
+   transaction.
 
 The database store does not wait for the disk at points 1 and 2 (taskos/runs/store.py
 relaxed_commits); they cannot be lost alone: the state save's durable commit flushes every

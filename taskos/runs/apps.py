@@ -5,3 +5,7 @@ class RunsConfig(AppConfig):
     name = "taskos.runs"
     label = "runs"
     verbose_name = "Runs"
+
+    def ready(self) -> None:
+        from . import edits
+        edits.connect()

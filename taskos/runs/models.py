@@ -234,6 +234,9 @@ class Session(models.Model):
     cancel_requested = models.BooleanField(default=False)
     # None: no request pending; "": compact without instructions; text: focus instructions.
     compact_request = models.TextField(null=True, blank=True)
+    # Edits of this session's anchors and tasks by anyone but the engine (taskos/runs/
+    # edits.py): the engine re-reads them only when this moved since it last looked.
+    person_edits = models.PositiveIntegerField(default=0, editable=False)
     celery_task_id = models.CharField(max_length=255, blank=True)
     # One executor per session (taskos/runs/lease.py): whoever holds an unexpired lease runs
     # the session; a second delivery of the same task finds it taken and exits.

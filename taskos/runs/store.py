@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 
 from . import search, state_chunks
+from .edits import engine_writes
 from .models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile, PendingMessage,
                      Session, SessionEvent, Task, search_terms)
 
@@ -114,7 +115,8 @@ class DjangoStore:
 
     def commit_batch(self, durable: bool = False) -> None:
         """Commit the open batch (durable or not as the connection is: see relaxed_commits;
-        the state save right after is the durable commit that flushes it along)."""
+        the state save commits the turn's last batch durably, and that flushes every
+        earlier commit along)."""
         self._poll = None  # a model call or a tool starts: what people asked is read anew
         batch, self._batch = self._batch, None
         if batch is not None:
@@ -211,7 +213,8 @@ class DjangoStore:
         if anchor.id is not None and Anchor.objects.filter(pk=anchor.id, session_id=pk).update(
                 updated_at=timezone.now(), **fields):
             return AnchorRecord(id=anchor.id, **fields)
-        row = Anchor.objects.create(session_id=pk, **fields)
+        with engine_writes():  # not a person's edit (taskos/runs/edits.py)
+            row = Anchor.objects.create(session_id=pk, **fields)
         return AnchorRecord(id=row.pk, **fields)
 
     # --- tasks and notes
@@ -228,7 +231,7 @@ class DjangoStore:
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"Task ids must be unique in a session; repeated: {duplicates}")
-        with transaction.atomic():
+        with transaction.atomic(), engine_writes():
             Task.objects.filter(session_id=pk).exclude(task_id__in=ids).delete()
             existing = {t.task_id: t for t in Task.objects.filter(session_id=pk)}
             for record in tasks:
@@ -275,21 +278,22 @@ class DjangoStore:
     def save_state(self, session_id, state) -> None:
         # Plain JSON or an error, as in MemoryStore: a state that does not serialise is an
         # engine bug, not something to paper over.
-        # The turn's batch commits first (without waiting for the disk), then the state in
-        # its own durable commit, which flushes the batch with it. A worker that dies in
-        # between leaves a turn whose state was not saved: the re-run discards its writes.
-        # The new pieces go in the same commit as the head that names them.
+        # The state goes into the turn's open batch, which then commits durably: the
+        # turn's last writes, its new state pieces and the head that names them are one
+        # transaction (before, the batch and the state were two). A worker that dies
+        # before that commit leaves nothing of the batch and the old state: the re-run
+        # discards what the turn's earlier commit points wrote (agents/loop.py).
         pk = session_pk(session_id)
         head, chunks = state_chunks.split(state)
-        self.commit_batch()
         stored = self._stored_chunks(pk)
         new = [key for key in chunks if key not in stored]
         # Pieces no head names any more (folded messages, old summaries) go now and then,
         # in the same commit as the head that stopped naming them.
         stale = stored - chunks.keys() if len(stored) - len(chunks) > STALE_CHUNKS else set()
         try:
-            with transaction.atomic():
-                _durable_commit()
+            # In the batch without a savepoint of its own; alone, its own transaction.
+            with transaction.atomic(savepoint=False):
+                _durable_commit()  # the whole transaction: the batch's writes with it
                 if new:
                     _insert_chunks(pk, [(key, chunks[key]) for key in new])
                 if stale:
@@ -298,6 +302,7 @@ class DjangoStore:
                     self.lease.fenced_update(engine_state=head)
                 elif not Session.objects.filter(pk=pk).update(engine_state=head):
                     raise UnknownSession(f"No session {session_id} to save the engine state of")
+            self.commit_batch()
         except BaseException:
             self._chunks.pop(pk, None)  # rolled back: read what is stored again next time
             raise
@@ -368,7 +373,7 @@ class DjangoStore:
         added = engine_made.filter(turn__gte=from_turn)
         added = added.filter(updated_at__gt=committed_at) if committed_at is not None \
             else added.filter(updated_at__gte=since)
-        with transaction.atomic():
+        with transaction.atomic(), engine_writes():
             dropped, _ = added.delete()
             revived = 0
             if committed_at is not None:
@@ -398,11 +403,20 @@ class DjangoStore:
         pk = session_pk(session_id)
         row = Session.objects.filter(pk=pk).annotate(pending=Exists(
             PendingMessage.objects.filter(session_id=OuterRef("pk"), taken=False))).values(
-                "cancel_requested", "pending", "notes",
+                "cancel_requested", "pending", "notes", "person_edits",
                 compact=ExpressionWrapper(Q(compact_request__isnull=False),
                                           output_field=BooleanField())).first()
         self._poll = (pk, row) if row is not None else None
         return bool(row and row["cancel_requested"])
+
+    def person_edits(self, session_id, fresh: bool = False) -> int | None:
+        """How many times people edited this session's anchors and tasks (taskos/runs/
+        edits.py): from the turn's poll, or `fresh` (one column of one row) mid-turn."""
+        if fresh:
+            return Session.objects.filter(pk=session_pk(session_id)).values_list(
+                "person_edits", flat=True).first()
+        return self._polled(session_id, "person_edits", lambda: self.person_edits(
+            session_id, fresh=True))
 
     def _polled(self, session_id, name: str, read):
         """`name` from this turn's poll when it is still current, else read(). The poll

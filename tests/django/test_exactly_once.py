@@ -110,14 +110,23 @@ def test_a_redelivery_during_a_run_neither_runs_nor_duplicates_anything(sim_prof
 
 def test_an_executor_that_lost_its_lease_stops_without_writing(sim_profile, monkeypatch):
     session = new_session(sim_profile)
-    original = DjangoStore.save_state
+    original_save, original_commit = DjangoStore.save_state, DjangoStore.commit_batch
+    turn_two_saved = []
 
-    def taken_over_after_turn_two(self, session_id, state):
-        if state["turn"] == 3:  # meanwhile the lease expired and another worker took it
+    def save_state(self, session_id, state):
+        original_save(self, session_id, state)
+        turn_two_saved.append(state["turn"] == 2)
+
+    def commit_batch(self, durable=False):
+        original_commit(self, durable)
+        if any(turn_two_saved) and turn_two_saved[-1]:
+            # During turn 3, between two commit points (no transaction open, as another
+            # worker's commit would land): the lease expired and another worker took it.
+            turn_two_saved.append(False)
             Session.objects.filter(pk=session.pk).update(lease_owner="worker-b:2")
-        original(self, session_id, state)
 
-    monkeypatch.setattr(DjangoStore, "save_state", taken_over_after_turn_two)
+    monkeypatch.setattr(DjangoStore, "save_state", save_state)
+    monkeypatch.setattr(DjangoStore, "commit_batch", commit_batch)
     assert run_session.apply(args=[session.pk]).get() == {"status": "lease_lost"}
     session.refresh_from_db()
     assert session.status == "running" and session.lease_owner == "worker-b:2"
