@@ -141,7 +141,8 @@ class WorkingContext:
     def words_msg(self) -> Msg | None:
         """The person's words block as it stands: their messages that are not whole in the
         history. Rendering is cached, so asking again costs a scan of the history."""
-        history = {m.ref: m.text for m in self.history if m.role == "user" and m.ref}
+        history = {m.ref: m.text for m in self.history
+                   if m.ref and m.data.get("role") == "user"}
         budget = 0 if self.words_floor else self.budget().words
         text = self.person.render(history, budget, self.hard_constraints, self.count,
                                   snapshot=self.snapshot_text)

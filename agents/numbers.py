@@ -37,8 +37,15 @@ def _values(number: str, suffix: str) -> tuple[str, str]:
 def numbers_in(text: str) -> list[tuple[str, str, str]]:
     """(as written, value, scaled value) of each number, archive refs excluded: "1,234.0"
     is 1234; "50k" is 50 and 50000; "12%" is 12."""
-    return [(m.group(0).strip(), *_values(m.group(1), m.group(2) or ""))
-            for m in NUMBER.finditer(without_refs(text or ""))]
+    return list(_numbers_of(text or ""))
+
+
+@lru_cache(maxsize=32)
+def _numbers_of(text: str) -> tuple[tuple[str, str, str], ...]:
+    # A compaction reads the new summary's numbers three times (its audit, the report's
+    # figures, the source audit at the next call): tens of kB, read once.
+    return tuple((m.group(0).strip(), *_values(m.group(1), m.group(2) or ""))
+                 for m in NUMBER.finditer(without_refs(text)))
 
 
 def values_in(text: str) -> set[str]:

@@ -14,7 +14,8 @@ person) and says how many sentences were left out and under which archive ref th
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from agents.anchors import extract_anchors, sentences
@@ -35,7 +36,8 @@ class PersonMessage:
     source: str = "user"  # goal | user | scenario
 
     def to_state(self) -> dict:
-        return asdict(self)
+        # Saved every turn for every message: a plain dict, not asdict's deep copy.
+        return {"turn": self.turn, "ref": self.ref, "text": self.text, "source": self.source}
 
 
 def _label(msg: PersonMessage) -> str:
@@ -63,6 +65,12 @@ def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
 
 
 def _normalise(hard: list[str]) -> tuple[str, ...]:
+    return _normalised(tuple(hard))
+
+
+@lru_cache(maxsize=64)
+def _normalised(hard: tuple[str, ...]) -> tuple[str, ...]:
+    # Asked at every measure of the context (a dozen times a turn), for the same constraints.
     return tuple(" ".join(h.rstrip("…").split()).casefold() for h in hard)
 
 

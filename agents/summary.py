@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -83,7 +83,10 @@ class StructuredSummary:
     open_questions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # asdict's order and values, without its deep copy item by item (the summary is
+        # hundreds of strings, copied at every compaction and shrink).
+        return {f.name: [dict(r) for r in self.ruled_out] if f.name == "ruled_out"
+                else list(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "StructuredSummary":
