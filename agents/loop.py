@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +18,7 @@ from agents.answers import AnswerHandling
 from agents.calls import CallLedger, CallRunner
 from agents.commits import CommitPoints
 from agents.compaction import CompactionFailed
-from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile, input_too_long
+from agents.config import input_too_long
 from agents.context import WorkingContext
 from agents.context_keeper import ContextKeeper
 from agents.delegation import Delegations
@@ -28,48 +26,22 @@ from agents.errors import error_payload
 from agents.events import Event, EventSink, EventType
 from agents.hints import HintInjector
 from agents.limits import PreflightError, RequestTooLarge
+from agents.loop_state import LoopState
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
 from agents.reply_vetting import recover_tool_calls, refusal
 from agents.retry import CallCancelled, RetryBudget
-from agents.scenarios import Scenario
 from agents.secrets import RedactingStore, redact_value
+from agents.session_spec import DEFAULT_SYSTEM, RunResult, SessionSpec  # noqa: F401 - re-exported
 from agents.store import Store
 from agents.calibration import TokenCalibration
 from agents.server_tokens import ServerTokenCounter, make_counter
-from agents.tools.base import ToolContext
+from agents.tool_turns import TOOL_LOOP_FACTOR, ToolTurns  # noqa: F401 - re-exported
 from agents.tools.registry import ToolRegistry
 
-DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
-                  "constraints in the task snapshot. When you are done, answer without tool calls.")
 MAX_OVERFLOW_RETRIES = 3
-# The same failing (or same successful) call this many × tool_retries_limit in a row ends
-# the session.
-TOOL_LOOP_FACTOR = 2
 
 
-@dataclass
-class SessionSpec:
-    goal: str
-    profile: ModelProfile
-    config: ContextConfig
-    system_prompt: str = DEFAULT_SYSTEM
-    scenario: Scenario | None = None
-    compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
-    # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
-    unmanaged: bool = False
-    max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
-
-
-@dataclass
-class RunResult:
-    status: str  # finished | failed | cancelled | waiting (for sub-agents; runs again later)
-    final_answer: str
-    turns: int
-    error: str = ""
-    code: str = ""  # the error code (agents/errors.py) of a failed run
-
-
-class AgentLoop(AnswerHandling):
+class AgentLoop(AnswerHandling, ToolTurns, LoopState):
     def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
                  model: ModelClient, tools: ToolRegistry, workspace: Path,
                  clock: Callable[[], dt.datetime] | None = None,
@@ -305,97 +277,3 @@ class AgentLoop(AnswerHandling):
         for call in reply.tool_calls:
             self._run_tool(call)
         return None
-
-    def _run_tool(self, call: dict) -> None:
-        self.emit(Event(EventType.TOOL_CALL, {"call_id": call["id"], "name": call["name"],
-                                              "args": call["arguments"]}))
-        tool_ctx = ToolContext(session_id=self.session_id, store=self.store,
-                               workspace=self.workspace, events=self, turn=self.turn,
-                               state=self.tool_state)
-        self.commits.commit()  # no transaction stays open while a tool works
-        started = time.perf_counter()
-        try:
-            outcome = self.tools.run(call["name"], call["arguments"], tool_ctx)
-        finally:
-            self.ledger.outside(time.perf_counter() - started)
-            self.commits.begin()
-        if outcome.pending is not None:  # answered when the sub-agent finishes
-            self.delegations.wait_for(call, outcome.pending, outcome.ref)
-            return
-        failures = self.hints.record_tool_call(call["name"], call["arguments"],
-                                               outcome.error is not None)
-        limit = TOOL_LOOP_FACTOR * self.spec.config.tool_retries_limit
-        if failures >= limit:
-            self.stuck = ("tool_retry_loop", (
-                f"the model called '{call['name']}' with the same arguments {failures} times "
-                f"in a row and every call failed, also after the hint to stop; last error: "
-                f"{outcome.error}"))
-        elif self.hints.repeats >= limit:
-            self.stuck = ("tool_repeat_loop", (
-                f"the model called '{call['name']}' with the same arguments "
-                f"{self.hints.repeats} times in a row; every call succeeded with its result "
-                "already in the context, and it kept calling after the hint to stop"))
-        content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
-        msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
-                           self.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
-        self.emit(Event(EventType.TOOL_RESULT, {
-            "call_id": call["id"], "name": call["name"], "original_chars": outcome.original_chars,
-            "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
-            "truncated": outcome.truncated or msg.text != content, "ref": outcome.ref,
-            "error": outcome.error, "preview": msg.text[:400],
-            "conclusions": outcome.conclusions}))  # with the archived raw text: a replay's result
-        if call["name"].startswith("Task"):
-            self.book.tasks_written_by_agent()
-        if outcome.error is None:
-            self.book.from_tool(outcome.conclusions, content, self.turn, call["name"])
-
-    # --- persistence
-    def _save_state(self) -> None:
-        self.store.save_state(self.session_id, {
-            "turn": self.turn, "delivered_through": self.delivered_through,
-            "events_seq": self.last_seq, "final_answer": self.finished,
-            "context": self.ctx.to_state(), "hints": self.hints.to_state(),
-            "handoff": self.keeper.handoff, "calls": self.ledger.calls,
-            "tool_state": dict(self.tool_state), "waiting": dict(self.delegations.waiting),
-            "companions": {c.state_key: c.to_state() for c in self.companions}})
-
-    def _discard_uncommitted(self, turn: int, events_seq: int | None) -> None:
-        """A worker died inside `turn`: drop what it wrote so the re-run cannot double it."""
-        undone = self.store.discard_uncommitted(self.session_id, turn)
-        discard_events = getattr(self.events, "discard_after", None)
-        undone["events"] = 0
-        if discard_events and events_seq is not None:  # None: a state saved before seqs
-            undone["events"] = discard_events(events_seq)
-            self.last_seq = events_seq
-        if any(undone.values()):
-            self.emit(Event(EventType.ERROR, error_payload(
-                "turn_interrupted",
-                f"turn {turn} was interrupted before it was committed; it runs again "
-                f"({undone['archive_rows']} archive rows removed, {undone['events']} events "
-                f"marked discarded, {undone['messages']} messages given back)", fatal=False)))
-
-    def _resume(self) -> bool:
-        state = self.store.load_state(self.session_id)
-        self._discard_uncommitted((state or {}).get("turn", 0),
-                                  state.get("events_seq") if state else 0)
-        if not state:
-            return False
-        self.finished = state.get("final_answer")
-        self.turn = state.get("turn", 0)
-        self.delivered_through = state.get("delivered_through", -1)
-        self.ctx.restore(state.get("context", {}))
-        self.hints.from_state(state.get("hints", {}))
-        self.keeper.handoff = state.get("handoff") or {}
-        self.ledger.calls = state.get("calls", 0)
-        self.tool_state = state.get("tool_state", {})
-        for companion in self.companions:
-            companion.from_state(state.get("companions", {}).get(companion.state_key, {}))
-        self.delegations.waiting = dict(state.get("waiting") or {})
-        if self.delegations.waiting:  # not interrupted: it stopped to wait for sub-agents
-            return True
-        self.add_user_message(
-            f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
-            "task snapshot, summary and recent turns. Re-check external facts (files, data, "
-            "dates) before relying on them.", source="engine")
-        return True
-

@@ -83,8 +83,7 @@ class StructuredSummary:
     open_questions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        # asdict's order and values, without its deep copy item by item (the summary is
-        # hundreds of strings, copied at every compaction and shrink).
+        # asdict's result without its item-by-item deep copy (hundreds of strings).
         return {f.name: [dict(r) for r in self.ruled_out] if f.name == "ruled_out"
                 else list(getattr(self, f.name)) for f in fields(self)}
 
