@@ -1,0 +1,105 @@
+"""What a turn costs the database (issue 8): statements per turn, anchors and tasks read
+only after a person edited them, and the state saved in the same transaction as the
+turn's last writes."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from taskos.runs import services
+from taskos.runs.models import Anchor, Session, SessionEvent
+from taskos.runs.store import DjangoStore
+from taskos.runs.tasks import execute_session
+
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("channels_redis_url")]
+
+# sales-report, transaction control left out: 21.1 statements per turn on PostgreSQL and
+# 19.4 on SQLite when this was written, 22.2 on SQLite before (a turn read every anchor,
+# twice, and every task). The run is deterministic: these do not vary between runs.
+MAX_STATEMENTS_PER_TURN = {"postgresql": 21.5, "sqlite": 20.0}
+
+
+class WorkerKilled(BaseException):
+    """Stands in for SIGKILL."""
+
+
+def sales_report(sim_profile):
+    return services.create_session(None, "", "sales-report", sim_profile, None, {})
+
+
+def statements(queries) -> list[str]:
+    """What was sent, transaction control left out (SQLite shows it, PostgreSQL does not)."""
+    return [q["sql"] for q in queries.captured_queries
+            if not q["sql"].startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT"))]
+
+
+def test_a_turn_sends_a_bounded_number_of_statements(sim_profile):
+    session = sales_report(sim_profile)
+    with CaptureQueriesContext(connection) as queries:
+        report = execute_session(session)
+    assert report["status"] == "finished"
+    limit = MAX_STATEMENTS_PER_TURN.get(connection.vendor, 21.5)
+    assert len(statements(queries)) / report["turns"] <= limit
+
+
+def test_anchors_and_tasks_are_read_again_only_after_a_person_edited_them(sim_profile,
+                                                                          monkeypatch):
+    session = sales_report(sim_profile)
+    with CaptureQueriesContext(connection) as queries:
+        report = execute_session(session)
+    sql = statements(queries)
+    anchor_reads = [s for s in sql if s.startswith('SELECT "runs_anchor"."id"')]
+    task_reads = [s for s in sql if s.startswith('SELECT "runs_task"."id"')]
+    # Once when the engine starts and once at its first turn, then never: nobody edited.
+    assert len(anchor_reads) <= 2 < report["turns"]
+    assert len(task_reads) <= 2
+    assert Session.objects.get(pk=session.pk).person_edits == 0
+
+    # A person edits an anchor between two turns (as the admin does): counted, re-read,
+    # reported, and in the next request.
+    edited = sales_report(sim_profile)
+    original = DjangoStore.save_state
+
+    def save_state(self, session_id, state):
+        original(self, session_id, state)
+        if state["turn"] == 3:
+            anchor = Anchor.objects.filter(session_id=edited.pk, active=True).order_by("id")[0]
+            anchor.text, anchor.source = anchor.text + " (report in EUR)", Anchor.Source.ADMIN
+            anchor.save()
+
+    monkeypatch.setattr(DjangoStore, "save_state", save_state)
+    assert execute_session(edited)["status"] == "finished"
+    assert Session.objects.get(pk=edited.pk).person_edits == 1
+    changes = list(SessionEvent.objects.filter(session=edited, type="ANCHOR_CHANGED",
+                                               payload__source="admin").order_by("seq"))
+    assert changes[0].payload["new"].endswith("(report in EUR)") and changes[0].turn == 3
+    later_calls = SessionEvent.objects.filter(session=edited, type="MODEL_CALL", turn__gte=3)
+    assert any("(report in EUR)" in str(call.payload) for call in later_calls)
+
+
+def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
+    """A worker killed in the state save's commit loses the turn's last batch with it: the
+    tool result is not stored without the state that says its turn happened (its model
+    call is: that was committed when it was recorded)."""
+    from taskos.runs.lease import Lease
+    session = sales_report(sim_profile)
+    original = Lease.fenced_update
+
+    def fenced_update(self, **values):
+        original(self, **values)
+        if (values.get("engine_state") or {}).get("turn") == 3:
+            raise WorkerKilled  # after the state's own writes, before the commit
+
+    monkeypatch.setattr(Lease, "fenced_update", fenced_update)
+    from taskos.runs.tasks import run_session
+    with pytest.raises(WorkerKilled):
+        run_session.apply(args=[session.pk], throw=True)
+    session.refresh_from_db()
+    assert session.engine_state["turn"] == 2
+    killed_turn = SessionEvent.all_objects.filter(session=session, turn=2)
+    assert killed_turn.filter(type="MODEL_CALL").exists()
+    assert not killed_turn.filter(type="TOOL_RESULT").exists()
+    assert SessionEvent.all_objects.filter(session=session, turn=1,
+                                           type="TOOL_RESULT").exists()
