@@ -79,26 +79,47 @@ class ChannelsPublisher:
     def _store_many(self, events: list[Event]) -> None:
         saved = self._calls.state()
         for _ in range(5):
-            # `turn` as an expression: Django then writes VALUES rows, not PostgreSQL's
-            # UNNEST of arrays, whose text dump escapes every quote of every payload with
-            # a regex replacement (most of a turn's insert time on long runs).
-            rows = [SessionEvent(session_id=self.session_pk, seq=e.seq, type=str(e.type),
-                                 payload=self._stored_payload(e), turn=Value(e.turn or 0),
-                                 at=_event_time(e)) for e in events]
-            try:
-                with transaction.atomic():
-                    SessionEvent.objects.bulk_create(rows)
+            stored = self._insert(events)
+            if len(stored) == len(events):
                 return
-            except IntegrityError:
-                # Another publisher (an executor that lost its lease) took these numbers:
-                # number them after whatever is stored now (the loop reads event.seq back).
-                self._calls.restore(saved)
-                self._seq = self._stored_max_seq()
-                for event in events:
-                    self._seq += 1
-                    event.seq = self._seq
+            # Another publisher (an executor that lost its lease) took some of these
+            # numbers: take back the rows that went in and number the batch after whatever
+            # is stored now (the loop reads event.seq back). No savepoint per batch: a
+            # clash is rare, and undoing it by hand keeps a turn's transaction whole.
+            if stored:
+                SessionEvent.all_objects.filter(session_id=self.session_pk,
+                                                seq__in=stored).delete()
+            self._calls.restore(saved)
+            self._seq = self._stored_max_seq()
+            for event in events:
+                self._seq += 1
+                event.seq = self._seq
         raise RuntimeError(f"Could not store {len(events)} events for session "
                            f"{self.session_pk}: the sequence numbers kept clashing")
+
+    def _insert(self, events: list[Event]) -> list[int]:
+        """One INSERT for the batch; the seqs stored (a taken seq is skipped, not an error).
+
+        Plain SQL, not bulk_create: Django compiles the same statement anew per batch, and
+        on PostgreSQL sends the rows as arrays whose text dump escapes every quote of every
+        payload one regex replacement at a time."""
+        q = connection.ops.quote_name
+        field = SessionEvent._meta.get_field
+        payload, at = field("payload"), field("at")
+        columns = ("session_id", "seq", "type", "payload", "turn", "at", "discarded")
+        params = []
+        for e in events:
+            params += [self.session_pk, e.seq, str(e.type),
+                       payload.get_db_prep_save(self._stored_payload(e), connection),
+                       int(e.turn or 0), at.get_db_prep_save(_event_time(e), connection), False]
+        values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(events))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {q(SessionEvent._meta.db_table)} "
+                f"({', '.join(q(c) for c in columns)}) VALUES {values} "
+                f"ON CONFLICT ({q('session_id')}, {q('seq')}) DO NOTHING RETURNING {q('seq')}",
+                params)
+            return [row[0] for row in cursor.fetchall()]
 
     def _stored_payload(self, event: Event) -> dict:
         if event.type == EventType.MODEL_CALL:

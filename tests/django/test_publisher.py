@@ -115,3 +115,27 @@ def test_publisher_accepts_a_session_id_string(make_session, channels_redis_url)
     session = make_session()
     ChannelsPublisher(str(session.pk)).emit(_event(EventType.SESSION_STARTED))
     assert Session.objects.get(pk=session.pk).events.count() == 1
+
+
+def test_a_held_batch_whose_seqs_were_taken_is_numbered_after_them(make_session,
+                                                                    channels_redis_url):
+    """Two executors on one session (one lost its lease): the batch stored second clashes on
+    every seq and goes in after the first, with no row of it lost or doubled."""
+    from django.db import transaction
+    session = make_session()
+    first, second = ChannelsPublisher(session), ChannelsPublisher(session)
+    first.hold(), second.hold()
+    mine = [_event(EventType.TURN_STARTED, turn=t) for t in (1, 2, 3)]
+    theirs = [_event(EventType.TURN_STARTED, turn=t) for t in (7, 8)]
+    for event in mine:
+        first.emit(event)
+    for event in theirs:
+        second.emit(event)
+    assert [e.seq for e in theirs] == [1, 2]  # both numbered from the same stored max
+    with transaction.atomic():
+        first.flush()
+    with transaction.atomic():
+        second.flush()
+    assert [e.seq for e in theirs] == [4, 5]
+    rows = list(session.events.values_list("seq", "turn"))
+    assert rows == [(1, 1), (2, 2), (3, 3), (4, 7), (5, 8)]
