@@ -60,3 +60,9 @@ def values_in(text: str) -> set[str]:
 def known_values(text: str) -> frozenset[str]:
     """values_in(text), remembered for the next audit (its previous summary is this one)."""
     return frozenset(values_in(text))
+
+
+def summary_values(text: str) -> frozenset[str]:
+    """values_in(text) for a summary: read from its numbers, which the audit of the
+    compaction that wrote it already listed (numbers_in keeps the last texts' lists)."""
+    return frozenset(v for _, raw, scaled in _numbers_of(text or "") for v in (raw, scaled))

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from agents.anchors import extract_anchors, supersedes
-from agents.numbers import known_values, numbers_in  # noqa: F401 - numbers_in re-exported
+from agents.numbers import known_values, numbers_in, summary_values  # noqa: F401
 from agents.lenient_json import first_json_object
 from agents.summary_text import sections_from_text, unescape
 
@@ -296,8 +296,8 @@ def audit_compaction(*, new_context_text: str, tier1_anchors: list[str], snapsho
     missing_anchors = [a for a in tier1_anchors if _one_line(a) not in context]
     snapshot_present = _one_line(snapshot_text) in context
     missing_tasks = [t for t in open_tasks if _one_line(t) not in context]
-    known = set().union(*(known_values(source) for source in
-                          (compacted_text, previous_summary_text, *tier1_anchors)))
+    known = set().union(summary_values(previous_summary_text),
+                        *(known_values(source) for source in (compacted_text, *tier1_anchors)))
     unsupported: list[str] = []
     for written, _, scaled in numbers_in(new_summary_text):
         if scaled not in known and written not in unsupported:
