@@ -41,6 +41,7 @@ def _count_edit(sender, instance, **kwargs) -> None:
 def connect() -> None:
     from .models import Anchor, Task
     for model in (Anchor, Task):
-        post_save.connect(_count_edit, sender=model, dispatch_uid=f"person-edits-save-{model.__name__}")
+        post_save.connect(_count_edit, sender=model,
+                          dispatch_uid=f"person-edits-save-{model.__name__}")
         post_delete.connect(_count_edit, sender=model,
                             dispatch_uid=f"person-edits-delete-{model.__name__}")
