@@ -31,10 +31,14 @@ class EventFeed:
         self.by_type: dict[str, list[Ev]] = defaultdict(list)
         self.seq = 0
         self.loaded = False
+        # Panels whose body on the page is current up to `seq`: those can be brought up to
+        # date with their `delta` (rows appended); any other is sent whole.
+        self.current: set[str] = set()
 
     def load(self, session: Session) -> None:
         """Fill the feed from the database (the first sync, or after a reset)."""
         self.by_type.clear()
+        self.current.clear()
         self.seq = 0
         self.add(load_events(session, self.types))
         self.loaded = True
