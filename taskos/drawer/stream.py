@@ -7,6 +7,7 @@ all as htmx out-of-band fragments swapped by id.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.template.loader import render_to_string
@@ -50,8 +51,9 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
             own_new = None
             if new is not None and panel.name in feed.current:
                 own_new = [ev for ev in new if panel.handles(ev.type) and panel.wants(ev)]
-            parts.append(render_panel(panel, session, feed.events_for(panel), oob=oob,
-                                      new=own_new))
+            html = render_panel(panel, session, feed.events_for(panel), oob=oob, new=own_new)
+            parts.extend(feed.not_sent(panel.name, fragments(html), skip=own_new is not None)
+                         if oob else [html])
             feed.current.add(panel.name)
         return mark_safe("\n".join(parts))
     wanted = {t for panel in panels for t in panel.event_types}
@@ -61,6 +63,15 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
         own = [ev for ev in events if panel.handles(ev.type) and panel.wants(ev)]
         parts.append(render_panel(panel, session, own, oob=oob))
     return mark_safe("\n".join(parts))  # joined template output, escaped when rendered
+
+
+# An out-of-band fragment starts a line with a tag carrying hx-swap-oob (drawer/panel.html
+# and the panels' deltas put each on its own line; nested rows carry none).
+FRAGMENT_START = re.compile(r"\n(?=<[a-z]+ [^>]*hx-swap-oob=)")
+
+
+def fragments(html: str) -> list[str]:
+    return [part for part in FRAGMENT_START.split(html) if part.strip()]
 
 
 def render_drawer(session: Session) -> SafeString:

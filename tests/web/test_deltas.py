@@ -97,3 +97,17 @@ def test_a_full_sync_sends_every_panel_whole_again(session):
     html = render_update(session, after, full=True, feed=feed).html
     assert len(re.findall(r'id="panel-[a-z]+-body" class="panel-body"', html)) == len(PANELS)
     assert "afterbegin:" not in html
+
+
+def test_a_part_the_page_already_shows_is_not_sent_again(session):
+    feed, after = synced(session, change("first", 1))
+    add_events(session, change("second", 1))
+    first = render_update(session, after, feed=feed)
+    assert '<div id="anchors-state" hx-swap-oob="true">' in first.html
+    add_events(session, change("third", 1))
+    second = render_update(session, first.last_seq, feed=feed).html
+    assert 'id="anchors-state"' not in second  # the anchor rows did not change
+    assert "third" in second and 'id="anchor-changes-count" hx-swap-oob="true">3 recent' in second
+    # Sent whole again (a reconnect), the page is brought up to date in full.
+    again = render_update(session, first.last_seq, full=True, feed=feed).html
+    assert 'id="panel-anchors-body" class="panel-body" hx-swap-oob="true"' in again
