@@ -19,13 +19,16 @@ expect.set_options(timeout=90_000)
 ROWS = ("#panel-anchors-body li.change, #panel-anchors-body li.anchor, "
         "#panel-compactions-body li.compaction-brief, #panel-compactions-body article.compaction")
 
-# Remembers every row element on the page (by what it shows: seq, anchor, compaction) and
-# watches the folded curve's body for any change at all.
+# A row by what it shows: an anchor change by seq, a compaction by number, an anchor by
+# its pk and list (one retired since is a row of another list).
+KEY = """const key = (el) => el.id ? (el.closest('#anchors-retired') ? 'retired-' : '') + el.id
+                             : 'change-' + el.dataset.seq;"""
+# Remembers every row element on the page and watches the folded curve's body for any
+# change at all.
 REMEMBER = """(rows) => {
+  """ + KEY + """
   window.kept = new Map();
-  for (const el of document.querySelectorAll(rows)) {
-    window.kept.set(el.id || ('change-' + el.dataset.seq), el);
-  }
+  for (const el of document.querySelectorAll(rows)) window.kept.set(key(el), el);
   window.foldedChanges = 0;
   new MutationObserver((list) => { window.foldedChanges += list.length; }).observe(
     document.getElementById('panel-curve-body'),
@@ -33,12 +36,13 @@ REMEMBER = """(rows) => {
 }"""
 # For every row on the page now: was it on the page before, and is it the same element?
 COMPARE = """(rows) => {
+  """ + KEY + """
   const out = {same: 0, rebuilt: [], added: 0};
   for (const el of document.querySelectorAll(rows)) {
-    const before = window.kept.get(el.id || ('change-' + el.dataset.seq));
+    const before = window.kept.get(key(el));
     if (before === undefined) out.added += 1;
     else if (before === el) out.same += 1;
-    else out.rebuilt.push(el.id || el.dataset.seq);
+    else out.rebuilt.push(key(el));
   }
   return out;
 }"""
