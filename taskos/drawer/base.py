@@ -43,18 +43,33 @@ class Panel(ABC):
         """A few characters shown next to the title (a count, a percentage)."""
         return ""
 
+    def delta(self, session: Session, context: dict[str, Any], events: list[Ev],
+              new: list[Ev]) -> str | None:
+        """Out-of-band fragments that bring the body on a page, current up to the events
+        before `new` (the last ones of `events`), to `context`: rows appended to its logs,
+        small parts sent whole. None when the panel has no such update (or not for this
+        change): the body is sent whole."""
+        return None
+
     @property
     def dom_id(self) -> str:
         return f"panel-{self.name}"
 
 
-def render_panel(panel: Panel, session: Session, events: list[Ev], *, oob: bool = False) -> str:
+def render_panel(panel: Panel, session: Session, events: list[Ev], *, oob: bool = False,
+                 new: list[Ev] | None = None) -> str:
     """The panel's HTML: the whole <details> on the page, its badge and body when `oob`.
 
     Live updates replace only the badge and the body so that a panel a person folded
-    stays folded while the task runs.
+    stays folded while the task runs. Given `new` (the page holds the body as it was
+    before those events), the body part is the panel's `delta` when it has one.
     """
     context = panel.get_context(session, events)
+    if oob and new:
+        delta = panel.delta(session, context, events, new)
+        if delta is not None:
+            return render_to_string("drawer/panel.html", {
+                "panel": panel, "oob": True, "badge": panel.badge(context), "delta": delta})
     return render_to_string("drawer/panel.html", {
         "panel": panel, "session": session, "oob": oob, "badge": panel.badge(context),
         "body": render_to_string(panel.template, {**context, "session": session}),

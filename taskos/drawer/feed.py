@@ -11,11 +11,16 @@ newest one of a type every panel reading it shows just the latest of (`latest_on
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev, load_events
 from taskos.runs.models import Session
+
+
+# The opening tag of an element sent whole: its id.
+WHOLE = re.compile(r'<[a-z]+ id="([^"]+)"[^>]*hx-swap-oob="true"')
 
 
 class EventFeed:
@@ -31,10 +36,17 @@ class EventFeed:
         self.by_type: dict[str, list[Ev]] = defaultdict(list)
         self.seq = 0
         self.loaded = False
+        # Panels whose body on the page is current up to `seq`: those can be brought up to
+        # date with their `delta` (rows appended); any other is sent whole.
+        self.current: set[str] = set()
+        # What the page was last sent of each element a panel replaces whole, by id.
+        self.sent: dict[str, dict[str, int]] = defaultdict(dict)
 
     def load(self, session: Session) -> None:
         """Fill the feed from the database (the first sync, or after a reset)."""
         self.by_type.clear()
+        self.current.clear()
+        self.sent.clear()
         self.seq = 0
         self.add(load_events(session, self.types))
         self.loaded = True
@@ -65,3 +77,24 @@ class EventFeed:
         if len(panel.event_types) > 1:
             found.sort(key=lambda ev: ev.seq)
         return found
+
+    def not_sent(self, panel: str, parts: list[str], *, skip: bool) -> list[str]:
+        """`parts` (a panel's fragments) less, when `skip`, the elements replaced whole that
+        the page already shows exactly (a list that did not change: nothing to parse).
+
+        A panel's body sent whole makes what was noted of its parts void."""
+        sent = self.sent[panel]
+        kept = []
+        for part in parts:
+            found = WHOLE.match(part)
+            if found is None:
+                kept.append(part)
+                continue
+            if found.group(1).endswith("-body"):
+                sent.clear()
+            digest = hash(part)
+            if skip and sent.get(found.group(1)) == digest:
+                continue
+            sent[found.group(1)] = digest
+            kept.append(part)
+        return kept

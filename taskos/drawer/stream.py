@@ -7,6 +7,7 @@ all as htmx out-of-band fragments swapped by id.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.template.loader import render_to_string
@@ -35,12 +36,25 @@ class Update:
 
 
 def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
-                  oob: bool, feed: EventFeed | None = None) -> SafeString:
+                  oob: bool, feed: EventFeed | None = None,
+                  new: list[Ev] | None = None) -> SafeString:
     """Render `panels` from a live page's `feed`, else from one query over the union of
-    the event types they read."""
+    the event types they read.
+
+    With a feed and the `new` events of this update, a panel the page holds current up to
+    them gets only what changed (its `delta`); the others are sent whole. Every panel
+    rendered is current afterwards.
+    """
     if feed is not None:
-        parts = [render_panel(panel, session, feed.events_for(panel), oob=oob)
-                 for panel in panels]
+        parts = []
+        for panel in panels:
+            own_new = None
+            if new is not None and panel.name in feed.current:
+                own_new = [ev for ev in new if panel.handles(ev.type) and panel.wants(ev)]
+            html = render_panel(panel, session, feed.events_for(panel), oob=oob, new=own_new)
+            parts.extend(feed.not_sent(panel.name, fragments(html), skip=own_new is not None)
+                         if oob else [html])
+            feed.current.add(panel.name)
         return mark_safe("\n".join(parts))
     wanted = {t for panel in panels for t in panel.event_types}
     events = load_events(session, wanted) if wanted else []
@@ -49,6 +63,15 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
         own = [ev for ev in events if panel.handles(ev.type) and panel.wants(ev)]
         parts.append(render_panel(panel, session, own, oob=oob))
     return mark_safe("\n".join(parts))  # joined template output, escaped when rendered
+
+
+# An out-of-band fragment starts a line with a tag carrying hx-swap-oob (drawer/panel.html
+# and the panels' deltas put each on its own line; nested rows carry none).
+FRAGMENT_START = re.compile(r"\n(?=<[a-z]+ [^>]*hx-swap-oob=)")
+
+
+def fragments(html: str) -> list[str]:
+    return [part for part in FRAGMENT_START.split(html) if part.strip()]
 
 
 def render_drawer(session: Session) -> SafeString:
@@ -105,15 +128,21 @@ def render_update(session: Session, after: int, *, full: bool = False,
             feed.advance(session, new)
     if full:
         panels: tuple[Panel, ...] | list[Panel] = PANELS
+        if feed is not None:
+            feed.current.clear()
     else:
-        panels = [panel for panel in PANELS
-                  if any(panel.handles(ev.type) and panel.wants(ev) for ev in new)
-                  and (open_panels is None or panel.name in open_panels)]
+        touched = [panel for panel in PANELS
+                   if any(panel.handles(ev.type) and panel.wants(ev) for ev in new)]
+        panels = [panel for panel in touched
+                  if open_panels is None or panel.name in open_panels]
+        if feed is not None:  # a folded panel falls behind: sent whole when unfolded
+            feed.current.difference_update(p.name for p in touched if p not in panels)
     parts = []
     transcript = render_transcript(session, new)
     if transcript:
         parts.append(f'<div hx-swap-oob="beforeend:#transcript">{transcript}</div>')
-    parts.append(render_panels(session, panels, oob=True, feed=feed))
+    parts.append(render_panels(session, panels, oob=True, feed=feed,
+                               new=None if full else new))
     parts.append(render_status(session, oob=True))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
     return Update("\n".join(parts), last, session.is_active)

@@ -179,7 +179,7 @@ def test_anchors_current_rows_and_changes_by_source(session):
     assert context["changes"][0]["source"] == "admin" and panel.badge(context) == "2"
     assert 'data-source="admin"' in html and "<del>region A sales -10%</del>" in html
     # Folded by default, grouped by turn, newest turn first.
-    assert "2 recent changes · 1 by admin</summary>" in html
+    assert "2 recent changes · 1 by admin</span>" in html
     assert html.index("<h4>turn 3</h4>") < html.index("<h4>turn 1</h4>")
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from agents.events import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
@@ -166,3 +169,27 @@ class CompactionsPanel(Panel):
         if context["audit_failures"]:
             return f"{context['count']} · {context['audit_failures']} audit failed"
         return str(context["count"]) if context["count"] else ""
+
+    def delta(self, session, context: dict[str, Any], events: list[Ev],
+              new: list[Ev]) -> str | None:
+        """The newest compactions (merged on the page), the rows that left them on top of
+        the earlier ones, and the earlier rows an audit arrived for; whole when the list
+        of earlier compactions is new."""
+        older = context["older"]
+        held = sum(1 for ev in events if ev.type == "COMPACTION" and ev.seq < new[0].seq)
+        older_held = max(0, held - DETAILED)
+        if older and not older_held:
+            return None
+        oob = {**context, "session": session, "oob": True}
+        parts = [render_to_string("drawer/panels/_compactions_recent.html", oob)]
+        moved = older[:len(older) - older_held]  # newest first, as the list is
+        if moved:
+            rows = "".join(render_to_string("drawer/panels/_compaction_brief.html",
+                                            {"row": row, "session": session}) for row in moved)
+            parts.append(f'<div hx-swap-oob="afterbegin:#compactions-older-list">{rows}</div>')
+            parts.append(render_to_string("drawer/panels/_compactions_older_count.html", oob))
+        audited = {ev.payload.get("compaction_seq") for ev in new if ev.type == "AUDIT"}
+        parts += [render_to_string("drawer/panels/_compaction_brief.html",
+                                   {"row": row, "session": session, "oob": True})
+                  for row in older[len(moved):] if row["seq"] in audited]
+        return mark_safe("\n".join(parts))

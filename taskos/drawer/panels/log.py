@@ -4,6 +4,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
@@ -22,10 +25,24 @@ class HintsPanel(Panel):
         hints = [{"seq": ev.seq, "turn": ev.turn, "kind": ev.payload.get("kind", ""),
                   "text": ev.payload.get("text", "")} for ev in reversed(events[-SHOWN:])]
         return {"hints": hints, "count": len(events), "hidden": max(0, len(events) - SHOWN),
-                "kinds": sorted(kinds.items())}
+                "kinds": sorted(kinds.items()), "shown": SHOWN}
 
     def badge(self, context: dict[str, Any]) -> str:
         return str(context["count"]) if context["count"] else ""
+
+    def delta(self, session, context: dict[str, Any], events: list[Ev],
+              new: list[Ev]) -> str | None:
+        """The new hints on top of the list (the page keeps the newest SHOWN) and the
+        counts; whole when the page has no list yet."""
+        if len(events) == len(new) or len(new) > SHOWN:
+            return None
+        oob = {**context, "oob": True}
+        rows = render_to_string("drawer/panels/_hint_rows.html",
+                                {"hints": context["hints"][:len(new)]})
+        return mark_safe("\n".join([
+            render_to_string("drawer/panels/_hints_kinds.html", oob),
+            f'<div hx-swap-oob="afterbegin:#hints-list">{rows}</div>',
+            render_to_string("drawer/panels/_hints_hidden.html", oob)]))
 
 
 class ErrorsPanel(Panel):

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
@@ -34,11 +37,34 @@ class AnchorsPanel(Panel):
                     "action": ev.payload.get("action", "changed")}
                    for ev in reversed(events[-CHANGES_SHOWN:])]
         return {"anchors": active, "inactive": inactive, "inactive_count": inactive_count,
-                "changes": changes, "active": len(active),
+                "changes": changes, "active": len(active), "changes_shown": CHANGES_SHOWN,
                 "admin_changes": sum(1 for ev in events if ev.payload.get("source") == "admin")}
 
     def badge(self, context: dict[str, Any]) -> str:
         return str(context["active"]) if context["active"] else ""
+
+    def delta(self, session, context: dict[str, Any], events: list[Ev],
+              new: list[Ev]) -> str | None:
+        """The anchor rows (merged on the page row by row), the count, and the new changes
+        on top of their turn's group; whole when the page has no change list yet."""
+        held = [ev for ev in events if ev.seq < new[0].seq]
+        if not held or len(new) > CHANGES_SHOWN:
+            return None
+        page_turn = held[-1].turn  # the page's newest group
+        fresh = [c for c in context["changes"] if c["seq"] >= new[0].seq]
+        same = [c for c in fresh if c["turn"] == page_turn]
+        later = [c for c in fresh if c["turn"] != page_turn]
+        oob = {**context, "session": session, "oob": True}
+        parts = [render_to_string("drawer/panels/_anchors_state.html", oob),
+                 render_to_string("drawer/panels/_anchor_changes_count.html", oob)]
+        if same:
+            rows = render_to_string("drawer/panels/_anchor_change_rows.html", {"changes": same})
+            parts.append(f'<div hx-swap-oob="afterbegin:#anchor-changes-turn-{page_turn}">'
+                         f'{rows}</div>')
+        if later:
+            groups = render_to_string("drawer/panels/_anchor_changes.html", {"changes": later})
+            parts.append(f'<div hx-swap-oob="afterbegin:#anchor-changes">{groups}</div>')
+        return mark_safe("\n".join(parts))
 
 
 class TasksPanel(Panel):

@@ -1,0 +1,109 @@
+"""Live updates change only what changed (issue 12), in Chromium against a real worker.
+
+A person who opened a list in the drawer finds it open after new events; rows already on
+the page stay the very same elements (new ones are added beside them, nothing is rebuilt);
+a folded panel's content is not touched at all until it is unfolded. Sessions are held at
+known points by pausing the worker (stack.py); nothing waits a fixed time.
+"""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .stack import Stack, wait_for
+from .test_drawer_live import cancel, count_events, last_seq, start_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+expect.set_options(timeout=90_000)
+
+ROWS = ("#panel-anchors-body li.change, #panel-anchors-body li.anchor, "
+        "#panel-compactions-body li.compaction-brief, #panel-compactions-body article.compaction")
+
+# A row by what it shows: an anchor change by seq, a compaction by number, an anchor by
+# its pk and list (one retired since is a row of another list).
+KEY = """const key = (el) => el.id ? (el.closest('#anchors-retired') ? 'retired-' : '') + el.id
+                             : 'change-' + el.dataset.seq;"""
+# Remembers every row element on the page and watches the folded curve's body for any
+# change at all.
+REMEMBER = """(rows) => {
+  """ + KEY + """
+  window.kept = new Map();
+  for (const el of document.querySelectorAll(rows)) window.kept.set(key(el), el);
+  window.foldedChanges = 0;
+  new MutationObserver((list) => { window.foldedChanges += list.length; }).observe(
+    document.getElementById('panel-curve-body'),
+    {subtree: true, childList: true, attributes: true, characterData: true});
+}"""
+# For every row on the page now: was it on the page before, and is it the same element?
+COMPARE = """(rows) => {
+  """ + KEY + """
+  const out = {same: 0, rebuilt: [], added: 0};
+  for (const el of document.querySelectorAll(rows)) {
+    const before = window.kept.get(key(el));
+    if (before === undefined) out.added += 1;
+    else if (before === el) out.same += 1;
+    else out.rebuilt.push(key(el));
+  }
+  return out;
+}"""
+
+
+def held_in_sync(page: Page, stack: Stack, pk: int) -> int:
+    """Pause the worker and wait until the page has every stored event."""
+    stack.pause("worker")
+    held = last_seq(stack, pk)
+    expect(page.locator("#last-seq")).to_have_value(str(held))
+    return held
+
+
+def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
+        page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "long-200", window=8000)
+    try:
+        stack.resume("worker")
+        wait_for(lambda: count_events(stack, pk, "COMPACTION") >= 4
+                 and count_events(stack, pk, "ANCHOR_CHANGED") >= 2, "four compactions")
+        held_in_sync(page, stack, pk)
+        changes_box = page.locator("#panel-anchors-body details.changes-box")
+        older = page.locator("#compactions-older")
+        changes_box.locator("summary").click()
+        older.locator("summary").click()
+        expect(changes_box).to_have_attribute("open", "")
+        expect(older).to_have_attribute("open", "")
+        page.click("#panel-curve > summary")  # fold the curve
+        expect(page.locator("#panel-curve")).not_to_have_attribute("open", "")
+        page.evaluate(REMEMBER, ROWS)
+        compactions = count_events(stack, pk, "COMPACTION")
+        changes = count_events(stack, pk, "ANCHOR_CHANGED")
+        calls = count_events(stack, pk, "MODEL_CALL")
+
+        stack.resume("worker")
+        wait_for(lambda: count_events(stack, pk, "COMPACTION") > compactions
+                 and count_events(stack, pk, "ANCHOR_CHANGED") > changes,
+                 "a new compaction and a new anchor change")
+        held_in_sync(page, stack, pk)
+        assert count_events(stack, pk, "MODEL_CALL") > calls
+
+        # The lists the person opened are still open, and show the new rows.
+        expect(changes_box).to_have_attribute("open", "")
+        expect(older).to_have_attribute("open", "")
+        newest = int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ? "
+                                  "AND type = 'ANCHOR_CHANGED'", pk))
+        expect(changes_box.locator(f"li.change[data-seq='{newest}']")).to_have_count(1)
+        rows = page.evaluate(COMPARE, ROWS)
+        assert rows["rebuilt"] == [], f"rows rebuilt instead of kept: {rows}"
+        assert rows["same"] > 0 and rows["added"] > 0, rows
+        # Every earlier compaction is listed once, in order, newest first.
+        numbers = page.eval_on_selector_all(
+            "#compactions-older-list > li", "els => els.map(e => +e.id.split('-').pop())")
+        total = count_events(stack, pk, "COMPACTION")
+        assert numbers == list(range(total - 2, 0, -1))
+
+        # The folded curve was not touched; unfolding brings it up to date.
+        assert page.evaluate("window.foldedChanges") == 0
+        page.click("#panel-curve > summary")
+        expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute(
+            "data-calls", str(count_events(stack, pk, "MODEL_CALL")))
+    finally:
+        stack.resume("worker")
+        cancel(page)

@@ -1,0 +1,113 @@
+"""Live updates bring a panel the page holds current with only what changed (issue 12):
+new rows of its logs as appends, small parts sent whole to be merged in place. A panel
+the page does not hold current (first sync, folded meanwhile) is sent whole.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
+from taskos.drawer.stream import render_named_panels, render_update
+
+from .factories import add_events, compaction
+
+pytestmark = pytest.mark.django_db
+
+
+def change(text: str, turn: int) -> tuple[str, dict, int]:
+    return ("ANCHOR_CHANGED", {"id": 1, "tier": 2, "old": None, "new": text,
+                               "source": "tool", "action": "added"}, turn)
+
+
+def hint(text: str) -> tuple[str, dict]:
+    return ("HINT_BLOCK", {"kind": "progress", "text": text})
+
+
+def synced(session, *events) -> tuple[EventFeed, int]:
+    feed = EventFeed(PANELS)
+    add_events(session, *events)
+    return feed, render_update(session, 0, full=True, feed=feed).last_seq
+
+
+def test_new_anchor_changes_go_on_top_of_their_turn_group_or_a_new_group(session):
+    feed, after = synced(session, change("first", 1))
+    add_events(session, change("second", 1), change("third", 2), change("fourth", 2))
+    html = render_update(session, after, feed=feed).html
+    assert 'id="panel-anchors-body"' not in html  # the body is not sent again
+    same = re.search(r'<div hx-swap-oob="afterbegin:#anchor-changes-turn-1">(.*?)</div>',
+                     html, re.S).group(1)
+    assert "second" in same and "third" not in same and "<h4>" not in same
+    groups = re.search(r'<div hx-swap-oob="afterbegin:#anchor-changes">(.*?)</div>',
+                       html, re.S).group(1)
+    assert groups.count("<h4>turn 2</h4>") == 1 and "second" not in groups
+    assert groups.index("fourth") < groups.index("third")  # newest first, as on the page
+    assert '<span id="anchor-changes-count" hx-swap-oob="true">4 recent changes' in html
+    assert '<div id="anchors-state" hx-swap-oob="true">' in html
+
+
+def test_the_first_change_sends_the_anchors_panel_whole(session):
+    feed, after = synced(session, ("BUDGET", {"window": 8000}))
+    add_events(session, change("first", 1))
+    html = render_update(session, after, feed=feed).html
+    assert 'id="panel-anchors-body" class="panel-body" hx-swap-oob="true"' in html
+    assert "afterbegin:" not in html
+
+
+def test_a_folded_panel_is_sent_whole_when_unfolded_and_appended_to_after(session):
+    feed, after = synced(session, hint("one"), hint("two"))
+    add_events(session, hint("three"))
+    update = render_update(session, after, feed=feed, open_panels={"budget"})
+    assert "hints" not in update.html  # folded: nothing sent
+    whole = render_named_panels(session, {"hints"}, feed=feed)
+    assert 'id="panel-hints-body" class="panel-body" hx-swap-oob="true"' in whole
+    add_events(session, hint("four"))
+    html = render_update(session, update.last_seq, feed=feed, open_panels={"hints"}).html
+    rows = re.search(r'<div hx-swap-oob="afterbegin:#hints-list">(.*?)</div>', html, re.S).group(1)
+    assert "four" in rows and "three" not in rows
+    assert '<p class="muted" id="hints-kinds" hx-swap-oob="true">' in html
+    assert 'id="panel-hints-body"' not in html
+
+
+def test_compactions_leaving_the_newest_move_to_the_top_of_the_earlier_ones(session):
+    feed, after = synced(session, compaction(), compaction(), compaction())
+    first_seq = 1
+    add_events(session, compaction(),
+               ("AUDIT", {"compaction_seq": first_seq, "ok": False, "call": 9,
+                          "missing_statements": ["keep EUR"]}))
+    html = render_update(session, after, feed=feed).html
+    assert 'id="panel-compactions-body"' not in html
+    assert '<div id="compactions-recent" hx-swap-oob="true">' in html
+    recent = html.split('<div id="compactions-recent"', 1)[1].split("</div>\n", 1)[0]
+    assert 'id="compaction-4"' in recent and 'id="compaction-3"' in recent
+    moved = re.search(r'<div hx-swap-oob="afterbegin:#compactions-older-list">(.*?)</div>',
+                      html, re.S).group(1)
+    assert 'id="compaction-brief-2"' in moved and "compaction-brief-1" not in moved
+    # The audit of a row already in the earlier list replaces that row alone.
+    assert re.search(r'<li class="compaction-brief" id="compaction-brief-1" [^>]*'
+                     r'hx-swap-oob="true">.*audit failed', html, re.S)
+    assert '<span id="compactions-older-count" hx-swap-oob="true">2 earlier' in html
+
+
+def test_a_full_sync_sends_every_panel_whole_again(session):
+    feed, after = synced(session, hint("one"))
+    add_events(session, hint("two"))
+    html = render_update(session, after, full=True, feed=feed).html
+    assert len(re.findall(r'id="panel-[a-z]+-body" class="panel-body"', html)) == len(PANELS)
+    assert "afterbegin:" not in html
+
+
+def test_a_part_the_page_already_shows_is_not_sent_again(session):
+    feed, after = synced(session, change("first", 1))
+    add_events(session, change("second", 1))
+    first = render_update(session, after, feed=feed)
+    assert '<div id="anchors-state" hx-swap-oob="true">' in first.html
+    add_events(session, change("third", 1))
+    second = render_update(session, first.last_seq, feed=feed).html
+    assert 'id="anchors-state"' not in second  # the anchor rows did not change
+    assert "third" in second and 'id="anchor-changes-count" hx-swap-oob="true">3 recent' in second
+    # Sent whole again (a reconnect), the page is brought up to date in full.
+    again = render_update(session, first.last_seq, full=True, feed=feed).html
+    assert 'id="panel-anchors-body" class="panel-body" hx-swap-oob="true"' in again
