@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -62,6 +63,9 @@ def main() -> None:
                              "filled the long tasks (scripts/trace_summary.py)")
     options = parser.parse_args()
     stack = Stack(Path(tempfile.mkdtemp(prefix="drawer-bench-")))
+    # The stack's processes run in their own sessions: a bench stopped by `timeout` or
+    # `kill` must still take them down, so SIGTERM unwinds through the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack.start()
     try:
         with sync_playwright() as playwright:
