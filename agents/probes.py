@@ -24,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agents.fresh_requests import probe_request
 from agents.model import ModelError
 from agents.numbers import numbers_in
 
@@ -104,7 +105,7 @@ def build_probes(*, statements: list[str], compacted_texts: list[tuple[str, str]
 
 def probe_message(probes: list[Probe]) -> dict[str, Any]:
     lines = [PROBE_MARKER,
-             "Answer from the conversation above only. One numbered line per question, "
+             "Answer from the text above only. One numbered line per question, "
              "in order; write \"unknown\" when the conversation does not say."]
     lines += [f"{i}. {p.question}" for i, p in enumerate(probes, start=1)]
     return {"role": "user", "content": "\n".join(lines)}
@@ -176,8 +177,12 @@ def ask_probes(loop: Any, outcome: Any) -> dict[str, Any] | None:
         return None
     request = ctx.build([])
     question = probe_message(probes)
-    messages = [*request.messages, question]
-    tokens = request.total + ctx.counter.message(question)
+    if loop.spec.profile.tool_free_summaries:  # no agent turns for a weak model to continue
+        messages = probe_request(request.messages, question)
+        tokens = ctx.counter.request(messages)
+    else:
+        messages = [*request.messages, question]
+        tokens = request.total + ctx.counter.message(question)
     limit = ctx.budget().input_limit
     if tokens > limit:
         return {"error": f"no room for the probe questions ({tokens} > {limit} tokens)",

@@ -32,6 +32,7 @@ def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: i
     profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
                            api_key_env="", context_size=N_CTX, server_tokenizer=True,
                            tool_results_as_user=True, probe_questions=True,
+                           tool_free_summaries=True, single_system_message=True,
                            temperature=0.2, read_timeout=300, call_timeout=600,
                            retry_budget=900)
     sink = ListSink()
