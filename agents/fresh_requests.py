@@ -20,6 +20,9 @@ SUMMARIZER_PROMPT = (
     "Goal and constraints:\nDone so far:\nKey data:\nNext steps:")
 SUMMARY_TAIL = ("Write the notes now: the four headings, each with its \"- \" lines. Put "
                 "every rule above under \"Goal and constraints\", word for word.")
+ANSWER_PROMPT = ("You finish an agent's task. The material holds what the agent did and the "
+                 "results its tools returned. Answer the task from those results only, in "
+                 "plain words; do not call any function.")
 PROBE_PROMPT = ("You answer questions about an agent's task from the notes given. Answer "
                 "from the notes only, briefly.")
 _MATERIAL = "Material (the earlier part of the task; archive labels in brackets):"
@@ -69,3 +72,13 @@ def probe_request(context: list[dict[str, Any]], question: dict[str, Any]) -> li
     notes = [_line_of(m) for m in context if m.get("role") != "system" or m is not context[0]]
     return [{"role": "system", "content": PROBE_PROMPT},
             {"role": "user", "content": "\n\n".join([_NOTES, *notes, question["content"]])}]
+
+
+def answer_request(context: list[dict[str, Any]], goal: str) -> list[dict[str, Any]]:
+    """The final answer asked for without tools, from `context` (the agent's request) as
+    plain text: for a weak model that keeps calling the same tool, or on the last turn."""
+    notes = [_line_of(m) for m in context if m.get("role") != "system" or m is not context[0]]
+    return [{"role": "system", "content": ANSWER_PROMPT},
+            {"role": "user", "content": "\n\n".join(
+                [_NOTES, *notes, f"The task: {goal}",
+                 "Write the final answer now, from the tool results above."])}]

@@ -28,8 +28,9 @@ def part(i: int) -> str:
     return "\n".join(rows + notes)
 
 
-def session(*, fresh: bool, single: bool, parts: int = 7):
-    script = [("tool", "list_files", {})] + [
+def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = None,
+            max_turns: int = 12):
+    script = script or [("tool", "list_files", {})] + [
         ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(parts)] + ["answer"]
     profile_kw = dict(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
                       server_tokenizer=True, tool_results_as_user=True, probe_questions=True,
@@ -40,7 +41,7 @@ def session(*, fresh: bool, single: bool, parts: int = 7):
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
         run = run_session(session_id="weak", goal=GOAL, scenario=None, profile=profile,
-                          config=ContextConfig(max_rounds=1, max_turns=12), store=MemoryStore(),
+                          config=ContextConfig(max_rounds=1, max_turns=max_turns), store=MemoryStore(),
                           events=sink, workspace=Path(tmp), tools=["list_files", "read_file"])
     calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
     compactions = [e.payload for e in sink.of_type(EventType.COMPACTION)  # those that fold
@@ -104,3 +105,24 @@ def test_without_one_system_message_the_server_writes_the_tools_into_each():
     systems = [[m["role"] for m in r["body"]["messages"]].count("system") for r in prompts]
     assert all(r["prompt"].count(TOOLS_INTRO) == n for r, n in zip(prompts, systems))
     assert max(systems) >= 2
+
+
+REPEATING = [("tool", "list_files", {})] * 8  # SmolLM2 on the tool task: the same call
+
+
+def test_a_weak_model_that_repeats_a_call_is_asked_for_its_answer_without_tools():
+    run, server, calls, _ = session(fresh=True, single=True, parts=2, script=REPEATING,
+                                    max_turns=6)
+    agent = [server.requests[c["call"] - 1]["body"] for c in calls if c["kind"] == "agent"]
+    # three calls (the repeat limit), then the answer turn: no tools, the results as text
+    assert [b.get("tool_choice") for b in agent] == ["auto", "auto", "auto", None]
+    assert [m["role"] for m in agent[-1]["messages"]] == ["system", "user"]
+    assert run.status == "finished" and "part1.txt" in run.final_answer  # from the result
+
+
+def test_without_the_weak_profile_the_repeating_model_runs_out_of_turns():
+    run, server, calls, _ = session(fresh=False, single=True, parts=2, script=REPEATING,
+                                    max_turns=6)
+    agent = [server.requests[c["call"] - 1]["body"] for c in calls if c["kind"] == "agent"]
+    assert all(b["tool_choice"] == "auto" and b["tools"] for b in agent)
+    assert run.status == "failed" and run.result.code in ("turn_limit", "tool_repeat_loop")
