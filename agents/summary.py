@@ -17,7 +17,8 @@ from typing import Any, Callable
 from agents.anchors import extract_anchors, supersedes
 from agents.numbers import known_values, numbers_in  # noqa: F401 - numbers_in re-exported
 from agents.lenient_json import first_json_object
-from agents.summary_text import prose_items, sections_from_text, tool_call_text, unescape
+from agents.summary_text import (drop_echoes, prose_items, sections_from_text, tool_call_text,
+                                 unescape)
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -249,6 +250,8 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
             problem = (f"JSON with none of the keys {', '.join(FIELDS)} (it has: "
                        f"{', '.join(sorted(data)[:8]) or 'no keys'})")
         data = sections_from_text(body)
+        if prose_ok is not None:
+            data = drop_echoes(data, prose_ok)
         form = "text"
         if not data and prose_ok is not None and (facts := prose_items(body, prose_ok)):
             data, form = {"important_discoveries": facts}, "prose"

@@ -98,10 +98,22 @@ def tool_call_text(text: str) -> str | None:
     return found.group("name") or "a tool"
 
 
+def _echo_set(ignore: tuple[str, ...]) -> set[str]:
+    return {" ".join(line.split()).casefold() for block in ignore for line in block.splitlines()}
+
+
+def drop_echoes(sections: dict[str, list[str]], ignore: tuple[str, ...]) -> dict[str, list[str]]:
+    """`sections` without items that only repeat a line of `ignore` (the request's wording)."""
+    echoed = _echo_set(ignore)
+    kept = {name: [i for i in items if " ".join(i.split()).casefold() not in echoed]
+            for name, items in sections.items()}
+    return {name: items for name, items in kept.items() if items}
+
+
 def prose_items(text: str, ignore: tuple[str, ...] = ()) -> list[str]:
     """Facts of an answer with no recognisable headings: its bullets or lines, long lines cut
     into sentences. Lines of `ignore` (the request's own wording, echoed back) are left out."""
-    echoed = {" ".join(line.split()).casefold() for block in ignore for line in block.splitlines()}
+    echoed = _echo_set(ignore)
     items: list[str] = []
     for line in text.splitlines():
         while bullet := _BULLET.match(line):  # "- - item": a copied bullet under a bullet

@@ -10,10 +10,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
+from agents.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL
 from agents.memory_store import MemoryStore
+from agents.model import wire_messages
 from agents.runner import run_session
+from agents.summary import SummaryError, parse_model_summary
 
 from .chatml_server import TOOLS_INTRO, ChatmlServer
 
@@ -126,3 +131,36 @@ def test_without_the_weak_profile_the_repeating_model_runs_out_of_turns():
     agent = [server.requests[c["call"] - 1]["body"] for c in calls if c["kind"] == "agent"]
     assert all(b["tool_choice"] == "auto" and b["tools"] for b in agent)
     assert run.status == "failed" and run.result.code in ("turn_limit", "tool_repeat_loop")
+
+
+# --- the pieces
+
+
+def test_a_small_models_bullet_lines_are_read_as_facts_only_where_prose_is_allowed():
+    answer = ("Here is a summary of the conversation:\n- North revenue 1000.00 in month 1\n"
+              "- - The final report must stay under 120 words\nOk.")
+    forms: list[str] = []
+    summary = parse_model_summary(answer, forms, prose_ok=(SUMMARIZER_PROMPT,))
+    assert summary.important_discoveries == ["North revenue 1000.00 in month 1",
+                                             "The final report must stay under 120 words"]
+    assert forms == ["prose"]
+    with pytest.raises(SummaryError, match="names none of the C6 sections"):
+        parse_model_summary(answer)  # the JSON-asking request takes no prose
+
+
+def test_a_summary_that_is_a_tool_call_or_only_echoes_the_request_is_refused():
+    with pytest.raises(SummaryError, match="call of list_files written as text"):
+        parse_model_summary("functions.list_files:\n{ }", prose_ok=())
+    echo = "Goal and constraints:\nDone so far:\nKey data:\nNext steps:\n" + SUMMARY_TAIL
+    with pytest.raises(SummaryError):
+        parse_model_summary(echo, prose_ok=(SUMMARIZER_PROMPT, SUMMARY_TAIL))
+
+
+def test_one_system_message_merges_the_leading_ones_in_order_and_sends_a_later_one_as_user():
+    messages = [{"role": "system", "content": "prompt"}, {"role": "system", "content": "snap"},
+                {"role": "system", "content": "marker"}, {"role": "user", "content": "go"},
+                {"role": "system", "content": "late"}]
+    assert wire_messages(messages, single_system_message=True) == [
+        {"role": "system", "content": "prompt\n\nsnap\n\nmarker"},
+        {"role": "user", "content": "go"}, {"role": "user", "content": "late"}]
+    assert wire_messages(messages) == messages
