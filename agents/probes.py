@@ -135,11 +135,18 @@ def _values(text: str) -> set[str]:
 def recovered(probe: Probe, answer: str) -> bool:
     if not answer or answer.strip().casefold() in ("unknown", "unknown."):
         return False
+    # Words the question gave away do not count: SmolLM2 answered "What rule … mentions:
+    # delete, file, write?" with "The person set that mentions: delete, file, write".
+    given, answer_words = _words(probe.question), _words(answer)
+    expected_words = _words(probe.expected)
+    if (answer_words <= given and answer_words & (given - expected_words)
+            and not _values(answer) - _values(probe.question)):
+        return False  # the question's own wording echoed, nothing of the answer's own
     if probe.kind == "figure":
         return bool(_values(probe.expected) & _values(answer))
-    expected_words = _words(probe.expected)
-    shared = len(expected_words & _words(answer))
-    if shared * 2 < len(expected_words):
+    beyond = expected_words - given
+    shared = len(beyond & answer_words) if beyond else len(expected_words & answer_words)
+    if shared * 2 < len(beyond or expected_words) or not shared:
         return False
     # A constraint's limits must come back exactly: "under 120 words" is not "under 200".
     return probe.kind != "constraint" or _values(probe.expected) <= _values(answer)
