@@ -7,6 +7,7 @@ system message. The fake does both; these sessions show what the profile setting
 """
 from __future__ import annotations
 
+import html
 import tempfile
 from pathlib import Path
 
@@ -164,3 +165,15 @@ def test_one_system_message_merges_the_leading_ones_in_order_and_sends_a_later_o
         {"role": "system", "content": "prompt\n\nsnap\n\nmarker"},
         {"role": "user", "content": "go"}, {"role": "user", "content": "late"}]
     assert wire_messages(messages) == messages
+
+
+def test_llama_cpp_pythons_tokenizer_counts_the_text_as_its_template_renders_it_escaped():
+    from agents.server_tokens import probe_server_counter
+
+    from .chatml_server import count
+
+    with ChatmlServer([]) as server:
+        counter = probe_server_counter(server.base_url)
+        text = """read_file {"path": "it's.csv"}"""
+        assert counter is not None and counter.escaped
+        assert counter.text(text) == count(html.escape(text)) > count(text)
