@@ -37,12 +37,13 @@ class AnswerHandling:
         if request is None:
             return []
         return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
-                if zone in INJECTED_ZONES]
+                if zone in INJECTED_ZONES] + [getattr(self, "answer_material", "")]
 
     def _answer_turn_due(self) -> bool:
         """A weak profile's turn that is asked for the answer without tools: the last turn
         (a tool result no later turn reads is wasted), or after the same successful call
         was repeated up to the hint (SmolLM2 called list_files six times running)."""
+        self.answer_material = ""
         if not self.spec.profile.tool_free_summaries:
             return False
         return (self.turn >= self.max_turns() - 1
@@ -52,6 +53,7 @@ class AnswerHandling:
         """`request`'s material as one fresh, tool-free request (agents.fresh_requests);
         `request` itself when that would not fit."""
         messages = answer_request(request.messages, self.spec.goal)
+        self.answer_material = messages[-1]["content"]  # an answer that only copies it: echo
         tokens = [self.ctx.counter.message(m) for m in messages]
         total = self.ctx.counter.request(messages)
         if total > limit:

@@ -75,10 +75,16 @@ def probe_request(context: list[dict[str, Any]], question: dict[str, Any]) -> li
 
 
 def answer_request(context: list[dict[str, Any]], goal: str) -> list[dict[str, Any]]:
-    """The final answer asked for without tools, from `context` (the agent's request) as
-    plain text: for a weak model that keeps calling the same tool, or on the last turn."""
-    notes = [_line_of(m) for m in context if m.get("role") != "system" or m is not context[0]]
+    """The final answer asked for without tools: the summary and the tool results of
+    `context` (each distinct result once), then the task as a question. No transcript: a
+    small model given one continued it (SmolLM2 wrote "(called list_files …) assistant: …"
+    as its answer)."""
+    notes: list[str] = []
+    for m in context:
+        content = str(m.get("content") or "")
+        result = m.get("role") == "tool" or content.startswith("[result of tool call")
+        if (result or "<system-info>" in content) and content.strip() not in notes:
+            notes.append(content.strip())
     return [{"role": "system", "content": ANSWER_PROMPT},
             {"role": "user", "content": "\n\n".join(
-                [_NOTES, *notes, f"The task: {goal}",
-                 "Write the final answer now, from the tool results above."])}]
+                ["What the tools returned:", *notes, f"Question: {goal}", "Answer:"])}]

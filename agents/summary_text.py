@@ -87,6 +87,9 @@ _CALL_TEXT = re.compile(r"^\s*(?:message:\s*)?(?:functions\.(?P<name>[\w.-]+):|<
                         re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 MIN_ITEM_CHARS = 12  # shorter lines ("Summary:", "Sure!") carry no fact
+# The request's own framing (agents.fresh_requests), which a small model copies back:
+# "[archive turn 3, ref arc:…]", "(called list_files with { })".
+_FRAMING = re.compile(r"^(?:\[[^\]]*\]|\(called [^)]*\))$")
 
 
 def tool_call_text(text: str) -> str | None:
@@ -122,7 +125,7 @@ def prose_items(text: str, ignore: tuple[str, ...] = ()) -> list[str]:
         if re.match(r"^message:\s*", line, re.I):
             line = line[len("message:"):].strip()
         # "Here is a summary of the conversation:" introduces, it states nothing
-        if (len(line) < MIN_ITEM_CHARS or line.endswith(":")
+        if (len(line) < MIN_ITEM_CHARS or line.endswith(":") or _FRAMING.match(line)
                 or " ".join(line.split()).casefold() in echoed):
             continue
         items.extend(s.strip() for s in _SENTENCE.split(line) if len(s.strip()) >= MIN_ITEM_CHARS)
