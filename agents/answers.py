@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from agents.context import Request
 from agents.errors import error_payload
-from agents.fresh_requests import answer_request
+from agents.fresh_requests import ANSWER_FRAME, answer_request
 from agents.events import Event, EventType
 from agents.model import ModelError, ModelReply
 from agents.sim.transport import CONTINUE_MARKER
@@ -53,7 +53,9 @@ class AnswerHandling:
         """`request`'s material as one fresh, tool-free request (agents.fresh_requests);
         `request` itself when that would not fit."""
         messages = answer_request(request.messages, self.spec.goal)
-        self.answer_material = messages[-1]["content"]  # an answer that only copies it: echo
+        # What an answer may not merely repeat: the request's own words and the goal (the
+        # summary is an injected block already); copying a tool result is drawn from it.
+        self.answer_material = "\n".join([messages[0]["content"], ANSWER_FRAME, self.spec.goal])
         tokens = [self.ctx.counter.message(m) for m in messages]
         total = self.ctx.counter.request(messages)
         if total > limit:

@@ -23,6 +23,7 @@ SUMMARY_TAIL = ("Write the notes now: the four headings, each with its \"- \" li
 ANSWER_PROMPT = ("You finish an agent's task. The material holds what the agent did and the "
                  "results its tools returned. Answer the task from those results only, in "
                  "plain words; do not call any function.")
+ANSWER_FRAME = "What the tools returned:\nQuestion:\nAnswer:"
 PROBE_PROMPT = ("You answer questions about an agent's task from the notes given. Answer "
                 "from the notes only, briefly.")
 _MATERIAL = "Material (the earlier part of the task; archive labels in brackets):"
@@ -87,4 +88,4 @@ def answer_request(context: list[dict[str, Any]], goal: str) -> list[dict[str, A
             notes.append(content.strip())
     return [{"role": "system", "content": ANSWER_PROMPT},
             {"role": "user", "content": "\n\n".join(
-                ["What the tools returned:", *notes, f"Question: {goal}", "Answer:"])}]
+                [ANSWER_FRAME.splitlines()[0], *notes, f"Question: {goal}", "Answer:"])}]

@@ -68,6 +68,12 @@ def evidence(name: str, run, sink: ListSink) -> dict:
         "session": name, "status": finished["status"], "error": finished["error"],
         "final_answer": finished["final_answer"][:500], "turns": finished["turns"],
         "error_codes": [e.payload["code"] for e in sink.of_type(EventType.ERROR)],
+        "rejected_answers": [(e.payload["content"][:300], e.payload["rejected"][:120])
+                             for e in sink.of_type(EventType.ASSISTANT_MESSAGE)
+                             if e.payload.get("rejected")],
+        # answer turns: the weak profile's tool-free request for the final answer
+        "answer_turns": sum(c["kind"] == "agent" and c.get("count_kind") == "no-tools"
+                            for c in calls),
         "tool_calls": [(e.payload["name"], e.payload["args"])
                        for e in sink.of_type(EventType.TOOL_CALL)],
         "calls": len(calls), "summary_calls": sum(c["kind"] == "summary" for c in calls),
