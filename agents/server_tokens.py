@@ -62,11 +62,11 @@ class ServerTokenCounter(TokenCounter):
             return 0
         if not self.available:
             return super().text(text)
-        hit = self._cache.get(text)
+        sent = html.escape(text) if self.escaped else text
+        hit = self._cache.get(sent)
         if hit is not None:
             return hit
         try:
-            sent = html.escape(text) if self.escaped else text
             response = self._client.post(self.endpoint, json=self._body(sent))
             response.raise_for_status()
             count = len(response.json()[self._key])
@@ -77,8 +77,16 @@ class ServerTokenCounter(TokenCounter):
             return super().text(text)
         if len(self._cache) >= CACHE_SIZE:
             self._cache.clear()
-        self._cache[text] = count
+        self._cache[sent] = count
         return count
+
+    def tools(self, schemas: list[dict[str, Any]] | None) -> int:
+        """The schemas as the server writes them: with `tojson`, which keeps the quotes."""
+        escaped, self.escaped = self.escaped, False
+        try:
+            return super().tools(schemas)
+        finally:
+            self.escaped = escaped
 
 
 def make_counter(profile: Any) -> TokenCounter:

@@ -20,6 +20,7 @@ from agents.memory_store import MemoryStore
 from agents.model import wire_messages
 from agents.runner import run_session
 from agents.summary import SummaryError, parse_model_summary
+from agents.tokens import TokenCounter
 
 from .chatml_server import TOOLS_INTRO, ChatmlServer
 
@@ -177,3 +178,6 @@ def test_llama_cpp_pythons_tokenizer_counts_the_text_as_its_template_renders_it_
         text = """read_file {"path": "it's.csv"}"""
         assert counter is not None and counter.escaped
         assert counter.text(text) == count(html.escape(text)) > count(text)
+        # the tool list is written with `tojson`, which keeps its quotes
+        schemas = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+        assert counter.tools(schemas) == TokenCounter().tools(schemas)
