@@ -132,6 +132,10 @@ def _values(text: str) -> set[str]:
     return {v for _, raw, scaled in numbers_in(text) for v in (raw, scaled)}
 
 
+def _stems(words: set[str]) -> set[str]:
+    return {re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w for w in words}
+
+
 def recovered(probe: Probe, answer: str) -> bool:
     if not answer or answer.strip().casefold() in ("unknown", "unknown."):
         return False
@@ -139,7 +143,9 @@ def recovered(probe: Probe, answer: str) -> bool:
     # delete, file, write?" with "The person set that mentions: delete, file, write".
     given, answer_words = _words(probe.question), _words(answer)
     expected_words = _words(probe.expected)
-    if (answer_words <= given and answer_words & (given - expected_words)
+    # compared by stem: "The person set that mentioned: …" echoes "… mentions: …" too
+    stems_given, stems_answer = _stems(given), _stems(answer_words)
+    if (stems_answer <= stems_given and stems_answer & (stems_given - _stems(expected_words))
             and not _values(answer) - _values(probe.question)):
         return False  # the question's own wording echoed, nothing of the answer's own
     if probe.kind == "figure":

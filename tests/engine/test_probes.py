@@ -113,6 +113,7 @@ def test_an_answer_that_only_echoes_the_questions_own_words_recovers_nothing():
     question = "What rule did the person set that mentions: delete, file, write? Quote it."
     probe = Probe("constraint", question, "Never write or delete any file")
     assert not recovered(probe, "The person set that mentions: delete, file, write")
+    assert not recovered(probe, "The person set that mentioned: delete, file, write")
     assert not recovered(probe, question)
     assert recovered(probe, "Never write or delete any file.")
     figure = Probe("figure", 'What figure was found for "sales.csv"?', "29368")
