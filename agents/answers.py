@@ -4,7 +4,9 @@ while it is cut by the output limit. A mixin of AgentLoop, kept apart to keep bo
 """
 from __future__ import annotations
 
+from agents.context import Request
 from agents.errors import error_payload
+from agents.fresh_requests import ANSWER_FRAME, answer_request
 from agents.events import Event, EventType
 from agents.model import ModelError, ModelReply
 from agents.sim.transport import CONTINUE_MARKER
@@ -35,7 +37,31 @@ class AnswerHandling:
         if request is None:
             return []
         return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
-                if zone in INJECTED_ZONES]
+                if zone in INJECTED_ZONES] + [getattr(self, "answer_material", "")]
+
+    def _answer_turn_due(self) -> bool:
+        """A weak profile's turn that is asked for the answer without tools: the last turn
+        (a tool result no later turn reads is wasted), or after the same successful call
+        was repeated up to the hint (SmolLM2 called list_files six times running)."""
+        self.answer_material = ""
+        if not self.spec.profile.tool_free_summaries:
+            return False
+        return (self.turn >= self.max_turns() - 1
+                or self.hints.repeats >= self.spec.config.tool_retries_limit)
+
+    def _answer_request(self, request: Request, limit: int) -> Request:
+        """`request`'s material as one fresh, tool-free request (agents.fresh_requests);
+        `request` itself when that would not fit."""
+        messages = answer_request(request.messages, self.spec.goal)
+        # What an answer may not merely repeat: the request's own words and the goal (the
+        # summary is an injected block already); copying a tool result is drawn from it.
+        self.answer_material = "\n".join([messages[0]["content"], ANSWER_FRAME, self.spec.goal])
+        tokens = [self.ctx.counter.message(m) for m in messages]
+        total = self.ctx.counter.request(messages)
+        if total > limit:
+            return request
+        return Request(messages=messages, zones_of=["answer_request"] * len(messages),
+                       tokens_of=tokens, tools=[], zones={"answer_request": total}, total=total)
 
     def _rejected_answer(self, reply: ModelReply, why: str) -> None:
         """A reply that cannot be the final answer: asked again once, then the session fails."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from agents.context import WorkingContext
+from agents.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
 from agents.history import Msg, Unit, flatten
 from agents.model import ModelError, ModelReply
 from agents.sim.summary_request import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE,
@@ -79,9 +80,12 @@ def is_marker(msg: Msg) -> bool:
 
 
 class Compactor:
-    def __init__(self, ctx: WorkingContext, summarize: Summarize) -> None:
+    def __init__(self, ctx: WorkingContext, summarize: Summarize, fresh: bool = False) -> None:
         self.ctx = ctx
         self.summarize = summarize
+        # Weak models (the profile's tool_free_summaries): never the prefix-reusing request,
+        # and each chunk as agents.fresh_requests packs it.
+        self.fresh = fresh
 
     def compact(self, trigger: str, *, constraints: list[str], instructions: str = "",
                 emergency: bool = False) -> CompactionOutcome | None:
@@ -125,7 +129,7 @@ class Compactor:
         current = (StructuredSummary.from_dict(ctx.summary) if ctx.summary else None)
         pending = [u for u in old if not all(is_marker(m) for m in u.messages)]
         limit = budget.summary_input_limit
-        if pending:
+        if pending and not self.fresh:
             reused = self._prefix_request(old, constraints, instructions)
             if reused is not None:  # one request that repeats the agent's cached prefix
                 request, tokens = reused
@@ -135,8 +139,7 @@ class Compactor:
                 # Cut even with all the window's room: fold it in smaller chunks instead.
         share = 1.0  # of the room a chunk may fill; halved each time a summary is cut
         while pending:
-            head = self._head_messages(current, constraints, instructions)
-            tail = {"role": "user", "content": "Write the summary JSON now."}
+            head, tail = self._frame(current, constraints, instructions)
             base = REPLY_PRIMING + sum(ctx.counter.message(m) for m in head + [tail])
             room = int((limit - base) * share)
             if room < MIN_SUMMARY_ROOM:
@@ -160,7 +163,7 @@ class Compactor:
                 chunk.extend(msgs)
                 used += cost
                 taken.append(pending.pop(0))
-            request = head + chunk + [tail]
+            request = self._packed(head, chunk, tail, current, constraints, instructions)
             tokens = ctx.counter.request(request)
             squeeze_room = room
             while tokens > limit:  # re-checked after every shrink: never sent over the limit
@@ -169,15 +172,33 @@ class Compactor:
                     raise SummaryError(f"the summary request cannot be brought under its limit "
                                        f"of {limit} tokens ({tokens} after shrinking)")
                 chunk = self._squeezed(chunk, squeeze_room)
-                request = head + chunk + [tail]
+                request = self._packed(head, chunk, tail, current, constraints, instructions)
                 tokens = ctx.counter.request(request)
             reply = self._ask(request, tokens, None, outcome)
-            if reply.finish_reason == "length" and len(taken) > 1:
+            if reply.finish_reason == "length" and len(taken) > 1 and not self.fresh:
                 pending[:0] = taken  # cut: the same units again, in chunks half the size
                 share /= 2
                 continue
             current = self._merged(current, reply, outcome)
         return current
+
+    def _frame(self, current: StructuredSummary | None, constraints: list[str],
+               instructions: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The fixed part of a chunked summary request: head messages and the closing one
+        (for a fresh request, the whole request around an empty chunk: sized the same way)."""
+        if self.fresh:
+            request = self._packed([], [], {}, current, constraints, instructions)
+            return request[:-1], request[-1]
+        return (self._head_messages(current, constraints, instructions),
+                {"role": "user", "content": "Write the summary JSON now."})
+
+    def _packed(self, head: list[dict[str, Any]], chunk: list[dict[str, Any]],
+                tail: dict[str, Any], current: StructuredSummary | None,
+                constraints: list[str], instructions: str) -> list[dict[str, Any]]:
+        if self.fresh:
+            return summary_request(chunk, previous=render(current) if current else "",
+                                   constraints=constraints, instructions=instructions)
+        return head + chunk + [tail]
 
     def _ask(self, request: list[dict[str, Any]], tokens: int, tools: list | None,
              outcome: CompactionOutcome) -> ModelReply:
@@ -189,7 +210,8 @@ class Compactor:
         outcome.summary_calls += 1
         # In the provider's tokens: the real window less the prompt as the provider counts it.
         room = self.ctx.window - int(tokens * max(1.0, self.ctx.correction)) - RAISE_SLACK
-        if reply.finish_reason == "length" and room > max_tokens * 5 // 4:
+        # A fresh (weak-model) summary is plain lines: a cut one is read up to the cut.
+        if reply.finish_reason == "length" and room > max_tokens * 5 // 4 and not self.fresh:
             outcome.raised_output = room
             reply = self.summarize(request, room, tokens, tools)
             outcome.summary_calls += 1
@@ -198,9 +220,13 @@ class Compactor:
     def _merged(self, current: StructuredSummary | None, reply: ModelReply,
                 outcome: CompactionOutcome) -> StructuredSummary:
         budget = self.ctx.budget()
+        text = reply.content
         if reply.finish_reason == "length":
-            raise SummaryError("the summary was cut off by its output limit")
-        merged = merge(current, parse_model_summary(reply.content, outcome.summary_forms))
+            if not self.fresh:
+                raise SummaryError("the summary was cut off by its output limit")
+            text = text.rsplit("\n", 1)[0] if "\n" in text.strip() else ""  # the cut line goes
+        echoes = (SUMMARIZER_PROMPT, SUMMARY_TAIL) if self.fresh else None
+        merged = merge(current, parse_model_summary(text, outcome.summary_forms, echoes))
         current = shrink_to(merged, budget.summary_cap, self.ctx.count)
         if self.ctx.count(render(current)) > budget.summary_max:
             raise SummaryError("the summary is longer than its zone allows")

@@ -121,6 +121,16 @@ class ModelProfile:
     # llama-cpp-python's chatml-function-calling template renders a "tool" message without
     # its content: the model never sees a tool result. Sent as user messages instead.
     tool_results_as_user: bool = False
+    # Weak local models: a summary or probe request that repeats the agent's prefix (tool
+    # calls and all) is continued like one more agent turn — SmolLM2-135M answered every
+    # summary request with "functions.list_files:". With this, those requests are fresh:
+    # a short instruction and the material as one user message, no tools. Off for paid
+    # profiles, where the repeated prefix is billed as cached (C17).
+    tool_free_summaries: bool = False
+    # llama-cpp-python's chatml-function-calling template writes the tool schemas into
+    # every system message: with this, the leading system messages go as one and a later
+    # one (the truncation marker) as a user message, so the tools are paid once.
+    single_system_message: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):

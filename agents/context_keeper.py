@@ -32,7 +32,8 @@ class ContextKeeper(CompactionHooks):
     def __init__(self, loop: "AgentLoop") -> None:
         self.loop = loop
         self.ctx = loop.ctx
-        self.compactor = Compactor(self.ctx, self._summarize)
+        self.compactor = Compactor(self.ctx, self._summarize,
+                                   fresh=loop.spec.profile.tool_free_summaries)
         self.handoff: dict[str, Any] = {}
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self.metrics = CompactionMetrics()

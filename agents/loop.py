@@ -181,8 +181,12 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         self.book.sync(self.turn)
         self.book.roll(self.turn)
         request, limit = self.keeper.prepare()
-        reply = self._call_agent(request, limit)
-        answer = self._handle_reply(reply)
+        answer_turn = self._answer_turn_due()
+        reply = self._call_agent(self._answer_request(request, limit) if answer_turn
+                                 else request, limit)
+        if answer_turn:  # an echo is checked against the blocks the agent's request held
+            self.last_request = request
+        answer = self._handle_reply(reply, answer_turn)
         self.turn += 1
         self.finished = answer
         if self.delegations.waiting:  # before the save: part of the committed turn
@@ -250,9 +254,11 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
                 self.retries.succeeded()
                 return reply
 
-    def _handle_reply(self, reply: ModelReply) -> str | None:
-        """Record the answer, run its tools; return the final answer when there is one."""
-        reply = recover_tool_calls(reply, self.known_tools, self.turn)
+    def _handle_reply(self, reply: ModelReply, answer_turn: bool = False) -> str | None:
+        """Record the answer, run its tools; return the final answer when there is one. On
+        an answer turn no tool is run: a call written as text is a rejected answer."""
+        if not answer_turn:
+            reply = recover_tool_calls(reply, self.known_tools, self.turn)
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
             return self._empty_answer()
         self.empty_answers = 0

@@ -85,11 +85,8 @@ class ModelClient:
                        max_tokens: int, model: str | None = None,
                        tool_choice: str | None = None) -> dict[str, Any]:
         """The SDK's keyword arguments for one call: what the inspector reconstructs from."""
-        kwargs: dict[str, Any] = {"model": model or self.profile.model, 
-                                  "messages": wire_messages(messages,
-                                                            self.profile.tool_results_as_user),
-
-                                  "max_tokens": max_tokens}
+        kwargs: dict[str, Any] = {"model": model or self.profile.model,
+                                  "messages": self.wire(messages), "max_tokens": max_tokens}
         kwargs.update(self.profile.sampling())
         if tools:
             kwargs["tools"] = tools
@@ -99,6 +96,11 @@ class ModelClient:
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
         return kwargs
+
+    def wire(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages as this profile sends them (see wire_messages)."""
+        return wire_messages(messages, self.profile.tool_results_as_user,
+                             self.profile.single_system_message)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  max_tokens: int, model: str | None = None,
@@ -128,18 +130,28 @@ class ModelClient:
         return _to_reply(response, latency)
 
 
-def wire_messages(messages: list[dict[str, Any]],
-                  tool_results_as_user: bool = False) -> list[dict[str, Any]]:
+def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = False,
+                  single_system_message: bool = False) -> list[dict[str, Any]]:
     """The messages as sent: an assistant message never carries `content: null` (llama.cpp's
     Python server answers it with HTTP 500); "" means the same to every other server. With
-    `tool_results_as_user`, tool results go as user messages naming their call."""
-    out = []
+    `tool_results_as_user`, tool results go as user messages naming their call. With
+    `single_system_message`, the leading system messages (prompt, snapshot, words, summary,
+    truncation marker) go as one, in order, and a later system message as a user message:
+    a template that writes the tools into each system message then writes them once. The
+    merged text starts with the system prompt, so a prefix cache still matches."""
+    out: list[dict[str, Any]] = []
     for m in messages:
         if "content" in m and m["content"] is None:
             m = {**m, "content": ""}
         if tool_results_as_user and m.get("role") == "tool":
             m = {"role": "user", "content": f"[result of tool call {m.get('tool_call_id', '')}]"
                                             f"\n{m.get('content') or ''}"}
+        if single_system_message and m.get("role") == "system" and out:
+            if len(out) == 1 and out[0].get("role") == "system":
+                out[0] = {**out[0], "content": f"{out[0].get('content') or ''}\n\n"
+                                               f"{m.get('content') or ''}"}
+                continue
+            m = {**m, "role": "user"}
         out.append(m)
     return out
 

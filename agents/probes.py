@@ -24,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agents.fresh_requests import probe_request
 from agents.model import ModelError
 from agents.numbers import numbers_in
 
@@ -104,7 +105,7 @@ def build_probes(*, statements: list[str], compacted_texts: list[tuple[str, str]
 
 def probe_message(probes: list[Probe]) -> dict[str, Any]:
     lines = [PROBE_MARKER,
-             "Answer from the conversation above only. One numbered line per question, "
+             "Answer from the text above only. One numbered line per question, "
              "in order; write \"unknown\" when the conversation does not say."]
     lines += [f"{i}. {p.question}" for i, p in enumerate(probes, start=1)]
     return {"role": "user", "content": "\n".join(lines)}
@@ -131,14 +132,27 @@ def _values(text: str) -> set[str]:
     return {v for _, raw, scaled in numbers_in(text) for v in (raw, scaled)}
 
 
+def _stems(words: set[str]) -> set[str]:
+    return {re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w for w in words}
+
+
 def recovered(probe: Probe, answer: str) -> bool:
     if not answer or answer.strip().casefold() in ("unknown", "unknown."):
         return False
+    # Words the question gave away do not count: SmolLM2 answered "What rule … mentions:
+    # delete, file, write?" with "The person set that mentions: delete, file, write".
+    given, answer_words = _words(probe.question), _words(answer)
+    expected_words = _words(probe.expected)
+    # compared by stem: "The person set that mentioned: …" echoes "… mentions: …" too
+    stems_given, stems_answer = _stems(given), _stems(answer_words)
+    if (stems_answer <= stems_given and stems_answer & (stems_given - _stems(expected_words))
+            and not _values(answer) - _values(probe.question)):
+        return False  # the question's own wording echoed, nothing of the answer's own
     if probe.kind == "figure":
         return bool(_values(probe.expected) & _values(answer))
-    expected_words = _words(probe.expected)
-    shared = len(expected_words & _words(answer))
-    if shared * 2 < len(expected_words):
+    beyond = expected_words - given
+    shared = len(beyond & answer_words) if beyond else len(expected_words & answer_words)
+    if shared * 2 < len(beyond or expected_words) or not shared:
         return False
     # A constraint's limits must come back exactly: "under 120 words" is not "under 200".
     return probe.kind != "constraint" or _values(probe.expected) <= _values(answer)
@@ -176,8 +190,12 @@ def ask_probes(loop: Any, outcome: Any) -> dict[str, Any] | None:
         return None
     request = ctx.build([])
     question = probe_message(probes)
-    messages = [*request.messages, question]
-    tokens = request.total + ctx.counter.message(question)
+    if loop.spec.profile.tool_free_summaries:  # no agent turns for a weak model to continue
+        messages = probe_request(request.messages, question)
+        tokens = ctx.counter.request(messages)
+    else:
+        messages = [*request.messages, question]
+        tokens = request.total + ctx.counter.message(question)
     limit = ctx.budget().input_limit
     if tokens > limit:
         return {"error": f"no room for the probe questions ({tokens} > {limit} tokens)",

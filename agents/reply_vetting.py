@@ -19,6 +19,10 @@ from typing import Any, Iterable
 from agents.lenient_json import json_values
 from agents.model import ModelReply
 
+# llama-cpp-python's chatml-function-calling form, which a small model writes as text when
+# the request has no tools (tool_choice "none") but its history has calls in this form.
+_FUNCTIONS = re.compile(r"(?:^|\n)[ \t]*(?:message:\s*)?functions\.(?P<name>[A-Za-z_][\w.-]*):[ \t]*")
+_DECODER = json.JSONDecoder()
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*|```")
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
@@ -58,6 +62,9 @@ def _as_json_text(arguments: Any) -> str:
 
 def text_tool_calls(content: str) -> tuple[list[tuple[str, Any]], str]:
     """Tool-call-shaped JSON in `content` (tagged, fenced or bare) and the text left over."""
+    prefixed = _functions_form(content)
+    if prefixed is not None:
+        return prefixed
     found: list[tuple[str, Any]] = []
     spans: list[tuple[int, int]] = []
     tagged = list(_TAG.finditer(content))
@@ -81,6 +88,30 @@ def text_tool_calls(content: str) -> tuple[list[tuple[str, Any]], str]:
     rest.append(content[last:])
     left = _FENCE.sub("", "".join(rest)).strip()
     return found, left
+
+
+def _functions_form(content: str) -> tuple[list[tuple[str, Any]], str] | None:
+    """Calls written as `functions.NAME:` lines, each followed by its JSON arguments (or
+    none); None when the content has no such line."""
+    found: list[tuple[str, Any]] = []
+    rest, last = [], 0
+    for match in _FUNCTIONS.finditer(content):
+        if match.start() < last:
+            continue
+        end, arguments = match.end(), {}
+        start = len(content) - len(content[end:].lstrip())
+        if content.startswith("{", start):
+            try:
+                arguments, end = _DECODER.raw_decode(content, start)
+            except (ValueError, RecursionError):
+                pass
+        found.append((match.group("name"), arguments))
+        rest.append(content[last:match.start()])
+        last = end
+    if not found:
+        return None
+    rest.append(content[last:])
+    return found, "".join(rest).strip()
 
 
 def recover_tool_calls(reply: ModelReply, known: set[str], turn: int) -> ModelReply:

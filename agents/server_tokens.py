@@ -13,6 +13,8 @@ back to the engine's encoding for the rest of the session rather than failing a 
 """
 from __future__ import annotations
 
+import html
+
 import logging
 from typing import Any, Callable
 
@@ -22,10 +24,15 @@ from agents.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
-# (path under the server root, body for a text, key of the token list in the answer)
-ENDPOINTS: tuple[tuple[str, Callable[[str], dict[str, Any]], str], ...] = (
-    ("/tokenize", lambda text: {"content": text, "add_special": False}, "tokens"),
-    ("/extras/tokenize", lambda text: {"input": text}, "tokens"),
+# (path under the server root, body for a text, key of the token list in the answer,
+# whether the server's prompt holds the text HTML-escaped). llama-cpp-python's tool-capable
+# chat format (chatml-function-calling) autoescapes every message it renders — a quote
+# becomes `&#39;`, three tokens instead of one — so its text is counted escaped: 5 % of a
+# real request was quotes in tool arguments and results. Counting escaped text where a
+# server does not escape only errs on the safe side (more, never fewer tokens).
+ENDPOINTS: tuple[tuple[str, Callable[[str], dict[str, Any]], str, bool], ...] = (
+    ("/tokenize", lambda text: {"content": text, "add_special": False}, "tokens", False),
+    ("/extras/tokenize", lambda text: {"input": text}, "tokens", True),
 )
 CACHE_SIZE = 8192
 PROBE_TIMEOUT = 5.0
@@ -41,9 +48,11 @@ class ServerTokenCounter(TokenCounter):
     """A TokenCounter whose `text` is the server's count; everything else is inherited."""
 
     def __init__(self, endpoint: str, body: Callable[[str], dict[str, Any]], key: str,
-                 model: str = "", encoding_name: str = "", client: Any = None) -> None:
+                 model: str = "", encoding_name: str = "", client: Any = None,
+                 escaped: bool = False) -> None:
         super().__init__(model, encoding_name)
         self.endpoint, self._body, self._key = endpoint, body, key
+        self.escaped = escaped
         self._client = client or httpx2.Client(timeout=PROBE_TIMEOUT)
         self._cache: dict[str, int] = {}
         self.available = True
@@ -53,11 +62,12 @@ class ServerTokenCounter(TokenCounter):
             return 0
         if not self.available:
             return super().text(text)
-        hit = self._cache.get(text)
+        sent = html.escape(text) if self.escaped else text
+        hit = self._cache.get(sent)
         if hit is not None:
             return hit
         try:
-            response = self._client.post(self.endpoint, json=self._body(text))
+            response = self._client.post(self.endpoint, json=self._body(sent))
             response.raise_for_status()
             count = len(response.json()[self._key])
         except Exception as exc:  # noqa: BLE001 - any failure: fall back, never fail a turn
@@ -67,8 +77,16 @@ class ServerTokenCounter(TokenCounter):
             return super().text(text)
         if len(self._cache) >= CACHE_SIZE:
             self._cache.clear()
-        self._cache[text] = count
+        self._cache[sent] = count
         return count
+
+    def tools(self, schemas: list[dict[str, Any]] | None) -> int:
+        """The schemas as the server writes them: with `tojson`, which keeps the quotes."""
+        escaped, self.escaped = self.escaped, False
+        try:
+            return super().tools(schemas)
+        finally:
+            self.escaped = escaped
 
 
 def make_counter(profile: Any) -> TokenCounter:
@@ -89,11 +107,12 @@ def probe_server_counter(base_url: str, model: str = "", encoding_name: str = ""
     """A counter on the first tokenize endpoint the server answers, else None."""
     client = client or httpx2.Client(timeout=PROBE_TIMEOUT)
     root = server_root(base_url)
-    for path, body, key in ENDPOINTS:
+    for path, body, key, escaped in ENDPOINTS:
         try:
             response = client.post(root + path, json=body("hello world"))
             if response.status_code == 200 and isinstance(response.json().get(key), list):
-                return ServerTokenCounter(root + path, body, key, model, encoding_name, client)
+                return ServerTokenCounter(root + path, body, key, model, encoding_name, client,
+                                          escaped=escaped)
         except Exception:  # noqa: BLE001 - a server without the endpoint, or unreachable
             continue
     return None

@@ -17,7 +17,8 @@ from typing import Any, Callable
 from agents.anchors import extract_anchors, supersedes
 from agents.numbers import known_values, numbers_in, summary_values  # noqa: F401
 from agents.lenient_json import first_json_object
-from agents.summary_text import sections_from_text, unescape
+from agents.summary_text import (drop_echoes, prose_items, sections_from_text, tool_call_text,
+                                 unescape)
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
@@ -218,13 +219,21 @@ def _ruled_out(value: Any) -> list[dict[str, str]]:
     return out
 
 
-def parse_model_summary(text: str, forms: list[str] | None = None) -> StructuredSummary:
+def parse_model_summary(text: str, forms: list[str] | None = None,
+                        prose_ok: tuple[str, ...] | None = None) -> StructuredSummary:
     """Validate a model's summary; raise SummaryError. JSON (bare, fenced, with chatter
     around it, or HTML-escaped) is read first; else sections under headings in plain text
-    or markdown (agents.summary_text). The form read is appended to `forms`."""
+    or markdown (agents.summary_text). With `prose_ok` (the request's own texts, which an
+    echo repeats), an answer with neither is read as plain facts (weak models' summaries).
+    The form read ("json", "text" or "prose") is appended to `forms`."""
     if not isinstance(text, str) or not text.strip():
         raise SummaryError("The summary answer is empty; expected a JSON object.")
     text = unescape(text)
+    called = tool_call_text(text)
+    if called:
+        raise SummaryError(f"The summary answer is a call of {called} written as text "
+                           f"({text.strip()[:60]!r}), not a summary: the model continued the "
+                           "agent's turns instead of summing them up.")
     body = (fenced.group(1) if (fenced := _FENCE.match(text)) else text).strip()
     try:
         data = json.loads(body)
@@ -243,7 +252,11 @@ def parse_model_summary(text: str, forms: list[str] | None = None) -> Structured
             problem = (f"JSON with none of the keys {', '.join(FIELDS)} (it has: "
                        f"{', '.join(sorted(data)[:8]) or 'no keys'})")
         data = sections_from_text(body)
+        if prose_ok is not None:
+            data = drop_echoes(data, prose_ok)
         form = "text"
+        if not data and prose_ok is not None and (facts := prose_items(body, prose_ok)):
+            data, form = {"important_discoveries": facts}, "prose"
         if not data:
             raise SummaryError(
                 f"The summary answer is {problem} and names none of the C6 sections as "

@@ -79,3 +79,54 @@ def sections_from_text(text: str) -> dict[str, list[str]]:
         if item:
             sections[current].append(item)
     return {name: items for name, items in sections.items() if items}
+
+
+# llama-cpp-python's function-calling form, which a small model copies from the prompt
+# (`functions.list_files:\n{ }`), and the other shapes of a call written as text.
+_CALL_TEXT = re.compile(r"^\s*(?:message:\s*)?(?:functions\.(?P<name>[\w.-]+):|<tool_call>)",
+                        re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+MIN_ITEM_CHARS = 12  # shorter lines ("Summary:", "Sure!") carry no fact
+# The request's own framing (agents.fresh_requests), which a small model copies back:
+# "[archive turn 3, ref arc:…]", "(called list_files with { })".
+_FRAMING = re.compile(r"^(?:\[[^\]]*\]|\(called [^)]*\))$")
+
+
+def tool_call_text(text: str) -> str | None:
+    """The tool a text calls when it is a tool call written out (as the whole answer or its
+    start), else None: such an answer continued the agent's turns, it summed nothing up."""
+    found = _CALL_TEXT.match(text or "")
+    if not found:
+        return None
+    return found.group("name") or "a tool"
+
+
+def _echo_set(ignore: tuple[str, ...]) -> set[str]:
+    return {" ".join(line.split()).casefold() for block in ignore for line in block.splitlines()}
+
+
+def drop_echoes(sections: dict[str, list[str]], ignore: tuple[str, ...]) -> dict[str, list[str]]:
+    """`sections` without items that only repeat a line of `ignore` (the request's wording)."""
+    echoed = _echo_set(ignore)
+    kept = {name: [i for i in items if " ".join(i.split()).casefold() not in echoed]
+            for name, items in sections.items()}
+    return {name: items for name, items in kept.items() if items}
+
+
+def prose_items(text: str, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Facts of an answer with no recognisable headings: its bullets or lines, long lines cut
+    into sentences. Lines of `ignore` (the request's own wording, echoed back) are left out."""
+    echoed = _echo_set(ignore)
+    items: list[str] = []
+    for line in text.splitlines():
+        while bullet := _BULLET.match(line):  # "- - item": a copied bullet under a bullet
+            line = bullet.group("item")
+        line = line.strip().strip("*#").strip()
+        if re.match(r"^message:\s*", line, re.I):
+            line = line[len("message:"):].strip()
+        # "Here is a summary of the conversation:" introduces, it states nothing
+        if (len(line) < MIN_ITEM_CHARS or line.endswith(":") or _FRAMING.match(line)
+                or " ".join(line.split()).casefold() in echoed):
+            continue
+        items.extend(s.strip() for s in _SENTENCE.split(line) if len(s.strip()) >= MIN_ITEM_CHARS)
+    return items

@@ -102,6 +102,7 @@ def register_profile(*, port: int, n_ctx: int, name: str = "local"):
         "model": MODEL_ALIAS, "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "",
         "context_size": n_ctx, "server_tokenizer": True, "temperature": 0.2,
         "tool_results_as_user": True, "probe_questions": True,
+        "tool_free_summaries": True, "single_system_message": True,
         # One CPU slot computes one request at a time: long prefills, no parallel retries.
         "read_timeout": 300.0, "call_timeout": 600.0, "retry_budget": 900.0})
     return profile

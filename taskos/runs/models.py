@@ -124,6 +124,17 @@ class ModelProfile(models.Model):
     tool_results_as_user = models.BooleanField(
         default=False, help_text="Send tool results as user messages (llama-cpp-python's "
                                  "chatml-function-calling format drops tool messages' text).")
+    tool_free_summaries = models.BooleanField(
+        default=False, help_text="Send summary and probe requests as a fresh request without "
+                                 "tools (a short instruction, the material as one user "
+                                 "message). Small local models continue a request that "
+                                 "repeats the agent's prefix with one more tool call; paid "
+                                 "models bill that prefix as cached, so leave it off there.")
+    single_system_message = models.BooleanField(
+        default=False, help_text="Merge the system messages into one (a later one goes as a "
+                                 "user message). For llama-cpp-python's chatml-function-"
+                                 "calling template, which writes the tool schemas into every "
+                                 "system message.")
     token_ratio = models.FloatField(
         default=1.0, editable=False,
         help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
@@ -190,6 +201,8 @@ class ModelProfile(models.Model):
             num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
             server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
             tool_results_as_user=self.tool_results_as_user,
+            tool_free_summaries=self.tool_free_summaries,
+            single_system_message=self.single_system_message,
             token_ratio_calls=self.token_ratio_calls, probe_questions=self.probe_questions,
             token_overheads=dict(self.token_overheads or {}), **self.fault_limits())
 

@@ -151,3 +151,14 @@ def test_the_learnt_overheads_are_kept_with_the_ratio():
     profile.refresh_from_db()
     assert profile.to_engine().token_overheads == {"auto:2/615": 412.5, "none:2/615": -380.0}
     assert not profile.to_engine().probe_questions
+
+
+def test_the_local_profile_asks_for_weak_model_requests_and_paid_ones_do_not():
+    from taskos.runs.localmodel import register_profile
+
+    local = register_profile(port=8453, n_ctx=4096).to_engine()
+    assert local.tool_free_summaries and local.single_system_message and local.probe_questions
+    paid = ModelProfile.objects.create(name="paid", model="gpt-4o-mini",
+                                       base_url="https://api.openai.com/v1").to_engine()
+    # the cache-stable summary request and the system messages as they are (C17)
+    assert not paid.tool_free_summaries and not paid.single_system_message

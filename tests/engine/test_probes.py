@@ -104,3 +104,18 @@ def test_grading_needs_the_figure_and_the_constraints_numbers():
 def test_unnumbered_answers_are_read_one_per_line():
     assert answers_by_number("first\n\nsecond", 3) == ["first", "second", ""]
     assert answers_by_number("2) b\n1. a\n7. out of range", 2) == ["a", "b"]
+
+
+def test_an_answer_that_only_echoes_the_questions_own_words_recovers_nothing():
+    # SmolLM2-135M's answers on the real lane, graded recovered before this rule
+    from agents.probes import Probe, recovered
+
+    question = "What rule did the person set that mentions: delete, file, write? Quote it."
+    probe = Probe("constraint", question, "Never write or delete any file")
+    assert not recovered(probe, "The person set that mentions: delete, file, write")
+    assert not recovered(probe, "The person set that mentioned: delete, file, write")
+    assert not recovered(probe, question)
+    assert recovered(probe, "Never write or delete any file.")
+    figure = Probe("figure", 'What figure was found for "sales.csv"?', "29368")
+    assert not recovered(figure, 'What figure was found for "sales.csv"?')
+    assert recovered(figure, 'The figure found for "sales.csv" was 29368')

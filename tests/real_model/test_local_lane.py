@@ -32,6 +32,7 @@ def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: i
     profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
                            api_key_env="", context_size=N_CTX, server_tokenizer=True,
                            tool_results_as_user=True, probe_questions=True,
+                           tool_free_summaries=True, single_system_message=True,
                            temperature=0.2, read_timeout=300, call_timeout=600,
                            retry_budget=900)
     sink = ListSink()
@@ -67,6 +68,12 @@ def evidence(name: str, run, sink: ListSink) -> dict:
         "session": name, "status": finished["status"], "error": finished["error"],
         "final_answer": finished["final_answer"][:500], "turns": finished["turns"],
         "error_codes": [e.payload["code"] for e in sink.of_type(EventType.ERROR)],
+        "rejected_answers": [(e.payload["content"][:300], e.payload["rejected"][:120])
+                             for e in sink.of_type(EventType.ASSISTANT_MESSAGE)
+                             if e.payload.get("rejected")],
+        # answer turns: the weak profile's tool-free request for the final answer
+        "answer_turns": sum(c["kind"] == "agent" and c.get("count_kind") == "no-tools"
+                            for c in calls),
         "tool_calls": [(e.payload["name"], e.payload["args"])
                        for e in sink.of_type(EventType.TOOL_CALL)],
         "calls": len(calls), "summary_calls": sum(c["kind"] == "summary" for c in calls),

