@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0012_profile_counting_probes_window'),
+        ('runs', '0013_session_person_edits'),
     ]
 
     operations = [
