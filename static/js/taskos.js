@@ -95,6 +95,13 @@
     var target = parts && document.getElementById(parts[2]);
     if (!target || foldedAway(target)) { return; }
     Array.prototype.push.apply(added, node.children);
+    // A row arriving again (a resync raced a delta, a reconnect replayed a batch) takes
+    // the place of the one shown: appends are idempotent, never a duplicate row. (A turn's
+    // group of rows is left alone: replacing it would drop the rows it already holds.)
+    Array.prototype.forEach.call(node.children, function (row) {
+      var shown = row.id && document.getElementById(row.id);
+      if (shown && !shown.hasAttribute("data-group")) { shown.remove(); }
+    });
     var moved = document.createDocumentFragment();
     while (node.firstChild) { moved.appendChild(node.firstChild); }
     if (parts[1] === "beforeend") { target.appendChild(moved); }

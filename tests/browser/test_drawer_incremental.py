@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import finished_session
 from .stack import Stack, wait_for
 from .test_drawer_live import cancel, count_events, last_seq, start_session
 
@@ -58,7 +59,7 @@ def held_in_sync(page: Page, stack: Stack, pk: int) -> int:
 
 def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
         page: Page, stack: Stack) -> None:
-    pk = start_session(page, stack, "long-200", window=8000)
+    pk = start_session(page, stack, "long-1000", window=8000)
     try:
         stack.resume("worker")
         wait_for(lambda: count_events(stack, pk, "COMPACTION") >= 4
@@ -107,3 +108,24 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
     finally:
         stack.resume("worker")
         cancel(page)
+
+
+# A batch that arrives again (a resync raced a live delta, a reconnect replayed what the
+# page had): the rows it appends are already shown.
+REPLAY_NEWEST_ENTRY = """() => new Promise((done) => {
+  const entries = document.querySelectorAll('#transcript > article.ev');
+  const newest = entries[entries.length - 1];
+  document.addEventListener('taskos:applied', () => done(newest.id), {once: true});
+  document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true, detail: {
+    message: '<div hx-swap-oob="beforeend:#transcript">' + newest.outerHTML + '</div>'}}));
+})"""
+
+
+def test_a_row_appended_again_replaces_the_one_shown_instead_of_doubling_it(
+        page: Page, stack: Stack) -> None:
+    finished_session(page, stack)
+    before = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
+    replayed = page.evaluate(REPLAY_NEWEST_ENTRY)
+    after = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
+    assert replayed == before[-1]
+    assert after == before  # same rows, same order, none twice

@@ -176,7 +176,7 @@ def manual_compaction_seq(stack: Stack, pk: int) -> int | None:
 
 
 def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> None:
-    pk = start_session(page, stack, "long-200", window=8000)
+    pk = start_session(page, stack, "long-1000", window=8000)
     stack.resume("worker")
     curve = page.locator("#panel-curve-body svg.curve")
     expect(curve).to_have_attribute("data-calls", re.compile(r"^([3-9]|\d{2,})$"))
@@ -231,7 +231,7 @@ SELECT_FIRST_SENTENCE = """el => {
 
 def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         page: Page, stack: Stack) -> None:
-    pk = start_session(page, stack, "long-200", window=8000)
+    pk = start_session(page, stack, "long-1000", window=8000)
     stack.resume("worker")
     goal = page.locator("#transcript article.ev-user_message .text").first
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()

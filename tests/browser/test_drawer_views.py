@@ -25,7 +25,7 @@ PAGE = 60  # transcript entries per page (taskos/drawer/stream.py TRANSCRIPT_PAG
 
 
 def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, stack: Stack) -> None:
-    pk = start_session(page, stack, "long-200", window=8000)  # the worker is paused
+    pk = start_session(page, stack, "long-1000", window=8000)  # the worker is paused
     try:
         page.click("#panel-curve > summary")  # fold the curve before the first call
         expect(page.locator("#panel-curve")).not_to_have_attribute("open", "")
