@@ -22,8 +22,7 @@ import re
 from typing import Any, Callable
 
 from agents.events import Event, EventType
-from agents.numbers import values_in
-from agents.summary import numbers_in
+from agents.numbers import numbers_in, values_in
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from agents.context import WorkingContext
 from agents.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
+from agents.compaction_units import split_for_compaction, split_unit
 from agents.history import Msg, Unit, flatten
 from agents.model import ModelError, ModelReply
 from agents.sim.summary_request import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE,
@@ -52,27 +53,6 @@ class CompactionOutcome:
     @property
     def refs(self) -> list[str]:
         return [m.ref for m in self.compacted if m.ref]
-
-
-def split_for_compaction(units: list[Unit], *, keep_tokens: int, keep_rounds: int,
-                         emergency: bool) -> int:
-    """Index of the first unit to keep: the newest round and what follows always stay."""
-    if not units:
-        return 0
-    rounds = [i for i, u in enumerate(units) if u.is_round]
-    keep_from = rounds[-1] if rounds else len(units) - 1
-    if emergency:
-        return keep_from
-    tokens = sum(u.tokens for u in units[keep_from:])
-    kept_rounds = sum(1 for u in units[keep_from:] if u.is_round)
-    while keep_from > 0:
-        unit = units[keep_from - 1]
-        if tokens + unit.tokens > keep_tokens or kept_rounds + unit.is_round > keep_rounds:
-            break
-        keep_from -= 1
-        tokens += unit.tokens
-        kept_rounds += unit.is_round
-    return keep_from
 
 
 def is_marker(msg: Msg) -> bool:
@@ -305,26 +285,6 @@ def _short_args(call: dict[str, Any], keep: int) -> dict[str, Any]:
     if len(args) <= keep + 1:
         return call
     return {**call, "function": {**function, "arguments": args[:max(0, keep)] + "…"}}
-
-
-def split_unit(unit: Unit) -> list[Unit]:
-    """A unit of parallel tool calls as one unit per call (the assistant message carrying
-    only that call), so a summary request can take them a few at a time without ever
-    holding a result whose call it does not show."""
-    first = unit.messages[0]
-    calls = first.data.get("tool_calls") or []
-    if len(calls) < 2:
-        return [unit]
-    results = {m.data.get("tool_call_id"): m for m in unit.messages[1:]}
-    pieces = []
-    for k, call in enumerate(calls):
-        data = {**first.data, "tool_calls": [call]}
-        if k:
-            data["content"] = None  # the assistant's words go with the first call only
-        head = Msg(data=data, tokens=first.tokens, turn=first.turn, ref=first.ref)
-        result = results.get(call.get("id"))
-        pieces.append(Unit([head] + ([result] if result else [])))
-    return pieces
 
 
 class CompactionFailed(RuntimeError):

@@ -15,7 +15,7 @@ from agents.errors import error_payload
 from agents.events import Event, EventType
 from agents.hooks import CompressCall
 from agents.probes import ask_probes
-from agents.summary import audit_compaction
+from agents.compaction_audit import audit_compaction
 
 
 class CompactionHooks:

@@ -10,7 +10,7 @@ from typing import Any
 from agents.config import ModelProfile
 from agents.events import Event, EventSink, EventType
 from agents.pricing import CostMeter
-from agents.summary import numbers_in
+from agents.numbers import numbers_in
 
 
 ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,

@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields
-from decimal import Decimal
 from typing import Any, Callable
 
 from agents.anchors import extract_anchors, supersedes
-from agents.numbers import known_values, numbers_in, summary_values  # noqa: F401
 from agents.lenient_json import first_json_object
 from agents.summary_text import (drop_echoes, prose_items, sections_from_text, tool_call_text,
                                  unescape)
@@ -100,7 +98,7 @@ class StructuredSummary:
         return not any(getattr(self, name) for name in FIELDS)
 
 
-def _one_line(text: Any) -> str:
+def one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
@@ -108,7 +106,7 @@ def _item_line(name: str, item: Any) -> str:
     if name == "ruled_out":  # "approach | reason: … | evidence: …", read back by _RULED
         item = " | ".join([item.get("approach", "")]
                           + [f"{k}: {item.get(k, '')}" for k in _RULED_KEYS[1:]])
-    return f"- {_one_line(item)}"
+    return f"- {one_line(item)}"
 
 
 def render(summary: StructuredSummary | None) -> str:
@@ -154,7 +152,7 @@ def _dedupe(items: list[Any]) -> list[Any]:
     seen: dict[str, Any] = {}  # first occurrence wins, order kept
     for item in items:
         seen.setdefault(json.dumps(item, sort_keys=True, ensure_ascii=False)
-                        if isinstance(item, dict) else _one_line(item).casefold(), item)
+                        if isinstance(item, dict) else one_line(item).casefold(), item)
     return list(seen.values())
 
 
@@ -292,29 +290,3 @@ def shrink_to(summary: StructuredSummary, max_tokens: int,
         if total <= max_tokens:
             total = count(render(out))
     return out
-
-
-# --- compaction audit (SPEC E3); numbers_in is agents/numbers.py's
-
-
-def audit_compaction(*, new_context_text: str, tier1_anchors: list[str], snapshot_text: str,
-                     open_tasks: list[str], new_summary_text: str, compacted_text: str,
-                     previous_summary_text: str) -> dict[str, Any]:
-    """Check a compaction: anchors, snapshot and open tasks still in context, no invented numbers.
-
-    A number in the new summary is supported when it appears in the compacted messages, the
-    previous summary or a hard constraint the engine gave the summarizer.
-    """
-    context = _one_line(new_context_text)
-    missing_anchors = [a for a in tier1_anchors if _one_line(a) not in context]
-    snapshot_present = _one_line(snapshot_text) in context
-    missing_tasks = [t for t in open_tasks if _one_line(t) not in context]
-    known = set().union(summary_values(previous_summary_text),
-                        *(known_values(source) for source in (compacted_text, *tier1_anchors)))
-    unsupported: list[str] = []
-    for written, _, scaled in numbers_in(new_summary_text):
-        if scaled not in known and written not in unsupported:
-            unsupported.append(written)
-    return {"ok": not (missing_anchors or missing_tasks or unsupported) and snapshot_present,
-            "missing_anchors": missing_anchors, "snapshot_present": snapshot_present,
-            "missing_tasks": missing_tasks, "unsupported_numbers": unsupported}

@@ -4,8 +4,9 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from agents.compaction_audit import audit_compaction
 from agents.summary import (FIELDS, SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
-                            SummaryError, audit_compaction, merge, parse_model_summary,
+                            SummaryError, merge, parse_model_summary,
                             parse_rendered, render, shrink_to)
 
 
