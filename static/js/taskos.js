@@ -192,6 +192,10 @@
     var nodes = parseBatch(queue);
     queue = [];
     var nearEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+    // Only a batch that brings the curve's scale box can reset it (the body class stays):
+    // no localStorage read and document-wide query on every frame. Asked before applying,
+    // which moves the fragments' children onto the page.
+    var curveBoxCame = nodes.some(function (n) { return n.querySelector("[data-curve-full]"); });
     var added = [], trimmed = [];
     nodes.forEach(function (node) { applyFragment(node, added, trimmed); });
     trimmed.forEach(trim);
@@ -202,7 +206,7 @@
       trimTranscript();
       window.scrollTo(0, document.documentElement.scrollHeight);
     }
-    syncCurveScale();
+    if (curveBoxCame) { syncCurveScale(); }
     var status = document.querySelector("#session-status .status");
     if (status) {
       var ended = ["finished", "failed", "cancelled"].indexOf(status.dataset.status) >= 0;
