@@ -56,7 +56,9 @@ def stored_report(session: Session) -> dict[str, Any]:
     impossible = list(SessionEvent.objects.filter(
         session=session, type="ERROR", payload__code=IMPOSSIBLE).values("turn", message=F(
             "payload__message")))
-    reused = [{"turn": r["turn"], "child": r["child"], "status": r["status"],
+    # str(): SQLite's JSON_EXTRACT hands a digits-only string back unquoted, and Django
+    # then decodes "2" as the number 2; child ids are strings on every backend.
+    reused = [{"turn": r["turn"], "child": str(r["child"]), "status": r["status"],
                "error": r["error"], "recorded_input_tokens": r["tokens"],
                "recorded_cost": r["cost"]}
               for r in SessionEvent.objects.filter(
