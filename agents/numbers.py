@@ -2,8 +2,8 @@
 
 The audit reads every number of the compacted messages and of the previous summary: tens
 of kB, often thousands of numbers, per compaction. Each distinct number is converted once
-(an LRU of conversions), the value set of a text is remembered by content, and a text is
-read for numbers line by line, so a summary that gained a few lines costs only those.
+(an LRU of conversions), the value set of a source text is remembered by content, and a
+summary's numbers are read line by line, so a summary that gained a few lines costs those.
 """
 from __future__ import annotations
 
