@@ -60,18 +60,18 @@ class MessageMemo:
     hashing all of them was most of a state save's own time. A saved message is
     {"data", "tokens", "turn", "ref"} around the engine's message dict, which is never
     changed in place (agents/history.py: a changed message is a new Msg): the same dict
-    object with the same three figures dumps to the same text. Entries of messages that
+    object with the same other fields dumps to the same text. Entries of messages that
     left the history are dropped at each save, so an id is never mistaken for a new
     dict's (the entry holds its dict alive until then).
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[Any, tuple, str, str]] = {}
+        self._entries: dict[int, tuple[Any, Any, str, str]] = {}
 
     def dump(self, message: Any, kept: dict[int, tuple]) -> tuple[str, str]:
         data = message.get("data") if isinstance(message, dict) else None
-        figures = (message.get("tokens"), message.get("turn"), message.get("ref"),
-                   len(message)) if data is not None else None
+        figures = [(k, v) for k, v in message.items() if k != "data"] \
+            if data is not None else None
         entry = self._entries.get(id(data)) if data is not None else None
         if entry is None or entry[0] is not data or entry[1] != figures:
             text = _dump(message)
