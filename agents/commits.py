@@ -13,6 +13,13 @@ it, and it commits at three points:
    the open batch and commits it durably: the turn's last writes and its state are one
    transaction.
 
+Only commits before a wait (points 1 and the tool run) announce the stored events to the
+live pages; points 2 and 3 store theirs unannounced, and the next announcement (the next
+wait, the session's last events, or any event stored outside a batch) carries a newer seq,
+up to which a page reads every stored event from the database. In the loop each of those
+commits is followed within milliseconds by an announcing one, and each announcement costs
+the engine's thread the channel layer's work (taskos/live/sending.py).
+
 The database store does not wait for the disk at points 1 and 2 (taskos/runs/store.py
 relaxed_commits); they cannot be lost alone: the state save's durable commit flushes every
 earlier commit with it, and until then the saved state says the turn did not happen, so
@@ -41,31 +48,34 @@ class CommitPoints:
         if self._transactions:
             self.store.begin_batch()
 
-    def flush_events(self) -> None:
-        """Store the held events now, in the open transaction (their seqs are final)."""
+    def flush_events(self, announce: bool = False) -> None:
+        """Store the held events now, in the open transaction (their seqs are final);
+        announced to live pages after the commit only when `announce`."""
         if self.open and self._holds_events:
-            self.events.flush()
+            self.events.flush(announce=announce)
 
-    def commit(self) -> None:
+    def commit(self, announce: bool = True) -> None:
         """Flush the events and commit the open batch; nothing stays open (a model call
-        never runs inside a transaction)."""
+        never runs inside a transaction). Called bare before a model call or a tool run,
+        it announces what it stored: the wait comes next."""
         if not self.open:
             return
-        self.flush_events()
+        self.flush_events(announce)
         self.open = False
         if self._transactions:
             self.store.commit_batch()
 
     def checkpoint(self) -> None:
-        """Commit what is open and go on in a new batch."""
+        """Commit what is open (unannounced: the turn goes on at once) and go on in a new
+        batch."""
         if self.open:
-            self.commit()
+            self.commit(announce=False)
             self.begin()
 
     def end(self) -> None:
         """After the state save (a database store committed the batch with it): events
         are written as they come until the next turn."""
-        self.commit()
+        self.commit(announce=False)
         if self._holds_events:
             self.events.release()
 

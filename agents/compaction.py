@@ -18,7 +18,8 @@ from agents.model import ModelError, ModelReply
 from agents.sim.summary_request import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE,
                                         SUMMARY_MARKER, label_line)
 from agents.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
-                            SummaryError, merge, parse_model_summary, render, shrink_to)
+                            SummaryError, merge, parse_model_summary, render, render_lines,
+                            shrink_to)
 from agents.tokens import REPLY_PRIMING
 
 # summarize(messages, max_tokens, request_tokens, tools) -> reply; raises ModelError
@@ -207,8 +208,9 @@ class Compactor:
             text = text.rsplit("\n", 1)[0] if "\n" in text.strip() else ""  # the cut line goes
         echoes = (SUMMARIZER_PROMPT, SUMMARY_TAIL) if self.fresh else None
         merged = merge(current, parse_model_summary(text, outcome.summary_forms, echoes))
-        current = shrink_to(merged, budget.summary_cap, self.ctx.count)
-        if self.ctx.count(render(current)) > budget.summary_max:
+        count = self.ctx.count
+        current = shrink_to(merged, budget.summary_cap, count, count.lines)
+        if count.lines(render_lines(current)) > budget.summary_max:
             raise SummaryError("the summary is longer than its zone allows")
         return current
 

@@ -87,8 +87,8 @@ class CompactionHooks:
             snapshot_text=ctx.snapshot_text,
             open_tasks=[t.subject for t in loop.book.tasks if t.state != "completed"],
             new_summary_text=written,
-            compacted_text="\n".join(m.text + json.dumps(m.data.get("tool_calls") or "")
-                                     for m in outcome.compacted),
+            compacted_texts=[text for m in outcome.compacted
+                             for text in (m.text, json.dumps(m.data.get("tool_calls") or ""))],
             previous_summary_text=outcome.summary_before)
         after = ctx.zones()
         # An anchor-triggered rebuild that moved nothing out and left every zone as it was

@@ -27,7 +27,7 @@ from agents.budget import Budget, plan_budget
 from agents.config import ContextConfig
 from agents.history import Msg, Unit, group_units
 from agents.person_words import PersonWords
-from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
+from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TextCache, TokenCounter
 
 CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
 # Shorter notes for small caps: the long note alone costs about 47 tokens.
@@ -49,23 +49,6 @@ class Request:
         """Messages with their zone and tokens: what the drawer's inspector shows."""
         return [{**m, "zone": z, "tokens": t}
                 for m, z, t in zip(self.messages, self.zones_of, self.tokens_of)]
-
-
-class TextCache:
-    """Token counts of recently seen strings (snapshot lines, hints) to avoid re-encoding."""
-
-    def __init__(self, counter: TokenCounter, size: int = 4096) -> None:
-        self.counter = counter
-        self.size = size
-        self._cache: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        hit = self._cache.get(text)
-        if hit is None:
-            if len(self._cache) >= self.size:
-                self._cache.clear()
-            hit = self._cache[text] = self.counter.text(text)
-        return hit
 
 
 @dataclass

@@ -170,7 +170,8 @@ class ContextKeeper(CompactionHooks):
         over = ctx.input_tokens(hint_msgs) - limit
         if over > 0 and ctx.summary_text:
             target = max(0, ctx.zones()["summary"] - over)
-            shrunk = shrink_to(StructuredSummary.from_dict(ctx.summary), target, ctx.count)
+            shrunk = shrink_to(StructuredSummary.from_dict(ctx.summary), target, ctx.count,
+                               ctx.count.lines)
             ctx.set_summary(shrunk.to_dict(), render(shrunk))
         if ctx.input_tokens(hint_msgs) > limit:
             self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room

@@ -15,7 +15,9 @@ from agents.tokens import TokenCounter
 class Msg:
     """One chat message as sent, plus what the engine knows about it."""
 
-    data: dict[str, Any]  # the OpenAI message dict, exactly as it goes into the request
+    # The OpenAI message dict, exactly as it goes into the request. Never changed in
+    # place (a changed message is a new Msg): the state save keys its text by the dict.
+    data: dict[str, Any]
     tokens: int  # cached count, framing included
     turn: int = 0
     ref: str = ""  # archive ref of the raw message

@@ -111,8 +111,13 @@ def _item_line(name: str, item: Any) -> str:
 
 def render(summary: StructuredSummary | None) -> str:
     """The summary as a `<system-info>` block with one headed section per non-empty field."""
+    return "\n".join(render_lines(summary))
+
+
+def render_lines(summary: StructuredSummary | None) -> list[str]:
+    """The lines of render(summary); none when it is empty."""
     if summary is None or summary.is_empty():
-        return ""
+        return []
     lines = ["<system-info>", _INTRO]
     for name, heading in SECTIONS:
         items = getattr(summary, name)
@@ -120,7 +125,7 @@ def render(summary: StructuredSummary | None) -> str:
             lines.append(f"## {heading}")
             lines.extend(_item_line(name, item) for item in items)
     lines.append("</system-info>")
-    return "\n".join(lines)
+    return lines
 
 
 _BLOCK = re.compile(r"<system-info>(.*?)</system-info>", re.S)
@@ -268,16 +273,18 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
     return summary
 
 
-def shrink_to(summary: StructuredSummary, max_tokens: int,
-              count: Callable[[str], int]) -> StructuredSummary:
+def shrink_to(summary: StructuredSummary, max_tokens: int, count: Callable[[str], int],
+              count_lines: Callable[[list[str]], int] | None = None) -> StructuredSummary:
     """Drop the oldest items until the rendering fits `max_tokens`; never the task overview.
 
     Discoveries and context go first (from whichever list is longer), then ruled-out
     approaches, open questions, current state and next steps. If only the overview is
-    left and it is still too long, it is returned as it is: the caller decides.
-    """
+    left and it is still too long, it is returned as it is: the caller decides. With
+    `count_lines` (TextCache.lines) a summary that gained a few items is counted from its
+    cached lines, not encoded whole twice."""
+    count_lines = count_lines or (lambda lines: count("\n".join(lines)))
     out = StructuredSummary.from_dict(summary.to_dict())
-    total = count(render(out))
+    total = count_lines(render_lines(out))
     while total > max_tokens:
         pool = [n for n in ("important_discoveries", "context_to_preserve") if getattr(out, n)]
         pool.sort(key=lambda n: -len(getattr(out, n)))  # stable: discoveries on a tie
@@ -285,8 +292,9 @@ def shrink_to(summary: StructuredSummary, max_tokens: int,
         if not pool:
             break
         item = getattr(out, pool[0]).pop(0)
-        # Counting the whole rendering per item would be quadratic: estimate, then verify.
-        total -= count(_item_line(pool[0], item)) + 1
+        # Counting the whole rendering per item would be quadratic: estimate, then verify
+        # (an item line is never the last line, so it costs its count with its newline).
+        total -= count(_item_line(pool[0], item) + "\n")
         if total <= max_tokens:
-            total = count(render(out))
+            total = count_lines(render_lines(out))
     return out

@@ -28,6 +28,14 @@ TOOLS_FRAMING = 12  # the system-level wrapper providers put around function def
 # keep every tool result alive; hashing costs ~1 % of encoding them.
 COUNT_CACHE_SIZE = 8192
 DIGEST_FROM_CHARS = 256
+# Encodings whose pre-tokenizer always ends a piece at a newline that is followed by a
+# non-space character (no piece starts with a newline and goes on past it; see the
+# patterns in tiktoken_ext.openai_public): for them "a\nb" costs tokens("a\n") +
+# tokens("b"), so a long text that changes a line at a time (the summary, ~30 kB) is
+# counted from its lines' cached counts instead of being encoded whole at every
+# compaction. tests/engine/test_line_counts.py checks the identity on each of them.
+LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", OFFLINE_FALLBACK, "o200k_base",
+                                     "o200k_harmony"})
 
 
 def content_key(text: str) -> str | bytes:
@@ -65,6 +73,12 @@ class TokenCounter:
     @property
     def name(self) -> str:
         return self.encoding.name
+
+    @property
+    def line_additive(self) -> bool:
+        """Whether a text's count is the sum of its lines' (see LINE_ADDITIVE_ENCODINGS);
+        never for a counter that counts text another way (a server's tokenizer)."""
+        return type(self).text is TokenCounter.text and self.encoding.name in LINE_ADDITIVE_ENCODINGS
 
     def text(self, text: str) -> int:
         if not text:
@@ -108,6 +122,42 @@ class TokenCounter:
     def request(self, messages: Iterable[dict[str, Any]], tools: list[dict] | None = None) -> int:
         """Count a whole request from scratch (no cache): the reference figure."""
         return REPLY_PRIMING + sum(self.message(m) for m in messages) + self.tools(tools)
+
+
+class TextCache:
+    """Token counts of recently seen strings (snapshot lines, hints) to avoid re-encoding."""
+
+    def __init__(self, counter: TokenCounter, size: int = 4096) -> None:
+        self.counter = counter
+        self.size = size
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        hit = self._cache.get(text)
+        if hit is None:
+            if len(self._cache) >= self.size:
+                self._cache.clear()
+            hit = self._cache[text] = self.counter.text(text)
+        return hit
+
+    def lines(self, lines: list[str]) -> int:
+        """Tokens of "\n".join(lines). With a line-additive counter and every line after
+        the first starting with a non-space character, the sum of the lines' counts (each
+        with its newline): exact, and only new lines are encoded. The joined text's count
+        is kept, so counting it again (set_summary) is a lookup."""
+        text = "\n".join(lines)
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        if lines and getattr(self.counter, "line_additive", False) and all(
+                line and not line[0].isspace() for line in lines[1:]):
+            hit = sum(self(line + "\n") for line in lines[:-1]) + self(lines[-1])
+        else:
+            hit = self.counter.text(text)
+        if len(self._cache) >= self.size:
+            self._cache.clear()
+        self._cache[text] = hit
+        return hit
 
 
 @functools.lru_cache(maxsize=1)

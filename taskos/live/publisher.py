@@ -47,6 +47,7 @@ class ChannelsPublisher:
         self._seq = self._stored_max_seq()
         self._sender = GroupSender(self.session_pk)
         self._held: list[Event] | None = None  # None: events are stored as they come
+        self._unannounced: Event | None = None  # stored and committed, not sent yet
         self._calls = CallCompactor()
 
     # --- batches
@@ -55,7 +56,7 @@ class ChannelsPublisher:
             self._held = []
 
     def release(self) -> None:
-        self.flush()
+        self.flush(announce=False)
         self._held = None
 
     def drop_held(self) -> None:
@@ -64,17 +65,26 @@ class ChannelsPublisher:
         self._calls.forget()
         self._seq = self._stored_max_seq()
 
-    def flush(self) -> None:
-        """Store the held events in one go, in the caller's transaction; send after commit."""
-        if not self._held:
+    def flush(self, announce: bool = True) -> None:
+        """Store the held events in one go, in the caller's transaction; send after commit.
+        Not `announce`d (agents/commits.py), the batch's newest event is sent with the next
+        announced batch or event instead — or alone, when nothing newer came: its seq
+        covers every event stored before it."""
+        events = self._held or []
+        if not events:
+            if announce and self._unannounced is not None:
+                self._send_many([self._unannounced], wait=False)
             return
-        events, self._held = self._held, []
+        self._held = []
         # Inside the engine's batch no savepoint of its own (a statement pair saved): an
         # error rolls the batch back as a whole.
         with transaction.atomic(savepoint=False):
             self._store_many(events)
             self._update_counters(events)
-        transaction.on_commit(lambda: self._send_many(events, wait=False))
+        if announce or any(e.type in LAST_EVENTS for e in events):
+            transaction.on_commit(lambda: self._send_many(events, wait=False))
+        else:
+            transaction.on_commit(lambda: setattr(self, "_unannounced", events[-1]))
 
     def _store_many(self, events: list[Event]) -> None:
         saved = self._calls.state()
@@ -263,5 +273,6 @@ class ChannelsPublisher:
         the session's last one, after which this worker moves on: everything is sent then."""
         if not events:
             return
+        self._unannounced = None  # the newest event sent: it covers every one before it
         last = any(e.type in LAST_EVENTS for e in events)
         self._sender.send([self._message(events[-1])], wait=wait or last)

@@ -53,18 +53,52 @@ def _copied_along(state: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any
     return node if path[-1] in node else None
 
 
-def split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+class MessageMemo:
+    """The text and key of each history message saved last time, by its message dict.
+
+    A turn's state holds ~20 history messages of which one or two are new; dumping and
+    hashing all of them was most of a state save's own time. A saved message is
+    {"data", "tokens", "turn", "ref"} around the engine's message dict, which is never
+    changed in place (agents/history.py: a changed message is a new Msg): the same dict
+    object with the same other fields dumps to the same text. Entries of messages that
+    left the history are dropped at each save, so an id is never mistaken for a new
+    dict's (the entry holds its dict alive until then).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, Any, str, str]] = {}
+
+    def dump(self, message: Any, kept: dict[int, tuple]) -> tuple[str, str]:
+        data = message.get("data") if isinstance(message, dict) else None
+        figures = [(k, v) for k, v in message.items() if k != "data"] \
+            if data is not None else None
+        entry = self._entries.get(id(data)) if data is not None else None
+        if entry is None or entry[0] is not data or entry[1] != figures:
+            text = _dump(message)
+            entry = (data, figures, text, chunk_key("msg", text))
+        if data is not None:
+            kept[id(data)] = entry
+        return entry[2], entry[3]
+
+    def keep_only(self, kept: dict[int, tuple]) -> None:
+        self._entries = kept
+
+
+def split(state: dict[str, Any], memo: MessageMemo | None = None
+          ) -> tuple[dict[str, Any], dict[str, str]]:
     """(head, {key: text}): the head names every chunk it needs, in order."""
     head = dict(state)
     chunks: dict[str, str] = {}
     history_at = _copied_along(head, HISTORY)
     if history_at is not None and isinstance(history_at[HISTORY[-1]], list):
+        memo = memo or MessageMemo()
+        kept: dict[int, tuple] = {}
         keys = []
         for message in history_at[HISTORY[-1]]:
-            text = _dump(message)
-            key = chunk_key("msg", text)
+            text, key = memo.dump(message, kept)
             chunks[key] = text
             keys.append(key)
+        memo.keep_only(kept)
         history_at[HISTORY[-1]] = {MARK: keys}
     for path, prefix in PARTS:
         holder = _copied_along(head, path)

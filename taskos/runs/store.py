@@ -104,6 +104,7 @@ class DjangoStore:
         self.lease = lease
         self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
         self._chunks: dict[int, set[str]] = {}  # state pieces stored, per session
+        self._memos: dict[int, state_chunks.MessageMemo] = {}  # history dumped, per session
         # (session pk, row): what cancel_requested read along with the cancel flag
         self._poll: tuple[int, dict[str, Any]] | None = None
 
@@ -284,7 +285,8 @@ class DjangoStore:
         # before that commit leaves nothing of the batch and the old state: the re-run
         # discards what the turn's earlier commit points wrote (agents/loop.py).
         pk = session_pk(session_id)
-        head, chunks = state_chunks.split(state)
+        head, chunks = state_chunks.split(state, self._memos.setdefault(
+            pk, state_chunks.MessageMemo()))
         stored = self._stored_chunks(pk)
         new = [key for key in chunks if key not in stored]
         # Pieces no head names any more (folded messages, old summaries) go now and then,

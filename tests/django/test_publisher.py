@@ -139,3 +139,31 @@ def test_a_held_batch_whose_seqs_were_taken_is_numbered_after_them(make_session,
     assert [e.seq for e in theirs] == [4, 5]
     rows = list(session.events.values_list("seq", "turn"))
     assert rows == [(1, 1), (2, 2), (3, 3), (4, 7), (5, 8)]
+
+
+@pytest.mark.django_db(transaction=True)  # announcing waits for the commit
+def test_an_unannounced_batch_is_announced_by_the_next_wait(make_session, channels_redis_url,
+                                                             monkeypatch):
+    """flush(announce=False) stores without a send; the next announcing flush sends the
+    newest seq even with no event of its own; a batch with the session's last events is
+    always sent."""
+    from django.db import transaction
+    from taskos.live import sending
+    sent: list[int] = []
+    monkeypatch.setattr(sending.GroupSender, "send",
+                        lambda self, messages, wait=True: sent.extend(
+                            m["event"]["seq"] for m in messages))
+    session = make_session()
+    publisher = ChannelsPublisher(session)
+    publisher.hold()
+    publisher.emit(_event(EventType.TURN_STARTED))
+    publisher.emit(_event(EventType.MODEL_CALL, input_tokens=10))
+    with transaction.atomic():
+        publisher.flush(announce=False)
+    assert sent == [] and session.events.count() == 2
+    publisher.flush(announce=True)  # nothing held: the stored newest is told
+    assert sent == [2]
+    publisher.emit(_event(EventType.SESSION_WAITING))
+    with transaction.atomic():
+        publisher.flush(announce=False)
+    assert sent == [2, 3]

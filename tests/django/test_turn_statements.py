@@ -103,3 +103,31 @@ def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
     assert not killed_turn.filter(type="TOOL_RESULT").exists()
     assert SessionEvent.all_objects.filter(session=session, turn=1,
                                            type="TOOL_RESULT").exists()
+
+
+def test_a_turn_announces_its_events_only_before_it_waits(sim_profile, monkeypatch):
+    """The commits right after a model call and with the state save store their events
+    unannounced: the next wait's announcement (or the session's last event) carries a
+    newer seq, and a page reads every stored event up to it. Before: one channel-layer
+    send per commit (4.2 per turn on long-200)."""
+    from taskos.live import sending
+    announced: list[int] = []
+    real_send = sending.GroupSender.send
+
+    def send(self, messages, wait=True):
+        announced.extend(m["event"]["seq"] for m in messages)
+        real_send(self, messages, wait)
+
+    monkeypatch.setattr(sending.GroupSender, "send", send)
+    session = sales_report(sim_profile)
+    report = execute_session(session)
+    assert report["status"] == "finished"
+    types = dict(SessionEvent.objects.filter(session=session).values_list("seq", "type"))
+    # Never the newest of a commit that the turn follows at once: after a model call
+    # (MODEL_CALL, AUDIT) or with the state save (TOOL_RESULT and what it taught).
+    assert not [seq for seq in announced if types[seq] in ("MODEL_CALL", "AUDIT", "TOOL_RESULT")]
+    waits = sum(1 for t in types.values() if t in ("BUDGET", "TOOL_CALL"))
+    outside_batches = sum(1 for seq in announced if seq < min(
+        seq for seq, t in types.items() if t == "TURN_STARTED")) + 1  # + SESSION_FINISHED
+    assert len(announced) <= waits + outside_batches < 4 * report["turns"]
+    assert announced == sorted(announced) and announced[-1] == max(types)  # the last is told

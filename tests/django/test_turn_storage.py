@@ -142,6 +142,34 @@ def test_the_engine_state_is_saved_in_pieces_each_written_once(sim_profile):
     assert EngineStateChunk.objects.filter(session=session).count() == 6 + 1 + 3
 
 
+def test_a_state_save_dumps_only_the_messages_it_has_not_dumped(sim_profile, monkeypatch):
+    """The history's messages are dumped and hashed once (state_chunks.MessageMemo): a
+    turn's save costs its new messages, and a message replaced by another dict or with
+    other figures is dumped again."""
+    from taskos.runs import state_chunks
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    history = [{"data": {"role": "user", "content": f"message {i}"}, "tokens": 4, "turn": i,
+                "ref": ""} for i in range(5)]
+    state = {"turn": 5, "context": {"history": history}}
+    store.save_state(sid, state)
+    dumped: list[str] = []
+    real_dump = state_chunks._dump
+    monkeypatch.setattr(state_chunks, "_dump", lambda value: dumped.append(
+        str(value)[:60]) or real_dump(value))
+    # A new turn: fresh wrappers around the same message dicts (Msg.to_state), one new.
+    history = [dict(m) for m in history] + [{"data": {"role": "assistant", "content": "ok"},
+                                             "tokens": 3, "turn": 5, "ref": ""}]
+    history[1]["tokens"] = 7  # figures changed: dumped again
+    history[2] = {**history[2], "data": {"role": "user", "content": "cut"}}  # a new dict
+    state = {"turn": 6, "context": {"history": history}}
+    store.save_state(sid, state)
+    assert [d for d in dumped if "'data'" in d] == [str(history[i])[:60] for i in (1, 2, 5)]
+    assert DjangoStore().load_state(sid) == state
+
+
 def test_pieces_no_head_names_are_deleted_with_a_later_save(sim_profile):
     from taskos.runs import store as store_module
     from taskos.runs.models import EngineStateChunk

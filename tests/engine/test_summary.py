@@ -156,7 +156,7 @@ def audit(**overrides):
                 open_tasks=["Load data"],
                 new_summary_text="total 1234567 (archive turn 12, ref arc:s1:34), 12 %, 2.5%, "
                                  "50k budget, 3,000 rows, see turns 3-7 and 第 40 轮",
-                compacted_text="total: 1,234,567.0\nregion A -12%\nmissing 2.5%\n3000 rows",
+                compacted_texts=["total: 1,234,567.0\nregion A -12%\nmissing 2.5%\n3000 rows"],
                 previous_summary_text="budget 50,000")
     return audit_compaction(**{**args, **overrides})
 
@@ -179,4 +179,4 @@ def test_audit_flags_numbers_found_in_neither_the_compacted_messages_nor_the_old
     assert result["unsupported_numbers"] == ["13%", "999"] and result["ok"] is False
     # a figure the engine handed over as a hard constraint is not invented
     assert audit(new_summary_text="budget at most 50k", previous_summary_text="",
-                 compacted_text="")["unsupported_numbers"] == []
+                 compacted_texts=[])["unsupported_numbers"] == []
