@@ -39,6 +39,16 @@ class AnswerHandling:
         return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
                 if zone in INJECTED_ZONES] + [getattr(self, "answer_material", "")]
 
+    def _tool_errors(self) -> list[str]:
+        """The tool errors in the last request: what an answer may not merely repeat."""
+        request = self.last_request
+        errors = []
+        for m in request.messages if request is not None else ():
+            content = str(m.get("content") or "")
+            if m.get("role") == "tool" and content.startswith("Error: "):
+                errors.append(content)
+        return errors
+
     def _answer_turn_due(self) -> bool:
         """A weak profile's turn that is asked for the answer without tools: the last turn
         (a tool result no later turn reads is wasted), or after the same successful call
@@ -63,12 +73,18 @@ class AnswerHandling:
         return Request(messages=messages, zones_of=["answer_request"] * len(messages),
                        tokens_of=tokens, tools=[], zones={"answer_request": total}, total=total)
 
-    def _rejected_answer(self, reply: ModelReply, why: str) -> None:
-        """A reply that cannot be the final answer: asked again once, then the session fails."""
+    def _rejected_answer(self, reply: ModelReply, why: str, last: bool = False) -> None:
+        """A reply that cannot be the final answer: asked again once, then the session
+        fails; at once when asking again cannot help (`last`)."""
         self.rejected_answers += 1
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
                                                       "rejected": why}))
         message = f"the model's answer was not accepted as a final answer: {why}"
+        if last:
+            raise ModelError("unusable_answer", (
+                "asked for its answer from the tool results, the model only repeated a tool's "
+                f"error message ({reply.content.strip()[:200]!r}); the session has no answer "
+                "drawn from a tool result"))
         if self.rejected_answers > MAX_REJECTED_ANSWERS:
             raise ModelError("unusable_answer", f"{message} ({self.rejected_answers} in a row)")
         self.emit(Event(EventType.ERROR, error_payload("unusable_answer", message, fatal=False)))
