@@ -9,6 +9,7 @@ from agents.errors import error_payload
 from agents.fresh_requests import ANSWER_FRAME, answer_request
 from agents.events import Event, EventType
 from agents.model import ModelError, ModelReply
+from agents.reply_vetting import draws_on
 from agents.sim.transport import CONTINUE_MARKER
 
 MAX_CONTINUATIONS = 5
@@ -48,6 +49,26 @@ class AnswerHandling:
             if m.get("role") == "tool" and content.startswith("Error: "):
                 errors.append(content)
         return errors
+
+    def _check_drawn_from_results(self, reply: ModelReply) -> None:
+        """On the tool-free answer turn ("answer from those results only") an answer that
+        holds nothing of any tool result is no answer: the session ends saying why.
+        SmolLM2 answered "name the CSV file you found" with "The list_files tool returns a
+        list of all the files in the specified folder." """
+        request = self.last_request
+        results = [str(m.get("content") or "") for m in request.messages
+                   if m.get("role") == "tool" or "<system-info>" in str(m.get("content") or "")]
+        results = [r for r in results if not r.startswith("Error: ")]
+        if draws_on(reply.content, results, [self.spec.goal, self.answer_material,
+                                             *self.known_tools]):
+            return
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
+                                                      "rejected": "nothing from the results"}))
+        why = ("no tool call of this session returned a result to answer from"
+               if not results else "it holds no word or figure of the tool results")
+        raise ModelError("unusable_answer", (
+            "asked for its answer from the tool results, the model wrote "
+            f"{reply.content.strip()[:200]!r}, which is not drawn from them: {why}"))
 
     def _answer_turn_due(self) -> bool:
         """A weak profile's turn that is asked for the answer without tools: the last turn

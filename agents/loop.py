@@ -268,6 +268,8 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
                           self._tool_errors())
             if why:  # the tool-free answer turn would only be asked the same again
                 return self._rejected_answer(reply, why, last=answer_turn and why == ERROR_COPY)
+            if answer_turn:
+                self._check_drawn_from_results(reply)
             self.rejected_answers = 0
             return self._final_answer(reply)
         self.rejected_answers = 0

@@ -172,6 +172,21 @@ def copies_tool_errors(answer: str, errors: Iterable[str]) -> bool:
     return any(copied) and sum(ch.isalnum() for ch in own) < MIN_OWN_CHARS
 
 
+_MARK = re.compile(r"[^\W_]{3,}|\d{2,}")  # words of 3+ letters, numbers of 2+ digits
+_COMMON = frozenset("the and are for was were with that this not you has have from all any "
+                    "but its can will one there their which what when into than then".split())
+
+
+def marks(text: str) -> set[str]:
+    return {m.casefold() for m in _MARK.findall(text)} - _COMMON
+
+
+def draws_on(answer: str, results: Iterable[str], given: Iterable[str]) -> bool:
+    """True when `answer` holds a word or number of the tool results that the request's own
+    words (`given`: the goal, the instructions) do not: some of it came from a result."""
+    return bool((marks(answer) - marks(" ".join(given))) & marks(" ".join(results)))
+
+
 ERROR_COPY = ("Your last answer only repeated a tool's error message, which answers nothing. "
               "Call the tool again with valid arguments, or answer from a tool result that "
               "succeeded.")

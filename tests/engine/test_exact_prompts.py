@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from agents.events import EventType
-from agents.reply_vetting import copies_tool_errors
+from agents.reply_vetting import copies_tool_errors, draws_on
 from agents.served_prompt import escape, render_chatml_function_calling, tojson
 
 from . import chatml_server
@@ -119,3 +119,23 @@ def test_an_answer_copied_from_a_tool_result_that_succeeded_still_finishes():
                                     script=[("tool", "list_files", {}),
                                             ("tool", "list_files", "not an object")])
     assert run.status == "finished" and "part1.txt" in run.final_answer
+
+
+def test_an_answer_is_drawn_from_results_when_it_holds_a_word_or_figure_only_they_hold():
+    results = ["2 files under '.':\n| path | bytes |\n| sales.csv | 1204 |\n| notes.txt | 88 |"]
+    goal = ["Call the list_files tool, then answer with the name of the CSV file you found."]
+    assert draws_on("The CSV file is sales.csv.", results, goal)
+    assert draws_on("It has 1204 bytes.", results, goal)
+    # SmolLM2's answer on the real lane: words of the goal and its own, none of the results
+    assert not draws_on("The list_files tool returns a list of all the files in the "
+                        "specified folder.", results, goal)
+    assert not draws_on("The CSV file is sales.csv.", [], goal)
+
+
+def test_an_answer_turn_whose_answer_holds_nothing_of_the_results_ends_with_a_clear_status():
+    said = "The list_files tool returns a list of all the files in the specified folder."
+    run, server, calls, _ = session(fresh=True, single=True, parts=2, max_turns=2,
+                                    script=[("tool", "list_files", {})], answer=said)
+    assert calls[-1]["reply"]["content"] == said
+    assert run.status == "failed" and run.result.code == "unusable_answer", run.result
+    assert "not drawn from them" in run.result.error

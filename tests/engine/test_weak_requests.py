@@ -35,14 +35,14 @@ def part(i: int) -> str:
 
 
 def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = None,
-            max_turns: int = 12):
+            max_turns: int = 12, answer: str | None = None):
     script = script or [("tool", "list_files", {})] + [
         ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(parts)] + ["answer"]
     profile_kw = dict(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
                       server_tokenizer=True, tool_results_as_user=True, probe_questions=True,
                       tool_free_summaries=fresh, single_system_message=single)
     sink = ListSink()
-    with ChatmlServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+    with ChatmlServer(script, answer=answer) as server, tempfile.TemporaryDirectory() as tmp:
         for i in range(parts):
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
