@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -28,6 +29,7 @@ from agents.hints import HintInjector
 from agents.limits import PreflightError, RequestTooLarge
 from agents.loop_state import LoopState
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.fresh_requests import answer_text
 from agents.reply_vetting import ERROR_COPY, recover_tool_calls, refusal
 from agents.retry import CallCancelled, RetryBudget
 from agents.secrets import RedactingStore, redact_value
@@ -260,6 +262,8 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         an answer turn no tool is run: a call written as text is a rejected answer."""
         if not answer_turn:
             reply = recover_tool_calls(reply, self.known_tools, self.turn)
+        else:
+            reply = replace(reply, content=answer_text(reply.content))
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
             return self._empty_answer()
         self.empty_answers = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.events import EventType
+from agents.fresh_requests import answer_text
 from agents.reply_vetting import copies_tool_errors, draws_on
 from agents.served_prompt import escape, render_chatml_function_calling, tojson
 
@@ -139,3 +139,14 @@ def test_an_answer_turn_whose_answer_holds_nothing_of_the_results_ends_with_a_cl
     assert calls[-1]["reply"]["content"] == said
     assert run.status == "failed" and run.result.code == "unusable_answer", run.result
     assert "not drawn from them" in run.result.error
+
+
+def test_an_answer_turn_keeps_the_answer_and_not_the_frame_the_model_wrote_again():
+    said = ("The file sales.csv holds the revenue.\n\nQuestion: Never write or delete any "
+            "file. Read the file sales.csv.\n\nAnswer:")
+    assert answer_text(said) == "The file sales.csv holds the revenue."
+    assert answer_text("Answer: part0.txt") == "part0.txt"
+    run, server, calls, _ = session(fresh=True, single=True, parts=2, max_turns=2,
+                                    script=[("tool", "list_files", {})],
+                                    answer="Answer: part1.txt is there.\nQuestion: " + "x" * 20)
+    assert run.status == "finished" and run.final_answer == "part1.txt is there."
