@@ -12,6 +12,7 @@ from agents.context import Request
 from agents.events import Event, EventType
 from agents.interrupt import CallDeadline, run_interruptible
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.prompt_count import read_back
 
 
 # The key order of the messages the engine builds (loop.py): what a reader of a stored
@@ -96,7 +97,7 @@ class CallRunner:
             self._refused("agent", exc, request.total, limit, request.zones,
                           request.described(), turn, sent, count_kind, figures)
             raise
-        self._record("agent", reply, request.total, limit, request.zones, request.described(),
+        reply = self._record("agent", reply, request.total, limit, request.zones, request.described(),
                      turn, sent=sent, count_kind=count_kind, figures=figures)
         return reply
 
@@ -115,7 +116,7 @@ class CallRunner:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
                           described, turn, sent, request_kind(tools, "none", messages), figures)
             raise
-        self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
+        reply = self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
                      turn, sent=sent, count_kind=request_kind(tools, "none", messages),
                      figures=figures)
         return reply
@@ -134,7 +135,7 @@ class CallRunner:
             self._refused("probe", exc, tokens, limit, {"probe": tokens}, described, turn,
                           sent, request_kind(None, None), figures)
             raise
-        self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
+        reply = self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
                      sent=sent, count_kind=request_kind(None, None), figures=figures)
         return reply
 
@@ -236,7 +237,8 @@ class CallRunner:
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
                 sent: dict[str, Any], refused: bool = False, error: str = "",
-                count_kind: str = "", figures=None) -> None:
+                count_kind: str = "", figures=None) -> ModelReply:
+        """Emit the call's MODEL_CALL; return the reply as the engine reads it."""
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
@@ -256,6 +258,7 @@ class CallRunner:
                              served_tokens=served)
                 # The framing fit learns from the figure that must fit the window.
                 self._calibrate(engine_tokens, figures.tokens, count_kind, len(messages))
+                reply = read_back(reply)  # recorded as read, so a replay reads the same
             elif not refused:
                 if figures is not None:  # this call showed the rendering is not the server's
                     extra.update(count_mismatch=self.served.mismatch)
@@ -275,3 +278,4 @@ class CallRunner:
             # can rebuild byte for byte what the provider received.
             "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
         self.recorded()
+        return reply

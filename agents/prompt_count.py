@@ -14,11 +14,14 @@ What a llama-cpp-python server reports with tools and tool_choice "auto" depends
 reply: the prompt with `message:` appended for a text answer; for tool calls, the SUM of
 one prompt per call, each the previous one plus the call before it and the next
 `functions.NAME:` line. Before the call the engine takes the longest single opening —
-the prompt the server may refuse — as its figure.
+the prompt the server may refuse — as its figure. While the reports confirm the
+rendering, its escaping too, replies are read back unescaped (`read_back`).
 """
 from __future__ import annotations
 
+import html
 import logging
+from dataclasses import replace
 from typing import Any, Callable
 
 from agents.served_prompt import CHATML_FUNCTION_CALLING, RENDERERS, openings
@@ -101,3 +104,14 @@ class ServedPromptCounter:
         if self.active:
             log.warning("exact prompt counting stopped: %s; calibrating from usage instead", why)
         self.active, self.mismatch = False, why
+
+
+def read_back(reply: Any) -> Any:
+    """`reply` with the template's escaping undone. The model read every text escaped
+    (`it&#39;s`), so it writes that way: SmolLM2 asked for `sales.csv&#39;` and wrote
+    `&#39;` into its summaries, which the next request escaped again (`&amp;#39;`); a tool
+    call written as text with `&#34;` for its quotes was no JSON. Only used while the
+    server's counts confirm the rendering, escaping included."""
+    calls = [{**call, "arguments": html.unescape(call.get("arguments") or "")}
+             for call in reply.tool_calls]
+    return replace(reply, content=html.unescape(reply.content), tool_calls=calls)

@@ -150,3 +150,15 @@ def test_an_answer_turn_keeps_the_answer_and_not_the_frame_the_model_wrote_again
                                     script=[("tool", "list_files", {})],
                                     answer="Answer: part1.txt is there.\nQuestion: " + "x" * 20)
     assert run.status == "finished" and run.final_answer == "part1.txt is there."
+
+
+def test_what_the_model_writes_escaped_is_read_back_unescaped():
+    # The model reads every text escaped and writes the same way: a tool call written as
+    # text with &#34; for its quotes, and an answer with &#39;.
+    script = [("say", "functions.read_file:\n{&#34;path&#34;: &#34;part0.txt&#34;}"),
+              ("say", "North revenue 1000.00 &amp; it&#39;s from part0.txt")]
+    run, server, calls, _ = session(fresh=False, single=True, parts=1, script=script,
+                                    max_turns=4)
+    assert calls[0]["reply"]["content"] == 'functions.read_file:\n{"path": "part0.txt"}'
+    assert run.status == "finished", run.result
+    assert run.final_answer == "North revenue 1000.00 & it's from part0.txt"
