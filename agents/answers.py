@@ -4,6 +4,8 @@ while it is cut by the output limit. A mixin of AgentLoop, kept apart to keep bo
 """
 from __future__ import annotations
 
+import json
+
 from agents.context import Request
 from agents.errors import error_payload
 from agents.fresh_requests import ANSWER_FRAME, answer_request
@@ -59,8 +61,11 @@ class AnswerHandling:
         results = [str(m.get("content") or "") for m in request.messages
                    if m.get("role") == "tool" or "<system-info>" in str(m.get("content") or "")]
         results = [r for r in results if not r.startswith("Error: ")]
-        if draws_on(reply.content, results, [self.spec.goal, self.answer_material,
-                                             *self.known_tools]):
+        # The tools' own words (names, parameters, descriptions) are no result: SmolLM2's
+        # "…all the files in the workspace that match the given path" held only "path",
+        # which is also the header of list_files' table.
+        schemas = json.dumps(self.tools.schemas(), ensure_ascii=False)
+        if draws_on(reply.content, results, [self.spec.goal, self.answer_material, schemas]):
             return
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
                                                       "rejected": "nothing from the results"}))
