@@ -4,11 +4,14 @@ while it is cut by the output limit. A mixin of AgentLoop, kept apart to keep bo
 """
 from __future__ import annotations
 
+import json
+
 from agents.context import Request
 from agents.errors import error_payload
 from agents.fresh_requests import ANSWER_FRAME, answer_request
 from agents.events import Event, EventType
 from agents.model import ModelError, ModelReply
+from agents.reply_vetting import draws_on
 from agents.sim.transport import CONTINUE_MARKER
 
 MAX_CONTINUATIONS = 5
@@ -39,6 +42,39 @@ class AnswerHandling:
         return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
                 if zone in INJECTED_ZONES] + [getattr(self, "answer_material", "")]
 
+    def _tool_errors(self) -> list[str]:
+        """The tool errors in the last request: what an answer may not merely repeat."""
+        request = self.last_request
+        errors = []
+        for m in request.messages if request is not None else ():
+            content = str(m.get("content") or "")
+            if m.get("role") == "tool" and content.startswith("Error: "):
+                errors.append(content)
+        return errors
+
+    def _check_drawn_from_results(self, reply: ModelReply) -> None:
+        """On the tool-free answer turn ("answer from those results only") an answer that
+        holds nothing of any tool result is no answer: the session ends saying why.
+        SmolLM2 answered "name the CSV file you found" with "The list_files tool returns a
+        list of all the files in the specified folder." """
+        request = self.last_request
+        results = [str(m.get("content") or "") for m in request.messages
+                   if m.get("role") == "tool" or "<system-info>" in str(m.get("content") or "")]
+        results = [r for r in results if not r.startswith("Error: ")]
+        # The tools' own words (names, parameters, descriptions) are no result: SmolLM2's
+        # "…all the files in the workspace that match the given path" held only "path",
+        # which is also the header of list_files' table.
+        schemas = json.dumps(self.tools.schemas(), ensure_ascii=False)
+        if draws_on(reply.content, results, [self.spec.goal, self.answer_material, schemas]):
+            return
+        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
+                                                      "rejected": "nothing from the results"}))
+        why = ("no tool call of this session returned a result to answer from"
+               if not results else "it holds no word or figure of the tool results")
+        raise ModelError("unusable_answer", (
+            "asked for its answer from the tool results, the model wrote "
+            f"{reply.content.strip()[:200]!r}, which is not drawn from them: {why}"))
+
     def _answer_turn_due(self) -> bool:
         """A weak profile's turn that is asked for the answer without tools: the last turn
         (a tool result no later turn reads is wasted), or after the same successful call
@@ -63,12 +99,18 @@ class AnswerHandling:
         return Request(messages=messages, zones_of=["answer_request"] * len(messages),
                        tokens_of=tokens, tools=[], zones={"answer_request": total}, total=total)
 
-    def _rejected_answer(self, reply: ModelReply, why: str) -> None:
-        """A reply that cannot be the final answer: asked again once, then the session fails."""
+    def _rejected_answer(self, reply: ModelReply, why: str, last: bool = False) -> None:
+        """A reply that cannot be the final answer: asked again once, then the session
+        fails; at once when asking again cannot help (`last`)."""
         self.rejected_answers += 1
         self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
                                                       "rejected": why}))
         message = f"the model's answer was not accepted as a final answer: {why}"
+        if last:
+            raise ModelError("unusable_answer", (
+                "asked for its answer from the tool results, the model only repeated a tool's "
+                f"error message ({reply.content.strip()[:200]!r}); the session has no answer "
+                "drawn from a tool result"))
         if self.rejected_answers > MAX_REJECTED_ANSWERS:
             raise ModelError("unusable_answer", f"{message} ({self.rejected_answers} in a row)")
         self.emit(Event(EventType.ERROR, error_payload("unusable_answer", message, fatal=False)))

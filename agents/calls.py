@@ -12,6 +12,7 @@ from agents.context import Request
 from agents.events import Event, EventType
 from agents.interrupt import CallDeadline, run_interruptible
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.prompt_count import read_back
 
 
 # The key order of the messages the engine builds (loop.py): what a reader of a stored
@@ -83,18 +84,21 @@ class CallRunner:
         # on_correction tells the loop to hand the new window divisor to the working context.
         self.calibration = None
         self.on_correction: Callable[[], None] | None = None
+        # Exact counts of whole requests (agents.prompt_count), where the server allows.
+        self.served = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
         count_kind = request_kind(request.tools, "auto", request.messages)
+        figures = self._exact(request.messages, request.tools, "auto")
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None)
         except ContextOverflow as exc:
             self._refused("agent", exc, request.total, limit, request.zones,
-                          request.described(), turn, sent, count_kind)
+                          request.described(), turn, sent, count_kind, figures)
             raise
-        self._record("agent", reply, request.total, limit, request.zones, request.described(),
-                     turn, sent=sent, count_kind=count_kind)
+        reply = self._record("agent", reply, request.total, limit, request.zones, request.described(),
+                     turn, sent=sent, count_kind=count_kind, figures=figures)
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -105,14 +109,16 @@ class CallRunner:
         model = self.profile.summary_model or None
         described = [{**m, "zone": "summary_request"} for m in messages]
         sent = self._sent(messages, tools, max_tokens, model, "none" if tools else None)
+        figures = self._exact(messages, tools, "none" if tools else None)
         try:
             reply = self._summary_with_retries(messages, tools, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
-                          described, turn, sent, request_kind(tools, "none", messages))
+                          described, turn, sent, request_kind(tools, "none", messages), figures)
             raise
-        self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
-                     turn, sent=sent, count_kind=request_kind(tools, "none", messages))
+        reply = self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
+                     turn, sent=sent, count_kind=request_kind(tools, "none", messages),
+                     figures=figures)
         return reply
 
     def probe_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -122,14 +128,15 @@ class CallRunner:
         model = self.profile.summary_model or None
         described = [{**m, "zone": "probe"} for m in messages]
         sent = self._sent(messages, None, max_tokens, model, None)
+        figures = self._exact(messages, None, None)
         try:
             reply = self._timed(messages, None, max_tokens, model)
         except ContextOverflow as exc:
             self._refused("probe", exc, tokens, limit, {"probe": tokens}, described, turn,
-                          sent, request_kind(None, None))
+                          sent, request_kind(None, None), figures)
             raise
-        self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
-                     sent=sent, count_kind=request_kind(None, None))
+        reply = self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
+                     sent=sent, count_kind=request_kind(None, None), figures=figures)
         return reply
 
     def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
@@ -145,6 +152,14 @@ class CallRunner:
                 if self.retries is not None:
                     self.retries.succeeded()
                 return reply
+
+    def _exact(self, messages, tools, tool_choice):
+        """The request's exact figures as the server will render it (PromptCount), or None
+        where exact counting is off."""
+        wire = getattr(self.model, "wire", None)
+        if self.served is None or wire is None:
+            return None
+        return self.served.count(wire(messages), tools or None, tool_choice if tools else None)
 
     def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
         """The request's parameters other than the messages, in the order they are sent.
@@ -202,13 +217,13 @@ class CallRunner:
 
     def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
                  zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
-                 sent: dict[str, Any], count_kind: str = "") -> None:
+                 sent: dict[str, Any], count_kind: str = "", figures=None) -> None:
         """A request the provider refused as too long is still a call that was made: it is
         recorded with the provider's own count, so peaks and over-window totals show it."""
         reply = ModelReply(content="", finish_reason="refused",
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
-                     refused=True, error=str(exc), count_kind=count_kind)
+                     refused=True, error=str(exc), count_kind=count_kind, figures=figures)
         self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
 
     def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str,
@@ -222,7 +237,8 @@ class CallRunner:
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
                 sent: dict[str, Any], refused: bool = False, error: str = "",
-                count_kind: str = "") -> None:
+                count_kind: str = "", figures=None) -> ModelReply:
+        """Emit the call's MODEL_CALL; return the reply as the engine reads it."""
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
@@ -233,7 +249,19 @@ class CallRunner:
             extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind,
                                                                     len(messages)),
                          count_source=self.calibration.source, count_kind=count_kind)
-            if not refused:
+            served = None if figures is None or refused else self.served.check(
+                figures, reply.content, reply.tool_calls, reply.input_tokens)
+            if refused and figures is not None:
+                extra.update(estimated_tokens=figures.tokens, count_source="exact")
+            if served is not None:  # the whole request rendered and counted: exact
+                extra.update(estimated_tokens=figures.tokens, count_source="exact",
+                             served_tokens=served)
+                # The framing fit learns from the figure that must fit the window.
+                self._calibrate(engine_tokens, figures.tokens, count_kind, len(messages))
+                reply = read_back(reply)  # recorded as read, so a replay reads the same
+            elif not refused:
+                if figures is not None:  # this call showed the rendering is not the server's
+                    extra.update(count_mismatch=self.served.mismatch)
                 self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
         self.emit(Event(EventType.MODEL_CALL, {
             "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
@@ -250,3 +278,4 @@ class CallRunner:
             # can rebuild byte for byte what the provider received.
             "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
         self.recorded()
+        return reply

@@ -90,9 +90,11 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "Check the summary in the drawer; pin the constraint from the transcript."),
     "unusable_answer": ErrorAdvice(
         "The model's answer without tool calls could not be the final answer: it was a tool "
-        "call written as JSON text naming no tool of the task, or it only repeated the "
-        "engine's own notes (hints, task snapshot, summary).",
-        "TaskOS asked once more, then stopped. Weak models need a tool-calling chat template "
+        "call written as JSON text naming no tool of the task, it only repeated the "
+        "engine's own notes (hints, task snapshot, summary), it only repeated a tool's "
+        "error message, or, asked for the answer from the tool results without tools, it "
+        "held nothing of those results.",
+        "TaskOS asked once more (not on the tool-free answer turn), then stopped. Weak models need a tool-calling chat template "
         "(llama-server --jinja) or a stronger model; offer fewer tools."),
     "tool_retry_loop": ErrorAdvice(
         "The model kept repeating the same failing tool call after the hint told it to stop.",

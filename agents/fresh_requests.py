@@ -75,6 +75,18 @@ def probe_request(context: list[dict[str, Any]], question: dict[str, Any]) -> li
             {"role": "user", "content": "\n\n".join([_NOTES, *notes, question["content"]])}]
 
 
+def answer_text(content: str) -> str:
+    """The answer in a reply to `answer_request`: without an "Answer:" label of its own and
+    cut where the model starts writing the request's frame again (SmolLM2 followed its
+    answer with "Question: <the goal again>")."""
+    text = content.strip()
+    if text.startswith("Answer:"):
+        text = text[len("Answer:"):].lstrip()
+    for label in ("\nQuestion:", "\nAnswer:", "\nWhat the tools returned:"):
+        text = text.split(label, 1)[0]
+    return text.strip() or content
+
+
 def answer_request(context: list[dict[str, Any]], goal: str) -> list[dict[str, Any]]:
     """The final answer asked for without tools: the summary and the tool results of
     `context` (each distinct result once), then the task as a question. No transcript: a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +29,8 @@ from agents.hints import HintInjector
 from agents.limits import PreflightError, RequestTooLarge
 from agents.loop_state import LoopState
 from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
-from agents.reply_vetting import recover_tool_calls, refusal
+from agents.fresh_requests import answer_text
+from agents.reply_vetting import ERROR_COPY, recover_tool_calls, refusal
 from agents.retry import CallCancelled, RetryBudget
 from agents.secrets import RedactingStore, redact_value
 from agents.session_spec import DEFAULT_SYSTEM, RunResult, SessionSpec  # noqa: F401 - re-exported
@@ -66,6 +68,7 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
         self.calls.recorded = self.commits.checkpoint
         self.calls.calibration = self.calibration
+        self.calls.served = getattr(self.counter, "served", None)
         self.calls.on_correction = self._recalibrated
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
@@ -259,13 +262,18 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         an answer turn no tool is run: a call written as text is a rejected answer."""
         if not answer_turn:
             reply = recover_tool_calls(reply, self.known_tools, self.turn)
+        else:
+            reply = replace(reply, content=answer_text(reply.content))
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
             return self._empty_answer()
         self.empty_answers = 0
         if not reply.tool_calls:
-            why = refusal(reply.content, self.known_tools, self._injected_texts())
-            if why:
-                return self._rejected_answer(reply, why)
+            why = refusal(reply.content, self.known_tools, self._injected_texts(),
+                          self._tool_errors())
+            if why:  # the tool-free answer turn would only be asked the same again
+                return self._rejected_answer(reply, why, last=answer_turn and why == ERROR_COPY)
+            if answer_turn:
+                self._check_drawn_from_results(reply)
             self.rejected_answers = 0
             return self._final_answer(reply)
         self.rejected_answers = 0

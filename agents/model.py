@@ -134,17 +134,23 @@ def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = F
                   single_system_message: bool = False) -> list[dict[str, Any]]:
     """The messages as sent: an assistant message never carries `content: null` (llama.cpp's
     Python server answers it with HTTP 500); "" means the same to every other server. With
-    `tool_results_as_user`, tool results go as user messages naming their call. With
+    `tool_results_as_user`, tool results go as user messages naming the tool they came from
+    (by its name, not the call's id: SmolLM2 copied llama-cpp-python's long ids,
+    "call__0_list_files_cmpl-82886b52-…", into the paths it asked for). With
     `single_system_message`, the leading system messages (prompt, snapshot, words, summary,
     truncation marker) go as one, in order, and a later system message as a user message:
     a template that writes the tools into each system message then writes them once. The
     merged text starts with the system prompt, so a prefix cache still matches."""
     out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # call id -> tool name, from the assistant turns so far
     for m in messages:
         if "content" in m and m["content"] is None:
             m = {**m, "content": ""}
+        for call in m.get("tool_calls") or ():
+            names[call.get("id", "")] = (call.get("function") or {}).get("name", "")
         if tool_results_as_user and m.get("role") == "tool":
-            m = {"role": "user", "content": f"[result of tool call {m.get('tool_call_id', '')}]"
+            call_id = m.get("tool_call_id", "")
+            m = {"role": "user", "content": f"[result of tool call {names.get(call_id) or call_id}]"
                                             f"\n{m.get('content') or ''}"}
         if single_system_message and m.get("role") == "system" and out:
             if len(out) == 1 and out[0].get("role") == "system":

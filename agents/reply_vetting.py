@@ -6,8 +6,10 @@ Hermes/Qwen `<tool_call>{…}</tool_call>` tags, a bare `{"name": …, "argument
 a ```json fence — instead of the `tool_calls` field. Taken as text, such a reply ended
 sessions "finished" on a JSON blob. `recover_tool_calls` turns calls to known tools into
 real tool calls; `refusal` says why a reply without calls cannot be the final answer: a
-tool-call-shaped JSON naming no known tool, or text that only repeats what the engine
-injected (hints, the task snapshot, the summary).
+tool-call-shaped JSON naming no known tool, text that only repeats what the engine
+injected (hints, the task snapshot, the summary), or text that only repeats a tool's
+error message (SmolLM2 ended its tool task "finished" on "The tools returned: Error: The
+arguments for list_files are not valid JSON…").
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update)>"
                      r"|\[(?:time|tasks|context|tool_error|tool_repeat)\]|^#+\s*|^[-*•]\s*", re.I)
 MIN_OWN_CHARS = 16  # letters and digits of the answer's own beyond the echoed lines
+_WORDS = re.compile(r"\w+")
+COPY_RUN = 4  # words in a row shared with an error message: copied, not written
+# The words a model wraps a copied result in: they add nothing of its own.
+_WRAPPING = frozenset("the tools tool returned result results of call error errors said".split())
 
 
 def _call_parts(value: Any) -> tuple[str, Any] | None:
@@ -150,7 +156,44 @@ def echoed(answer: str, injected: Iterable[str]) -> bool:
     return echoes > 0 and own_chars < MIN_OWN_CHARS
 
 
-def refusal(content: str, known: set[str], injected: Iterable[str]) -> str | None:
+def copies_tool_errors(answer: str, errors: Iterable[str]) -> bool:
+    """True when `answer` is made of tool error messages: runs of COPY_RUN or more words
+    taken from them, and fewer than MIN_OWN_CHARS letters and digits of its own."""
+    words = _WORDS.findall(answer.casefold())
+    runs = set()
+    for error in errors:
+        said = _WORDS.findall(error.casefold())
+        runs.update(tuple(said[i:i + COPY_RUN]) for i in range(len(said) - COPY_RUN + 1))
+    copied = [False] * len(words)
+    for i in range(len(words) - COPY_RUN + 1):
+        if tuple(words[i:i + COPY_RUN]) in runs:
+            copied[i:i + COPY_RUN] = [True] * COPY_RUN
+    own = "".join(w for w, c in zip(words, copied) if not c and w not in _WRAPPING)
+    return any(copied) and sum(ch.isalnum() for ch in own) < MIN_OWN_CHARS
+
+
+_MARK = re.compile(r"[^\W_]{3,}|\d{2,}")  # words of 3+ letters, numbers of 2+ digits
+_COMMON = frozenset("the and are for was were with that this not you has have from all any "
+                    "but its can will one there their which what when into than then".split())
+
+
+def marks(text: str) -> set[str]:
+    return {m.casefold() for m in _MARK.findall(text)} - _COMMON
+
+
+def draws_on(answer: str, results: Iterable[str], given: Iterable[str]) -> bool:
+    """True when `answer` holds a word or number of the tool results that the request's own
+    words (`given`: the goal, the instructions) do not: some of it came from a result."""
+    return bool((marks(answer) - marks(" ".join(given))) & marks(" ".join(results)))
+
+
+ERROR_COPY = ("Your last answer only repeated a tool's error message, which answers nothing. "
+              "Call the tool again with valid arguments, or answer from a tool result that "
+              "succeeded.")
+
+
+def refusal(content: str, known: set[str], injected: Iterable[str],
+            tool_errors: Iterable[str] = ()) -> str | None:
     """Why a reply without tool calls is no final answer, as an instruction to the model;
     None when it may stand."""
     calls, left = text_tool_calls(content)
@@ -166,4 +209,6 @@ def refusal(content: str, known: set[str], injected: Iterable[str]) -> str | Non
         return ("Your last answer only repeated the engine's own notes (hints, the task "
                 "snapshot or the summary). Continue the task with a tool call, or write your "
                 "own final answer from the tool results.")
+    if copies_tool_errors(content, tool_errors):
+        return ERROR_COPY
     return None

@@ -89,6 +89,10 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
               "token_overheads": loop.calibration.learnt_overheads()
               if loop.calibration is not None else {},
               "model_calls": sink.model_calls,
+              # Calls whose whole prompt was counted exactly (agents.prompt_count), and why
+              # exact counting stopped when a server's report disagreed.
+              "exact_prompts": loop.calls.served.confirmed if loop.calls.served else 0,
+              "count_mismatch": loop.calls.served.mismatch if loop.calls.served else "",
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,
               "engine_ms_per_turn_median": round(statistics.median(ledger.turn_ms), 3)

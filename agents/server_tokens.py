@@ -7,29 +7,32 @@ tokenizer), so its profiles are calibrated from `usage` instead (agents.calibrat
 
 The text of each message is counted by the server once (counts are cached per text); the
 chat framing around it still follows the engine's rules, and the calibration corrects
-what the framing misses. Cutting text keeps using the engine's encoding: a cut is then
+what the framing misses. On llama-cpp-python the whole request is also rendered as its
+chat template renders it and counted in one call (agents.prompt_count): that figure is
+exact, and the calibration learns the framing from it. Cutting text keeps using the engine's encoding: a cut is then
 measured again with the server's count. When the server stops answering, counting goes
 back to the engine's encoding for the rest of the session rather than failing a turn.
 """
 from __future__ import annotations
-
-import html
 
 import logging
 from typing import Any, Callable
 
 import httpx2
 
+from agents.prompt_count import ServedPromptCounter
+from agents.served_prompt import escape
 from agents.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
 # (path under the server root, body for a text, key of the token list in the answer,
-# whether the server's prompt holds the text HTML-escaped). llama-cpp-python's tool-capable
-# chat format (chatml-function-calling) autoescapes every message it renders — a quote
-# becomes `&#39;`, three tokens instead of one — so its text is counted escaped: 5 % of a
-# real request was quotes in tool arguments and results. Counting escaped text where a
-# server does not escape only errs on the safe side (more, never fewer tokens).
+# whether the server is llama-cpp-python: its prompt holds the text HTML-escaped, and its
+# requests can be rendered whole). llama-cpp-python's tool-capable chat format
+# (chatml-function-calling) autoescapes every message it renders — a quote becomes
+# `&#39;`, three tokens instead of one — so its text is counted escaped: 5 % of a real
+# request was quotes in tool arguments and results. Counting escaped text where a server
+# does not escape only errs on the safe side (more, never fewer tokens).
 ENDPOINTS: tuple[tuple[str, Callable[[str], dict[str, Any]], str, bool], ...] = (
     ("/tokenize", lambda text: {"content": text, "add_special": False}, "tokens", False),
     ("/extras/tokenize", lambda text: {"input": text}, "tokens", True),
@@ -56,13 +59,28 @@ class ServerTokenCounter(TokenCounter):
         self._client = client or httpx2.Client(timeout=PROBE_TIMEOUT)
         self._cache: dict[str, int] = {}
         self.available = True
+        # Whole requests rendered and counted exactly: llama-cpp-python only.
+        self.served = ServedPromptCounter(self.count_whole) if escaped else None
+
+    def count_whole(self, text: str) -> int | None:
+        """The server's count of `text` as it stands (no escaping, no cache); None when
+        the server does not answer."""
+        if not self.available:
+            return None
+        try:
+            response = self._client.post(self.endpoint, json=self._body(text))
+            response.raise_for_status()
+            return len(response.json()[self._key])
+        except Exception as exc:  # noqa: BLE001 - the caller falls back to calibration
+            log.warning("tokenizer at %s did not count a whole request (%s)", self.endpoint, exc)
+            return None
 
     def text(self, text: str) -> int:
         if not text:
             return 0
         if not self.available:
             return super().text(text)
-        sent = html.escape(text) if self.escaped else text
+        sent = escape(text) if self.escaped else text
         hit = self._cache.get(sent)
         if hit is not None:
             return hit

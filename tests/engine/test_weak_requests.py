@@ -7,7 +7,6 @@ system message. The fake does both; these sessions show what the profile setting
 """
 from __future__ import annotations
 
-import html
 import tempfile
 from pathlib import Path
 
@@ -36,14 +35,14 @@ def part(i: int) -> str:
 
 
 def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = None,
-            max_turns: int = 12):
+            max_turns: int = 12, answer: str | None = None):
     script = script or [("tool", "list_files", {})] + [
         ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(parts)] + ["answer"]
     profile_kw = dict(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
                       server_tokenizer=True, tool_results_as_user=True, probe_questions=True,
                       tool_free_summaries=fresh, single_system_message=single)
     sink = ListSink()
-    with ChatmlServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+    with ChatmlServer(script, answer=answer) as server, tempfile.TemporaryDirectory() as tmp:
         for i in range(parts):
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
@@ -171,13 +170,13 @@ def test_one_system_message_merges_the_leading_ones_in_order_and_sends_a_later_o
 def test_llama_cpp_pythons_tokenizer_counts_the_text_as_its_template_renders_it_escaped():
     from agents.server_tokens import probe_server_counter
 
-    from .chatml_server import count
+    from .chatml_server import count, esc
 
     with ChatmlServer([]) as server:
         counter = probe_server_counter(server.base_url)
         text = """read_file {"path": "it's.csv"}"""
         assert counter is not None and counter.escaped
-        assert counter.text(text) == count(html.escape(text)) > count(text)
+        assert counter.text(text) == count(esc(text)) > count(text)  # &#34; &#39;, as Jinja escapes
         # the tool list is written with `tojson`, which keeps its quotes
         schemas = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
         assert counter.tools(schemas) == TokenCounter().tools(schemas)
