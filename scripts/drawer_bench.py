@@ -48,6 +48,16 @@ TOGGLE = """async (id) => {
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
   return performance.now() - start;
 }"""
+# Elements on the page and where they are: what the browser lays out again on each frame.
+COUNT_ELEMENTS = """() => {
+  const count = (el) => el ? el.getElementsByTagName('*').length : 0;
+  const found = {page: document.getElementsByTagName('*').length,
+                 transcript: count(document.getElementById('transcript'))};
+  document.querySelectorAll('#drawer details.panel').forEach((panel) => {
+    found[panel.id.replace(/^panel-/, '')] = count(panel);
+  });
+  return found;
+}"""
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
 
@@ -110,6 +120,7 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
 
     first_seen: dict[int, float] = {}  # db seq -> when the poll first saw it
     worst_lag, toggles, samples = 0.0, [], 0
+    most_elements: dict[str, int] = {}
     while True:
         now = time.monotonic()
         db_seq = int(stack.scalar("SELECT coalesce(max(seq), 0) FROM runs_sessionevent "
@@ -123,6 +134,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         if samples % 10 == 0:  # every ~5 s fold or unfold a panel
             panel = TOGGLED_PANELS[(samples // 10) % len(TOGGLED_PANELS)]
             toggles.append(page.evaluate(TOGGLE, panel))
+            for where, n in page.evaluate(COUNT_ELEMENTS).items():
+                most_elements[where] = max(most_elements.get(where, 0), n)
         status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
         if status in ("finished", "failed", "cancelled") and page_seq >= db_seq:
             break
@@ -149,6 +162,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         f"panel toggle: max {max(toggles, default=0):.0f} ms, "
         f"median {sorted(toggles)[len(toggles) // 2] if toggles else 0:.0f} ms "
         f"over {len(toggles)} toggles",
+        "most elements during the run: " + ", ".join(
+            f"{where} {n}" for where, n in sorted(most_elements.items(), key=lambda i: -i[1])),
         f"drawer behind the database: at most {worst_lag:.2f} s (polled every 0.5 s)",
         f"finished page: load {load_ms:.0f} ms, HTML {html_bytes / 1024:.0f} KB",
     ])

@@ -113,11 +113,10 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
 # A batch that arrives again (a resync raced a live delta, a reconnect replayed what the
 # page had): the rows it appends are already shown.
 REPLAY_NEWEST_ENTRY = """() => new Promise((done) => {
-  const entries = document.querySelectorAll('#transcript > article.ev');
-  const newest = entries[entries.length - 1];
+  const newest = document.querySelector('#transcript > article.ev');
   document.addEventListener('taskos:applied', () => done(newest.id), {once: true});
   document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true, detail: {
-    message: '<div hx-swap-oob="beforeend:#transcript">' + newest.outerHTML + '</div>'}}));
+    message: '<div hx-swap-oob="afterbegin:#transcript">' + newest.outerHTML + '</div>'}}));
 })"""
 
 
@@ -127,5 +126,5 @@ def test_a_row_appended_again_replaces_the_one_shown_instead_of_doubling_it(
     before = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
     replayed = page.evaluate(REPLAY_NEWEST_ENTRY)
     after = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
-    assert replayed == before[-1]
+    assert replayed == before[0]
     assert after == before  # same rows, same order, none twice

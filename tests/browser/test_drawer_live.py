@@ -73,7 +73,7 @@ def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     expect(page.locator("#last-seq")).to_have_value(str(last_seq(stack, pk)))
     ids = page.eval_on_selector_all("#transcript > article", "els => els.map(e => e.id)")
     assert len(ids) == len(set(ids)) == count_events(stack, pk, *TRANSCRIPT_TYPES)
-    assert ids == sorted(ids, key=lambda i: int(i.split("-")[1]))
+    assert ids == sorted(ids, key=lambda i: -int(i.split("-")[1]))  # newest first
     calls = count_events(stack, pk, "MODEL_CALL")
     expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute("data-calls", str(calls))
     compactions = count_events(stack, pk, "COMPACTION")
