@@ -128,3 +128,35 @@ def test_a_row_appended_again_replaces_the_one_shown_instead_of_doubling_it(
     after = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
     assert replayed == before[0]
     assert after == before  # same rows, same order, none twice
+
+
+# A burst bigger than a frame's budget (static/js/taskos.js: 20 KB of HTML): two 15 KB
+# badges and the page's last seq in one message. What each frame showed is noted.
+BURST = """() => new Promise((done) => {
+  const frames = [];
+  const big = (letter) => letter.repeat(15000);
+  document.addEventListener('taskos:applied', function note(event) {
+    frames.push({
+      first: document.getElementById('panel-cost-badge').textContent.startsWith('AAA'),
+      second: document.getElementById('panel-budget-badge').textContent.startsWith('BBB'),
+      seq: event.detail.seq});
+    if (event.detail.seq === 999999) {
+      document.removeEventListener('taskos:applied', note);
+      done(frames);
+    }
+  });
+  document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true, detail: {
+    message: '<span id="panel-cost-badge" class="badge" hx-swap-oob="true">' + big('A') + '</span>\\n'
+      + '<span id="panel-budget-badge" class="badge" hx-swap-oob="true">' + big('B') + '</span>\\n'
+      + '<input type="hidden" id="last-seq" value="999999" hx-swap-oob="true">'}}));
+})"""
+
+
+def test_a_burst_is_applied_over_several_frames_and_the_last_seq_moves_last(
+        page: Page, stack: Stack) -> None:
+    finished_session(page, stack)
+    frames = page.evaluate(BURST)
+    # One big fragment per frame, in the order sent; the last seq only with the last.
+    assert (frames[0]["first"], frames[0]["second"]) == (True, False)
+    assert frames[0]["seq"] != 999999
+    assert frames[-1]["second"] and all(f["second"] for f in frames if f["seq"] == 999999)
