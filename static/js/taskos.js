@@ -55,7 +55,7 @@
   // view): each frame lays out the whole document again (profiled on long-1000, 13 900
   // transcript elements: ~100 ms of layout a frame), so the window stays small.
   var KEEP_ENTRIES = 60;
-  var MAX_ENTRIES = 120;
+  var MAX_ENTRIES = 80;  // trimmed often, a few entries at a time: each trim is laid out
   // "Following": the transcript's heading (its newest entries are right under it) at
   // most this far above the window's top edge. Told by an IntersectionObserver: asking
   // for a position in a frame forces a layout first (profiled: 1.4 s over a long-1000 run).

@@ -20,7 +20,7 @@ from .test_drawer_live import TRANSCRIPT_TYPES, cancel, count_events, last_seq, 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
 
-KEEP, MOST = 60, 120  # entries a followed page keeps (static/js/taskos.js)
+KEEP, MOST = 60, 80  # entries a followed page keeps (static/js/taskos.js)
 PAGE = 60  # entries per older page (taskos/drawer/stream.py TRANSCRIPT_PAGE)
 ENTRIES = "#transcript > article.ev"
 
