@@ -51,6 +51,10 @@
   // …and no more than this much HTML: what a frame applies, it also lays out and paints
   // after the script (a 50 KB inspector body alone is 20–50 ms of layout under load).
   var FRAME_BUDGET_CHARS = 20000;
+  // A page falling behind (a slow machine, a long burst: more than ~1.5 model calls'
+  // fragments waiting) catches up with bigger frames instead: the drawer must stay within
+  // a second of the database.
+  var BEHIND_CHARS = 150000, BEHIND_BUDGET_MS = 40;
   // Transcript entries kept while following a run live (the newest, at the top, in
   // view): each frame lays out the whole document again (profiled on long-1000, 13 900
   // transcript elements: ~100 ms of layout a frame), so the window stays small.
@@ -98,8 +102,10 @@
     var transcript = document.getElementById("transcript");
     var template = document.createElement("template");
     var added = [], trimmed = [], curveBoxCame = false, chars = 0;
-    while (pending.length && (chars === 0 || (chars + pending[0].length <= FRAME_BUDGET_CHARS
-                                               && performance.now() - started < FRAME_BUDGET_MS))) {
+    var behind = pending.reduce(function (sum, part) { return sum + part.length; }, 0) > BEHIND_CHARS;
+    while (pending.length && (chars === 0 || (behind ? performance.now() - started < BEHIND_BUDGET_MS
+                                               : chars + pending[0].length <= FRAME_BUDGET_CHARS
+                                                 && performance.now() - started < FRAME_BUDGET_MS))) {
       chars += pending[0].length;
       template.innerHTML = pending.shift();
       Array.prototype.slice.call(template.content.children).forEach(function (node) {
