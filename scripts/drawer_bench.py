@@ -4,7 +4,7 @@ Starts a private stack (Redis, a Celery worker, daphne, SQLite: tests/browser/st
 runs a scenario from the start form with the session page open and prints:
 
 - the longest main-thread task while the session ran (PerformanceObserver "longtask");
-- how long applying one batch of websocket updates took (the page's own measure);
+- how long applying one frame's websocket updates took (the page's own measure);
 - the slowest panel toggle (click on a panel's summary until the next frame is painted);
 - the most the page's last seq fell behind the database, in seconds;
 - the finished page's load time (navigation timing) and its HTML size.
@@ -157,8 +157,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         f"scenario {scenario}: status {status}, {turns} turns, {db_seq} events, run {run_s:.1f} s",
         f"longest main-thread task: {max(longtasks, default=0):.0f} ms "
         f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s blocked in total)",
-        f"applying a batch of updates: max {max(flushes, default=0):.0f} ms, median "
-        f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} batches",
+        f"applying one frame's updates: max {max(flushes, default=0):.0f} ms, median "
+        f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} frames",
         f"panel toggle: max {max(toggles, default=0):.0f} ms, "
         f"median {sorted(toggles)[len(toggles) // 2] if toggles else 0:.0f} ms "
         f"over {len(toggles)} toggles",
