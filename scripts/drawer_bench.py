@@ -4,7 +4,7 @@ Starts a private stack (Redis, a Celery worker, daphne, SQLite: tests/browser/st
 runs a scenario from the start form with the session page open and prints:
 
 - the longest main-thread task while the session ran (PerformanceObserver "longtask");
-- how long applying one batch of websocket updates took (the page's own measure);
+- how long applying one frame's websocket updates took (the page's own measure);
 - the slowest panel toggle (click on a panel's summary until the next frame is painted);
 - the most the page's last seq fell behind the database, in seconds;
 - the finished page's load time (navigation timing) and its HTML size.
@@ -47,6 +47,16 @@ TOGGLE = """async (id) => {
   summary.click();
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
   return performance.now() - start;
+}"""
+# Elements on the page and where they are: what the browser lays out again on each frame.
+COUNT_ELEMENTS = """() => {
+  const count = (el) => el ? el.getElementsByTagName('*').length : 0;
+  const found = {page: document.getElementsByTagName('*').length,
+                 transcript: count(document.getElementById('transcript'))};
+  document.querySelectorAll('#drawer details.panel').forEach((panel) => {
+    found[panel.id.replace(/^panel-/, '')] = count(panel);
+  });
+  return found;
 }"""
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
@@ -110,6 +120,7 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
 
     first_seen: dict[int, float] = {}  # db seq -> when the poll first saw it
     worst_lag, toggles, samples = 0.0, [], 0
+    most_elements: dict[str, int] = {}
     while True:
         now = time.monotonic()
         db_seq = int(stack.scalar("SELECT coalesce(max(seq), 0) FROM runs_sessionevent "
@@ -123,6 +134,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         if samples % 10 == 0:  # every ~5 s fold or unfold a panel
             panel = TOGGLED_PANELS[(samples // 10) % len(TOGGLED_PANELS)]
             toggles.append(page.evaluate(TOGGLE, panel))
+            for where, n in page.evaluate(COUNT_ELEMENTS).items():
+                most_elements[where] = max(most_elements.get(where, 0), n)
         status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
         if status in ("finished", "failed", "cancelled") and page_seq >= db_seq:
             break
@@ -144,11 +157,13 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         f"scenario {scenario}: status {status}, {turns} turns, {db_seq} events, run {run_s:.1f} s",
         f"longest main-thread task: {max(longtasks, default=0):.0f} ms "
         f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s blocked in total)",
-        f"applying a batch of updates: max {max(flushes, default=0):.0f} ms, median "
-        f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} batches",
+        f"applying one frame's updates: max {max(flushes, default=0):.0f} ms, median "
+        f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} frames",
         f"panel toggle: max {max(toggles, default=0):.0f} ms, "
         f"median {sorted(toggles)[len(toggles) // 2] if toggles else 0:.0f} ms "
         f"over {len(toggles)} toggles",
+        "most elements during the run: " + ", ".join(
+            f"{where} {n}" for where, n in sorted(most_elements.items(), key=lambda i: -i[1])),
         f"drawer behind the database: at most {worst_lag:.2f} s (polled every 0.5 s)",
         f"finished page: load {load_ms:.0f} ms, HTML {html_bytes / 1024:.0f} KB",
     ])

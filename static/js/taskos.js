@@ -39,173 +39,91 @@
     socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [] }));
   }, true);
 
-  // Messages are applied in batches, once per animation frame: a burst of events costs
-  // one swap, and a panel replaced several times in the burst is swapped once (the last).
-  var queue = [];
+  // Messages are applied once per animation frame, and no more of them in one frame than
+  // fits the frame's budget: a burst of events costs a few swaps spread over a few frames
+  // instead of one long task (on long-1000 a model call brings ~100 KB of fragments:
+  // inspector, curve, compactions), and an element replaced several times meanwhile is
+  // swapped once (the last copy). Fragments are applied in the order they came, so the
+  // page's last seq (sent last in each message) moves only once all before it are shown.
+  var pending = [];
   var scheduled = false;
-  // Transcript entries kept while following the end live: every entry on the page is
-  // laid out again when the drawer beside it changes height, so the window stays small.
+  var FRAME_BUDGET_MS = 10;
+  // …and no more than this much HTML: what a frame applies, it also lays out and paints
+  // after the script (a 50 KB inspector body alone is 20–50 ms of layout under load).
+  var FRAME_BUDGET_CHARS = 20000;
+  // A page falling behind (a slow machine, a long burst: more than ~1.5 model calls'
+  // fragments waiting) catches up with bigger frames instead: the drawer must stay within
+  // a second of the database.
+  var BEHIND_CHARS = 150000, BEHIND_BUDGET_MS = 40;
+  // Transcript entries kept while following a run live (the newest, at the top, in
+  // view): each frame lays out the whole document again (profiled on long-1000, 13 900
+  // transcript elements: ~100 ms of layout a frame), so the window stays small.
   var KEEP_ENTRIES = 60;
-  var MAX_ENTRIES = 120;
+  var MAX_ENTRIES = 80;  // trimmed often, a few entries at a time: each trim is laid out
+  // "Following": the transcript's heading (its newest entries are right under it) at
+  // most this far above the window's top edge. Told by an IntersectionObserver: asking
+  // for a position in a frame forces a layout first (profiled: 1.4 s over a long-1000 run).
+  var FOLLOW_PX = 400;
+  var following = true;
+  document.addEventListener("DOMContentLoaded", function () {
+    var heading = document.querySelector(".transcript-col > h2");
+    if (!heading || !window.IntersectionObserver) { return; }
+    new IntersectionObserver(function (seen) { following = seen[seen.length - 1].isIntersecting; },
+                             { rootMargin: FOLLOW_PX + "px 0px 0px 0px" }).observe(heading);
+  });
+  // Each fragment of a message starts a line with its tag (taskos/drawer/stream.py
+  // FRAGMENT_START); the rows nested in one carry no hx-swap-oob.
+  var FRAGMENT_START = /\n(?=<[a-z]+ [^>]*hx-swap-oob=)/;
+  var WHOLE = /^\s*<[a-z]+\b[^>]*?\sid="([^"]+)"[^>]*\shx-swap-oob="true"/;
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     event.preventDefault();
-    queue.push(event.detail.message);
+    Array.prototype.push.apply(pending, event.detail.message.split(FRAGMENT_START));
     if (!scheduled) { scheduled = true; window.requestAnimationFrame(flush); }
   });
 
-  // The fragments of a batch, parsed once; of an element sent several times in the batch
-  // (a panel re-rendered by two updates) only the last copy is kept.
-  function parseBatch(messages) {
-    var template = document.createElement("template");
-    template.innerHTML = messages.join("\n");
+  // Of an element sent whole several times while waiting, only the last copy is kept.
+  function dropSuperseded() {
     var seen = {};
-    var nodes = Array.prototype.slice.call(template.content.children);
-    for (var i = nodes.length - 1; i >= 0; i--) {
-      var node = nodes[i];
-      if (node.getAttribute("hx-swap-oob") !== "true" || !node.id) { continue; }
-      if (seen[node.id]) { nodes.splice(i, 1); } else { seen[node.id] = true; }
+    for (var i = pending.length - 1; i >= 0; i--) {
+      var whole = WHOLE.exec(pending[i]);
+      if (!whole) { continue; }
+      if (seen[whole[1]]) { pending.splice(i, 1); } else { seen[whole[1]] = true; }
     }
-    return nodes;
   }
 
   var HTMX_ATTRS = "[hx-get],[hx-post],[hx-trigger],[hx-on]";
-
-  // Applies out-of-band fragments itself instead of through htmx.swap: htmx walks every
-  // element it removes and fires two events per element (profiled with drawer_bench.py
-  // --trace: most of each long task on a long run). Only the added nodes that carry hx-*
-  // attributes are handed to htmx, so their buttons and pickers work.
-  //
-  // An element sent whole ("true") is merged into the one on the page (morph below), so
-  // rows that did not change stay the same elements: the browser lays out and paints only
-  // what changed, and a <details> a person opened inside a panel stays open. Rows of the
-  // logs (anchor changes, compactions, hints, transcript) arrive as appends instead.
-  function applyFragment(node, added, trimmed) {
-    var how = node.getAttribute("hx-swap-oob");
-    node.removeAttribute("hx-swap-oob");
-    if (how === "true" || how === "delete") {
-      var old = document.getElementById(node.id);
-      if (!old || foldedAway(old)) { return; }
-      if (how === "delete") { old.remove(); }
-      else if (old.tagName === node.tagName) { morph(old, node, added); }
-      else { old.replaceWith(node); added.push(node); }
-      return;
-    }
-    var parts = /^(beforeend|afterbegin):#(.+)$/.exec(how || "");
-    var target = parts && document.getElementById(parts[2]);
-    if (!target || foldedAway(target)) { return; }
-    Array.prototype.push.apply(added, node.children);
-    // A row arriving again (a resync raced a delta, a reconnect replayed a batch) takes
-    // the place of the one shown: appends are idempotent, never a duplicate row. (A turn's
-    // group of rows is left alone: replacing it would drop the rows it already holds.)
-    Array.prototype.forEach.call(node.children, function (row) {
-      var shown = row.id && document.getElementById(row.id);
-      if (shown && !shown.hasAttribute("data-group")) { shown.remove(); }
-    });
-    var moved = document.createDocumentFragment();
-    while (node.firstChild) { moved.appendChild(node.firstChild); }
-    if (parts[1] === "beforeend") { target.appendChild(moved); }
-    else { target.insertBefore(moved, target.firstChild); }
-    var kept = target.closest("[data-keep]");
-    if (kept && trimmed.indexOf(kept) < 0) { trimmed.push(kept); }
-  }
-
-  // A folded panel is not updated (the server stops sending once it knows; this covers
-  // what was already on the way): unfolding it asks for the panel whole.
-  function foldedAway(el) {
-    var panel = el.closest && el.closest("#drawer details.panel");
-    return Boolean(panel && !panel.open && el !== panel);
-  }
-
-  // Makes `old` look like `fresh` while keeping every node that is already right.
-  // Children with an id are matched by id (a row that moved is moved, not rebuilt), the
-  // others by position and tag. The "open" state of <details> is the person's: kept.
-  function morph(old, fresh, added) {
-    if (old.nodeType !== 1) {
-      if (old.nodeValue !== fresh.nodeValue) { old.nodeValue = fresh.nodeValue; }
-      return;
-    }
-    var keepOpen = old.tagName === "DETAILS";
-    var i, attr;
-    for (i = old.attributes.length - 1; i >= 0; i--) {
-      attr = old.attributes[i].name;
-      if (!fresh.hasAttribute(attr) && !(keepOpen && attr === "open")) { old.removeAttribute(attr); }
-    }
-    for (i = 0; i < fresh.attributes.length; i++) {
-      attr = fresh.attributes[i];
-      if (keepOpen && attr.name === "open") { continue; }
-      if (old.getAttribute(attr.name) !== attr.value) { old.setAttribute(attr.name, attr.value); }
-    }
-    morphChildren(old, fresh, added);
-  }
-
-  function sameKind(a, b) {
-    return a.nodeType === b.nodeType && (a.nodeType !== 1 || (a.tagName === b.tagName && !a.id));
-  }
-
-  function morphChildren(old, fresh, added) {
-    var wanted = {};
-    var kids = Array.prototype.slice.call(fresh.childNodes);
-    kids.forEach(function (kid) { if (kid.nodeType === 1 && kid.id) { wanted[kid.id] = true; } });
-    var cursor = old.firstChild;
-    kids.forEach(function (kid) {
-      // Rows that are gone are dropped here, so the rows after them need not move.
-      while (cursor && cursor.nodeType === 1 && cursor.id && !wanted[cursor.id]) {
-        var gone = cursor;
-        cursor = cursor.nextSibling;
-        gone.remove();
-      }
-      var match = null;
-      if (kid.nodeType === 1 && kid.id) {
-        match = document.getElementById(kid.id);
-        if (match && (match.parentNode !== old || match.tagName !== kid.tagName)) { match = null; }
-      } else if (cursor && sameKind(cursor, kid)) {
-        match = cursor;
-      }
-      if (!match) {
-        old.insertBefore(kid, cursor);
-        if (kid.nodeType === 1) { added.push(kid); }
-        return;
-      }
-      if (match === cursor) { cursor = cursor.nextSibling; } else { old.insertBefore(match, cursor); }
-      morph(match, kid, added);
-    });
-    while (cursor) {
-      var rest = cursor;
-      cursor = cursor.nextSibling;
-      rest.remove();
-    }
-  }
-
-  // A log keeps its newest rows (data-keep of them); a group left without rows goes too.
-  function trim(list) {
-    var rows = list.querySelectorAll("[data-row]");
-    for (var i = Number(list.dataset.keep); i < rows.length; i++) { rows[i].remove(); }
-    list.querySelectorAll("[data-group]").forEach(function (group) {
-      if (!group.querySelector("[data-row]")) { group.remove(); }
-    });
-  }
+  var fragments = window.TaskOSFragments;
 
   function flush() {
     scheduled = false;
     var started = performance.now();
-    var nodes = parseBatch(queue);
-    queue = [];
-    var nearEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-    // Only a batch that brings the curve's scale box can reset it (the body class stays):
-    // no localStorage read and document-wide query on every frame. Asked before applying,
-    // which moves the fragments' children onto the page.
-    var curveBoxCame = nodes.some(function (n) { return n.querySelector("[data-curve-full]"); });
-    var added = [], trimmed = [];
-    nodes.forEach(function (node) { applyFragment(node, added, trimmed); });
-    trimmed.forEach(trim);
+    dropSuperseded();
+    var transcript = document.getElementById("transcript");
+    var template = document.createElement("template");
+    var added = [], trimmed = [], curveBoxCame = false, chars = 0;
+    var behind = pending.reduce(function (sum, part) { return sum + part.length; }, 0) > BEHIND_CHARS;
+    while (pending.length && (chars === 0 || (behind ? performance.now() - started < BEHIND_BUDGET_MS
+                                               : chars + pending[0].length <= FRAME_BUDGET_CHARS
+                                                 && performance.now() - started < FRAME_BUDGET_MS))) {
+      chars += pending[0].length;
+      template.innerHTML = pending.shift();
+      Array.prototype.slice.call(template.content.children).forEach(function (node) {
+        // Only a fragment that brings the curve's scale box can reset it (the body class
+        // stays): no localStorage read and document-wide query on every frame. Asked
+        // before applying, which moves the fragment's children onto the page.
+        curveBoxCame = curveBoxCame || Boolean(node.querySelector("[data-curve-full]"));
+        fragments.apply(node, added, trimmed);
+      });
+    }
+    if (pending.length) { scheduled = true; window.requestAnimationFrame(flush); }
+    trimmed.forEach(fragments.trim);
     added.forEach(function (el) {
       if (el.matches(HTMX_ATTRS) || el.querySelector(HTMX_ATTRS)) { htmx.process(el); }
     });
-    if (nearEnd && document.getElementById("transcript")) {
-      trimTranscript();
-      window.scrollTo(0, document.documentElement.scrollHeight);
-    }
+    if (following && transcript) { trimTranscript(transcript); }
+    var inbox = document.getElementById("curve-inbox");  // new points for the curve
+    if (inbox && inbox.firstElementChild) { window.TaskOSCurve.take(inbox); }
     if (curveBoxCame) { syncCurveScale(); }
     var status = document.querySelector("#session-status .status");
     if (status) {
@@ -215,30 +133,34 @@
       var flash = document.getElementById("flash");
       if (ended && flash) { flash.textContent = ""; }
     }
-    // For scripts/drawer_bench.py: how long applying one batch took.
+    // For scripts/drawer_bench.py: how long applying one frame's fragments took.
     performance.measure("taskos-flush", { start: started });
     document.dispatchEvent(new CustomEvent("taskos:applied", { detail: { seq: lastSeq() } }));
   }
 
-  // Following a long run live, the oldest entries leave the page (a "load older" button
-  // brings them back), so the page stays as light at turn 1000 as at turn 10.
-  function trimTranscript() {
-    var transcript = document.getElementById("transcript");
+  // Following a long run live, the oldest entries leave the page at the bottom, where a
+  // button (or scrolling down to it) loads them back. Someone scrolled down to older
+  // entries keeps them: new ones still arrive on top, and the browser's scroll anchoring
+  // holds what they read in place; the window closes again once they are back on top.
+  function trimTranscript(transcript) {
     var entries = transcript.querySelectorAll(":scope > article.ev");
     if (entries.length <= MAX_ENTRIES) { return; }
-    var drop = entries.length - KEEP_ENTRIES;
-    for (var i = 0; i < drop; i++) { entries[i].remove(); }
+    for (var i = KEEP_ENTRIES; i < entries.length; i++) { entries[i].remove(); }
     var old = transcript.querySelector(":scope > .older-button");
     if (old) { old.remove(); }
-    var first = transcript.querySelector(":scope > article.ev");
+    var before = entries[KEEP_ENTRIES - 1].dataset.seq;
     var button = document.createElement("button");
     button.type = "button";
     button.className = "older-button link";
     button.textContent = "Load older entries";
-    button.setAttribute("hx-get", transcript.dataset.olderUrl + "?before=" + first.dataset.seq);
+    button.dataset.before = before;
+    button.setAttribute("hx-get", transcript.dataset.olderUrl + "?before=" + before);
+    // As templates/drawer/_older.html: a click or scrolling it into view, one request.
+    button.setAttribute("hx-trigger", "click, intersect once");
+    button.setAttribute("hx-sync", "this:drop");
     button.setAttribute("hx-target", "this");
     button.setAttribute("hx-swap", "outerHTML");
-    transcript.insertBefore(button, first);
+    transcript.appendChild(button);
     htmx.process(button);
   }
 

@@ -22,7 +22,10 @@ from taskos.runs.models import Session
 TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESULT",
                     "COMPACTION", "ERROR", "SESSION_FINISHED")
 # Transcript entries per page: a 1000-turn session shows its end and loads older pages
-# on request instead of rendering ~5 000 entries up front.
+# on request instead of rendering ~5 000 entries up front. The transcript reads newest
+# first: a live page gains entries at the top, where a person following the run already
+# looks, and its oldest leave at the bottom (static/js/taskos.js), so the page stays
+# as light at turn 1000 as at turn 10 without ever being scrolled.
 TRANSCRIPT_PAGE = 60
 
 
@@ -80,24 +83,26 @@ def render_drawer(session: Session) -> SafeString:
 
 
 def render_transcript(session: Session, events: list[Ev]) -> SafeString:
-    """Transcript entries for the events among `events` that belong in a transcript."""
-    entries = [ev for ev in events if ev.type in TRANSCRIPT_TYPES]
+    """Transcript entries, newest first, for the events among `events` (by seq) that
+    belong in a transcript."""
+    entries = [ev for ev in reversed(events) if ev.type in TRANSCRIPT_TYPES]
     if not entries:
         return SafeString("")
     return render_to_string("drawer/transcript.html", {"session": session, "events": entries})
 
 
 def render_older(session: Session, events: list[Ev], more: bool) -> SafeString:
-    """The "load older" button above `events`, when there are entries before them."""
+    """The "load older" button below `events` (by seq), when there are entries before them."""
     if not more or not events:
         return SafeString("")
     return render_to_string("drawer/_older.html", {"session": session, "before": events[0].seq})
 
 
 def transcript_page(session: Session, before: int | None = None) -> SafeString:
-    """The newest TRANSCRIPT_PAGE entries before seq `before`, a button for older ones."""
+    """The newest TRANSCRIPT_PAGE entries before seq `before`, newest first, and under them
+    a button for older ones."""
     events, more = load_newest(session, TRANSCRIPT_TYPES, TRANSCRIPT_PAGE, before)
-    return mark_safe(render_older(session, events, more) + render_transcript(session, events))
+    return mark_safe(render_transcript(session, events) + render_older(session, events, more))
 
 
 def render_status(session: Session, *, oob: bool) -> SafeString:
@@ -140,7 +145,7 @@ def render_update(session: Session, after: int, *, full: bool = False,
     parts = []
     transcript = render_transcript(session, new)
     if transcript:
-        parts.append(f'<div hx-swap-oob="beforeend:#transcript">{transcript}</div>')
+        parts.append(f'<div hx-swap-oob="afterbegin:#transcript">{transcript}</div>')
     parts.append(render_panels(session, panels, oob=True, feed=feed,
                                new=None if full else new))
     parts.append(render_status(session, oob=True))

@@ -113,11 +113,10 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
 # A batch that arrives again (a resync raced a live delta, a reconnect replayed what the
 # page had): the rows it appends are already shown.
 REPLAY_NEWEST_ENTRY = """() => new Promise((done) => {
-  const entries = document.querySelectorAll('#transcript > article.ev');
-  const newest = entries[entries.length - 1];
+  const newest = document.querySelector('#transcript > article.ev');
   document.addEventListener('taskos:applied', () => done(newest.id), {once: true});
   document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true, detail: {
-    message: '<div hx-swap-oob="beforeend:#transcript">' + newest.outerHTML + '</div>'}}));
+    message: '<div hx-swap-oob="afterbegin:#transcript">' + newest.outerHTML + '</div>'}}));
 })"""
 
 
@@ -127,5 +126,37 @@ def test_a_row_appended_again_replaces_the_one_shown_instead_of_doubling_it(
     before = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
     replayed = page.evaluate(REPLAY_NEWEST_ENTRY)
     after = page.eval_on_selector_all("#transcript > article.ev", "els => els.map(e => e.id)")
-    assert replayed == before[-1]
+    assert replayed == before[0]
     assert after == before  # same rows, same order, none twice
+
+
+# A burst bigger than a frame's budget (static/js/taskos.js: 20 KB of HTML): two 15 KB
+# badges and the page's last seq in one message. What each frame showed is noted.
+BURST = """() => new Promise((done) => {
+  const frames = [];
+  const big = (letter) => letter.repeat(15000);
+  document.addEventListener('taskos:applied', function note(event) {
+    frames.push({
+      first: document.getElementById('panel-cost-badge').textContent.startsWith('AAA'),
+      second: document.getElementById('panel-budget-badge').textContent.startsWith('BBB'),
+      seq: event.detail.seq});
+    if (event.detail.seq === 999999) {
+      document.removeEventListener('taskos:applied', note);
+      done(frames);
+    }
+  });
+  document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true, detail: {
+    message: '<span id="panel-cost-badge" class="badge" hx-swap-oob="true">' + big('A') + '</span>\\n'
+      + '<span id="panel-budget-badge" class="badge" hx-swap-oob="true">' + big('B') + '</span>\\n'
+      + '<input type="hidden" id="last-seq" value="999999" hx-swap-oob="true">'}}));
+})"""
+
+
+def test_a_burst_is_applied_over_several_frames_and_the_last_seq_moves_last(
+        page: Page, stack: Stack) -> None:
+    finished_session(page, stack)
+    frames = page.evaluate(BURST)
+    # One big fragment per frame, in the order sent; the last seq only with the last.
+    assert (frames[0]["first"], frames[0]["second"]) == (True, False)
+    assert frames[0]["seq"] != 999999
+    assert frames[-1]["second"] and all(f["second"] for f in frames if f["seq"] == 999999)

@@ -47,16 +47,16 @@ def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, sta
         expect(page.locator(CURVE)).to_have_attribute(
             "data-calls", str(count_events(stack, pk, "MODEL_CALL")))
 
-        # The transcript is windowed: the newest entries, older ones a click away.
+        # The transcript is windowed: the newest entries first, older ones a click away.
         page.reload()
         entries = page.locator("#transcript > article.ev")
-        first = int(entries.first.get_attribute("data-seq"))
-        assert first > 1 and entries.count() == PAGE
+        oldest = int(entries.last.get_attribute("data-seq"))
+        assert oldest > 1 and entries.count() == PAGE
         page.click("#transcript > .older-button")
         expect(entries).to_have_count(2 * PAGE)
-        assert int(entries.first.get_attribute("data-seq")) < first
+        assert int(entries.last.get_attribute("data-seq")) < oldest
         ids = page.eval_on_selector_all("#transcript > article", "els => els.map(e => +e.dataset.seq)")
-        assert ids == sorted(set(ids))
+        assert ids == sorted(set(ids), reverse=True)
     finally:
         stack.resume("worker")
         # Never leave a long session running: the next test needs the one worker.

@@ -21,7 +21,7 @@ def test_resync_sends_only_missing_transcript_but_every_panel(ann_client, sessio
     html = response.content.decode()
     assert response["X-Last-Seq"] == "4"
     assert "second message" in html and "first message" not in html
-    assert 'hx-swap-oob="beforeend:#transcript"' in html
+    assert 'hx-swap-oob="afterbegin:#transcript"' in html
     assert '<input type="hidden" id="last-seq" value="4" hx-swap-oob="true">' in html
     for panel in ("budget", "curve", "compactions", "anchors", "tasks", "hints", "inspector",
                   "errors", "cost"):

@@ -52,7 +52,8 @@ def test_after_the_first_sync_only_new_events_are_read(session, monkeypatch):
     add_events(session, model_call(30, 2000))
     update = render_update(session, after, feed=feed)
     assert reads == []  # the feed was not re-filled: only the one new event was read
-    assert update.last_seq == after + 1 and 'data-calls="30"' in update.html
+    assert update.last_seq == after + 1 and '>30 calls</span>' in update.html
+    assert '<i data-points="2000"' in update.html  # the curve gets the new point only
 
 
 def test_the_feed_keeps_only_what_panels_show(session):

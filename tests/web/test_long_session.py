@@ -67,7 +67,7 @@ def test_a_finished_1000_turn_page_is_small_and_shows_the_newest_entries(ann_cli
     html = ann_client.get(f"/sessions/{session.pk}/").content.decode()
     assert len(html.encode()) <= PAGE_LIMIT, f"{len(html.encode()):,} bytes"
     shown = transcript_seqs(html)
-    assert shown[-1] == last and shown == sorted(shown)  # the end, in order
+    assert shown[0] == last and shown == sorted(shown, reverse=True)  # the end, newest first
     assert 1 not in shown  # the start is not rendered up front
 
 
@@ -79,10 +79,10 @@ def test_older_entries_load_page_by_page_until_the_first(ann_client, long_sessio
     while (older := re.search(r'hx-get="([^"]*/transcript\?before=\d+)"', html)):
         html = ann_client.get(older.group(1).replace("&amp;", "&")).content.decode()
         page = transcript_seqs(html)
-        assert page and page[-1] < seen[0]  # strictly older, nothing repeated
-        seen = page + seen
+        assert page and page[0] < seen[-1]  # strictly older, nothing repeated
+        seen = seen + page
         pages += 1
-    assert pages > 1 and seen[0] == 1 and seen == sorted(set(seen))
+    assert pages > 1 and seen[-1] == 1 and seen == sorted(set(seen), reverse=True)
 
 
 

@@ -1,8 +1,17 @@
 """Curve: input tokens per model call with the window and trigger lines (the sawtooth),
-scaled to the data, the full window one tick away."""
+scaled to the data, the full window one tick away.
+
+The page draws the curve from its data once it holds it: a live update sends only the
+new calls' points (`delta`), and static/js/curve.js redraws the same picture as the
+template. Sending the whole drawing on every call was the costliest fragment a live
+page applied on long-1000 (up to 50 KB, 70 ms to merge: scripts/drawer_bench.py).
+"""
 from __future__ import annotations
 
 from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
@@ -12,6 +21,13 @@ LEFT, RIGHT, TOP, BOTTOM = 52, 12, 12, 24  # room for the axis labels
 
 
 MARKED_CALLS = 150  # above this many calls only summary and over-window calls get a marker
+
+
+def point(call: dict[str, Any]) -> str:
+    """A call as the page's curve data holds it: input tokens, "s" for a summary call,
+    "o" for one over the window (static/js/curve.js reads it)."""
+    return (f"{int(call.get('input_tokens') or 0)}{'s' if call.get('kind') == 'summary' else ''}"
+            f"{'o' if call.get('over_window') else ''}")
 
 
 def scale(calls: list[dict[str, Any]], top: float, window: int, trigger: int) -> dict[str, Any]:
@@ -69,8 +85,21 @@ class CurvePanel(Panel):
             "summaries": sum(1 for c in calls if c.get("kind") == "summary"),
             "over": sum(1 for c in calls if c.get("over_window")),
             "first_call": calls[0].get("call", 1), "last_call": calls[-1].get("call", len(calls)),
+            "series": " ".join(point(call) for call in calls),
         }}
 
     def badge(self, context: dict[str, Any]) -> str:
         curve = context["curve"]
         return f"{curve['calls']} calls" if curve else ""
+
+    def delta(self, session, context: dict[str, Any], events: list[Ev],
+              new: list[Ev]) -> str | None:
+        """The new calls' points and the window and trigger now, for the page to add to
+        the curve it draws; whole while the page shows no curve yet."""
+        calls = [ev.payload for ev in new if ev.type == "MODEL_CALL"]
+        curve = context["curve"]
+        if curve is None or curve["calls"] == len(calls):
+            return None  # the first calls: no curve on the page to add them to
+        points = escape(" ".join(point(call) for call in calls))
+        return mark_safe(f'<div hx-swap-oob="beforeend:#curve-inbox"><i data-points="{points}" '
+                         f'data-window="{context["window"]}" data-trigger="{curve["trigger"]}"></i></div>')

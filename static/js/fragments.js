@@ -1,0 +1,123 @@
+// TaskOS: how the drawer's out-of-band fragments reach the page (static/js/taskos.js
+// batches them): appended rows, elements merged in place, logs trimmed to their length.
+window.TaskOSFragments = (function () {
+  "use strict";
+
+  // Applies out-of-band fragments itself instead of through htmx.swap: htmx walks every
+  // element it removes and fires two events per element (profiled with drawer_bench.py
+  // --trace: most of each long task on a long run). Only the added nodes that carry hx-*
+  // attributes are handed to htmx, so their buttons and pickers work.
+  //
+  // An element sent whole ("true") is merged into the one on the page (morph below), so
+  // rows that did not change stay the same elements: the browser lays out and paints only
+  // what changed, and a <details> a person opened inside a panel stays open. Rows of the
+  // logs (anchor changes, compactions, hints, transcript) arrive as appends instead.
+  function applyFragment(node, added, trimmed) {
+    var how = node.getAttribute("hx-swap-oob");
+    node.removeAttribute("hx-swap-oob");
+    if (how === "true" || how === "delete") {
+      var old = document.getElementById(node.id);
+      if (!old || foldedAway(old)) { return; }
+      if (how === "delete") { old.remove(); }
+      else if (old.tagName === node.tagName) { morph(old, node, added); }
+      else { old.replaceWith(node); added.push(node); }
+      return;
+    }
+    var parts = /^(beforeend|afterbegin):#(.+)$/.exec(how || "");
+    var target = parts && document.getElementById(parts[2]);
+    if (!target || foldedAway(target)) { return; }
+    Array.prototype.push.apply(added, node.children);
+    // A row arriving again (a resync raced a delta, a reconnect replayed a batch) takes
+    // the place of the one shown, where it is shown: appends are idempotent, never a
+    // duplicate row or one out of order. (A turn's group of rows is left alone: replacing
+    // it would drop the rows it already holds.)
+    Array.prototype.slice.call(node.children).forEach(function (row) {
+      var shown = row.id && document.getElementById(row.id);
+      if (shown && !shown.hasAttribute("data-group")) { shown.replaceWith(row); }
+    });
+    var moved = document.createDocumentFragment();
+    while (node.firstChild) { moved.appendChild(node.firstChild); }
+    if (parts[1] === "beforeend") { target.appendChild(moved); }
+    else { target.insertBefore(moved, target.firstChild); }
+    var kept = target.closest("[data-keep]");
+    if (kept && trimmed.indexOf(kept) < 0) { trimmed.push(kept); }
+  }
+
+  // A folded panel is not updated (the server stops sending once it knows; this covers
+  // what was already on the way): unfolding it asks for the panel whole.
+  function foldedAway(el) {
+    var panel = el.closest && el.closest("#drawer details.panel");
+    return Boolean(panel && !panel.open && el !== panel);
+  }
+
+  // Makes `old` look like `fresh` while keeping every node that is already right.
+  // Children with an id are matched by id (a row that moved is moved, not rebuilt), the
+  // others by position and tag. The "open" state of <details> is the person's: kept.
+  function morph(old, fresh, added) {
+    if (old.nodeType !== 1) {
+      if (old.nodeValue !== fresh.nodeValue) { old.nodeValue = fresh.nodeValue; }
+      return;
+    }
+    var keepOpen = old.tagName === "DETAILS";
+    var i, attr;
+    for (i = old.attributes.length - 1; i >= 0; i--) {
+      attr = old.attributes[i].name;
+      if (!fresh.hasAttribute(attr) && !(keepOpen && attr === "open")) { old.removeAttribute(attr); }
+    }
+    for (i = 0; i < fresh.attributes.length; i++) {
+      attr = fresh.attributes[i];
+      if (keepOpen && attr.name === "open") { continue; }
+      if (old.getAttribute(attr.name) !== attr.value) { old.setAttribute(attr.name, attr.value); }
+    }
+    morphChildren(old, fresh, added);
+  }
+
+  function sameKind(a, b) {
+    return a.nodeType === b.nodeType && (a.nodeType !== 1 || (a.tagName === b.tagName && !a.id));
+  }
+
+  function morphChildren(old, fresh, added) {
+    var wanted = {};
+    var kids = Array.prototype.slice.call(fresh.childNodes);
+    kids.forEach(function (kid) { if (kid.nodeType === 1 && kid.id) { wanted[kid.id] = true; } });
+    var cursor = old.firstChild;
+    kids.forEach(function (kid) {
+      // Rows that are gone are dropped here, so the rows after them need not move.
+      while (cursor && cursor.nodeType === 1 && cursor.id && !wanted[cursor.id]) {
+        var gone = cursor;
+        cursor = cursor.nextSibling;
+        gone.remove();
+      }
+      var match = null;
+      if (kid.nodeType === 1 && kid.id) {
+        match = document.getElementById(kid.id);
+        if (match && (match.parentNode !== old || match.tagName !== kid.tagName)) { match = null; }
+      } else if (cursor && sameKind(cursor, kid)) {
+        match = cursor;
+      }
+      if (!match) {
+        old.insertBefore(kid, cursor);
+        if (kid.nodeType === 1) { added.push(kid); }
+        return;
+      }
+      if (match === cursor) { cursor = cursor.nextSibling; } else { old.insertBefore(match, cursor); }
+      morph(match, kid, added);
+    });
+    while (cursor) {
+      var rest = cursor;
+      cursor = cursor.nextSibling;
+      rest.remove();
+    }
+  }
+
+  // A log keeps its newest rows (data-keep of them); a group left without rows goes too.
+  function trim(list) {
+    var rows = list.querySelectorAll("[data-row]");
+    for (var i = Number(list.dataset.keep); i < rows.length; i++) { rows[i].remove(); }
+    list.querySelectorAll("[data-group]").forEach(function (group) {
+      if (!group.querySelector("[data-row]")) { group.remove(); }
+    });
+  }
+
+  return { apply: applyFragment, trim: trim };
+})();
