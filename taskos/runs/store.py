@@ -6,77 +6,27 @@ whole row), so an admin edit or a cancel request made meanwhile is not overwritt
 from __future__ import annotations
 
 import base64
-import json
 import logging
-from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.store import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
+from agents.store import AnchorRecord, ArchiveHit, TaskRecord
 
 from . import search, state_chunks
 from .edits import engine_writes
-from .models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile, PendingMessage,
-                     Session, SessionEvent, Task, search_terms)
+from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
+# relaxed_commits is the worker's (tasks.py) to wrap a session's run in.
+from .store_base import (UnknownSession, durable_commit, json_safe,  # noqa: F401
+                         relaxed_commits, session_pk, storable_text)
+from .store_children import SubAgents
+from .store_recovery import RedoneTurns
+from .store_requests import PeopleRequests
 
 log = logging.getLogger("taskos.runs")
 STALE_CHUNKS = 64  # state pieces no longer named that may wait before they are deleted
-
-
-class UnknownSession(LookupError):
-    """The engine was given a session id that has no row."""
-
-
-def session_pk(session_id: str | int) -> int:
-    try:
-        return int(session_id)
-    except (TypeError, ValueError):
-        raise UnknownSession(f"Session id must be a number, got {session_id!r}") from None
-
-
-def _storable_text(content: str) -> bool:
-    """PostgreSQL text cannot hold NUL, and no database takes lone surrogates."""
-    if "\x00" in content:
-        return False
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-@contextmanager
-def relaxed_commits():
-    """While a session runs in this connection, its commits do not wait for the disk flush
-    (PostgreSQL synchronous_commit off; SQLite in WAL mode with synchronous=NORMAL behaves
-    so anyway) except the state save's, which flushes every earlier commit with it: a
-    crash of the database server loses at most the turn in flight, which the engine redoes
-    (agents/loop.py). Saves a disk flush per archived row and per anchor."""
-    relaxed = connection.vendor == "postgresql"
-    if relaxed:
-        with connection.cursor() as cursor:
-            cursor.execute("SET synchronous_commit TO OFF")
-    try:
-        yield
-    finally:
-        if relaxed and connection.connection is not None and not connection.in_atomic_block:
-            with connection.cursor() as cursor:
-                cursor.execute("SET synchronous_commit TO DEFAULT")
-
-
-def _durable_commit() -> None:
-    """Inside a transaction: its commit waits for the disk, whatever relaxed_commits set."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO ON")
 
 
 def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
@@ -93,7 +43,7 @@ def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
                        f"ON CONFLICT ({session}, {key}) DO NOTHING", params)
 
 
-class DjangoStore:
+class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
     """Every method of agents.store.Store; session ids are Session primary keys as str.
 
     With a `lease` (taskos/runs/lease.py) every write of the loop is fenced: an executor
@@ -144,13 +94,13 @@ class DjangoStore:
         if raw_bytes is not None:
             content, is_binary = base64.b64encode(raw_bytes).decode("ascii"), True
             searchable = search_terms("", tool_name)
-        elif not _storable_text(content):
+        elif not storable_text(content):
             # Kept losslessly as base64 of its bytes; still findable by the words it had.
             content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
             is_binary = True
         row = ArchivedTurn.objects.create(
             session_id=pk, turn=turn, role=role, content=content, tool_name=tool_name or "",
-            tool_args=_json_safe(tool_args or {}), token_count=tokens or 0,
+            tool_args=json_safe(tool_args or {}), token_count=tokens or 0,
             is_binary=is_binary, search_text=searchable)
         return row.ref
 
@@ -240,7 +190,7 @@ class DjangoStore:
                           "state": record.state, "owner": record.owner or "",
                           "blocks": [str(b) for b in record.blocks],
                           "blocked_by": [str(b) for b in record.blocked_by],
-                          "metadata": _json_safe(record.metadata or {})}
+                          "metadata": json_safe(record.metadata or {})}
                 row = existing.get(str(record.id))
                 if row is None:
                     created = parse_datetime(record.created_at or "") or timezone.now()
@@ -250,15 +200,6 @@ class DjangoStore:
                     for name, value in values.items():
                         setattr(row, name, value)
                     row.save()
-
-    def load_notes(self, session_id) -> dict[str, Any]:
-        notes = self._polled(session_id, "notes", lambda: Session.objects.filter(
-            pk=session_pk(session_id)).values_list("notes", flat=True).first())
-        return json.loads(json.dumps(notes or {}))  # a copy: the poll's stays as read
-
-    def save_notes(self, session_id, notes) -> None:
-        self._poll = None
-        Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
 
     # --- loop state
     # Saved in pieces (taskos/runs/state_chunks.py): the head on the session row, every
@@ -295,7 +236,7 @@ class DjangoStore:
         try:
             # In the batch without a savepoint of its own; alone, its own transaction.
             with transaction.atomic(savepoint=False):
-                _durable_commit()  # the whole transaction: the batch's writes with it
+                durable_commit()  # the whole transaction: the batch's writes with it
                 if new:
                     _insert_chunks(pk, [(key, chunks[key]) for key in new])
                 if stale:
@@ -317,163 +258,3 @@ class DjangoStore:
                 "key", flat=True))
         return self._chunks[pk]
 
-    # --- requests from people
-    # Both take_* run every turn and nearly always find nothing: a plain read first, and the
-    # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
-    def take_user_messages(self, session_id, turn=0) -> list[str]:
-        waiting = PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
-        if not self._polled(session_id, "pending", waiting.exists):
-            return []
-        with transaction.atomic():
-            pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
-            PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
-                taken=True, taken_turn=turn)
-        return [text for _, text in pending]
-
-    def discard_uncommitted(self, session_id, from_turn) -> dict[str, int]:
-        """Undo what turns >= from_turn wrote before their worker died: the turn is run again.
-
-        Their archive rows go (the re-run writes them anew, so a ref never points at a
-        half-done attempt) and the people's messages they took wait again for the re-run.
-        Their anchor changes are undone before the engine starts (undo_uncommitted_anchors).
-        """
-        self._check_lease()
-        pk = session_pk(session_id)
-        with transaction.atomic():
-            removed, _ = ArchivedTurn.objects.filter(session_id=pk, turn__gte=from_turn).delete()
-            returned = PendingMessage.objects.filter(
-                session_id=pk, taken=True, taken_turn__gte=from_turn).update(
-                    taken=False, taken_turn=None)
-            # Sub-agents the undone turn asked for and that never started: asked again.
-            Session.objects.filter(parent_id=pk, parent_turn__gte=from_turn,
-                                   status=Session.Status.QUEUED, enqueued_at__isnull=True
-                                   ).delete()
-        return {"archive_rows": removed, "messages": returned}
-
-    def undo_uncommitted_anchors(self, session_id) -> None:
-        """Anchors the engine added in an uncommitted turn go, those it retired come back.
-
-        Called before the engine is built (it reads the anchors once when built, and would
-        report the undo as admin edits). Found by time: the engine saves an anchor before it
-        emits the event that reports it, so every anchor it touched up to the commit is older than the last committed
-        event (the state's `events_seq`); a newer one was touched by the dying turn. Without
-        this the re-run found them already there and reported nothing (the chaos run's
-        ANCHOR_CHANGED events went missing). Edits made in the admin are left alone.
-        """
-        pk = session_pk(session_id)
-        state = Session.objects.filter(pk=pk).values_list("engine_state", flat=True).first()
-        from_turn, seq = (state or {}).get("turn", 0), (state or {}).get("events_seq")
-        events = SessionEvent.all_objects.filter(session_id=pk)
-        committed_at = events.filter(seq=seq).values_list("at", flat=True).first() \
-            if seq else None
-        # Before any commit, only what came after the run's first event is the engine's:
-        # anchors that were there before it (a sub-agent's inherited ones) stay.
-        since = committed_at or events.order_by("seq").values_list("at", flat=True).first()
-        if since is None:
-            return  # the engine never ran: nothing of it to undo
-        engine_made = Anchor.objects.filter(session_id=pk).exclude(source=Anchor.Source.ADMIN)
-        added = engine_made.filter(turn__gte=from_turn)
-        added = added.filter(updated_at__gt=committed_at) if committed_at is not None \
-            else added.filter(updated_at__gte=since)
-        with transaction.atomic(), engine_writes():
-            dropped, _ = added.delete()
-            revived = 0
-            if committed_at is not None:
-                revived = engine_made.filter(active=False, turn__lt=from_turn,
-                                             updated_at__gt=committed_at).update(active=True)
-        if dropped or revived:
-            log.info("Session %s: undid the anchor changes of uncommitted turn %s (%d added, "
-                     "%d retired)", pk, from_turn, dropped, revived)
-
-    def take_compaction_request(self, session_id) -> str | None:
-        sessions = Session.objects.filter(pk=session_pk(session_id))
-        if not self._polled(session_id, "compact",
-                            sessions.filter(compact_request__isnull=False).exists):
-            return None
-        with transaction.atomic():
-            request = sessions.select_for_update().values_list("compact_request",
-                                                               flat=True).first()
-            if request is not None:
-                sessions.update(compact_request=None)
-        return request
-
-    def cancel_requested(self, session_id) -> bool:
-        """Read fresh, every time; with it, in the same statement, whether people left a
-        message or a compaction request and the notes: the loop asks for those right after,
-        before the turn's first model call, and finds the answers here (one read a turn
-        instead of four)."""
-        pk = session_pk(session_id)
-        row = Session.objects.filter(pk=pk).annotate(pending=Exists(
-            PendingMessage.objects.filter(session_id=OuterRef("pk"), taken=False))).values(
-                "cancel_requested", "pending", "notes", "person_edits",
-                compact=ExpressionWrapper(Q(compact_request__isnull=False),
-                                          output_field=BooleanField())).first()
-        self._poll = (pk, row) if row is not None else None
-        return bool(row and row["cancel_requested"])
-
-    def person_edits(self, session_id, fresh: bool = False) -> int | None:
-        """How many times people edited this session's anchors and tasks (taskos/runs/
-        edits.py): from the turn's poll, or `fresh` (one column of one row) mid-turn."""
-        if fresh:
-            return Session.objects.filter(pk=session_pk(session_id)).values_list(
-                "person_edits", flat=True).first()
-        return self._polled(session_id, "person_edits", lambda: self.person_edits(
-            session_id, fresh=True))
-
-    def _polled(self, session_id, name: str, read):
-        """`name` from this turn's poll when it is still current, else read(). The poll
-        lasts until the next commit point (a model call starts there) or notes write."""
-        poll = self._poll
-        if poll is not None and poll[0] == session_pk(session_id):
-            return poll[1][name]
-        return read()
-
-    # --- sub-agents (SPEC T6)
-    def create_child(self, parent_id, request) -> str:
-        """A queued child row; the worker sends it to the queue once the parent waits."""
-        self._check_lease()
-        parent = Session.objects.select_related("profile").get(pk=session_pk(parent_id))
-        profile = parent.profile
-        if request.get("profile") and request["profile"] != profile.name:
-            profile = ModelProfile.objects.filter(name=request["profile"]).first()
-            if profile is None:
-                names = ", ".join(ModelProfile.objects.values_list("name", flat=True))
-                raise LookupError(f"No model profile {request['profile']!r}; profiles: "
-                                  f"{names}. Leave 'profile' out to use this session's.")
-        window = min(int(request.get("window") or parent.window), profile.effective_window)
-        settings = {**(parent.context_settings or {}),
-                    "max_turns": int(request.get("max_turns") or
-                                     (parent.context_settings or {}).get("max_turns", 400))}
-        with transaction.atomic():
-            child = Session.objects.create(
-                owner_id=parent.owner_id, goal=request["goal"],
-                scenario=request.get("scenario") or "", profile=profile, window=window,
-                context_settings=settings, parent=parent,
-                parent_turn=int(request.get("turn") or 0))
-            Anchor.objects.bulk_create([
-                Anchor(session=child, tier=1, text=text, source=Anchor.Source.USER)
-                for text in request.get("anchors", [])])
-        return str(child.pk)
-
-    def list_children(self, parent_id) -> list[ChildRecord]:
-        out = []
-        for child in Session.objects.filter(parent_id=session_pk(parent_id)).order_by("id"):
-            answer = ArchivedTurn.objects.filter(
-                session=child, role="assistant", content=child.final_answer).order_by(
-                    "-id").values_list("pk", flat=True).first() if child.final_answer else None
-            out.append(ChildRecord(
-                id=str(child.pk), goal=child.goal, status=child.status,
-                final_answer=child.final_answer, error=child.error,
-                answer_ref=f"arc:{child.pk}:{answer}" if answer else "", turns=child.turns,
-                total_input_tokens=child.total_input_tokens,
-                peak_input_tokens=child.peak_input_tokens,
-                cost=child.cost_with_children()))
-        return out
-
-    def delegation_depth(self, session_id) -> int:
-        depth, parent = 0, Session.objects.filter(pk=session_pk(session_id)).values_list(
-            "parent_id", flat=True).first()
-        while parent is not None:
-            depth += 1
-            parent = Session.objects.filter(pk=parent).values_list("parent_id", flat=True).first()
-        return depth
