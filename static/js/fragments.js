@@ -15,10 +15,11 @@ window.TaskOSFragments = (function () {
   function applyFragment(node, added, trimmed) {
     var how = node.getAttribute("hx-swap-oob");
     node.removeAttribute("hx-swap-oob");
-    if (how === "true" || how === "delete") {
+    if (how === "true" || how === "delete" || how === "attributes") {
       var old = document.getElementById(node.id);
       if (!old || foldedAway(old)) { return; }
       if (how === "delete") { old.remove(); }
+      else if (how === "attributes") { morphAttributes(old, node); }
       else if (old.tagName === node.tagName) { morph(old, node, added); }
       else { old.replaceWith(node); added.push(node); }
       return;
@@ -58,6 +59,13 @@ window.TaskOSFragments = (function () {
       if (old.nodeValue !== fresh.nodeValue) { old.nodeValue = fresh.nodeValue; }
       return;
     }
+    morphAttributes(old, fresh);
+    morphChildren(old, fresh, added);
+  }
+
+  // "attributes": a list whose rows arrive one by one (the inspector's messages) gets its
+  // own figures this way, without its rows being sent again.
+  function morphAttributes(old, fresh) {
     var keepOpen = old.tagName === "DETAILS";
     var i, attr;
     for (i = old.attributes.length - 1; i >= 0; i--) {
@@ -69,7 +77,6 @@ window.TaskOSFragments = (function () {
       if (keepOpen && attr.name === "open") { continue; }
       if (old.getAttribute(attr.name) !== attr.value) { old.setAttribute(attr.name, attr.value); }
     }
-    morphChildren(old, fresh, added);
   }
 
   function sameKind(a, b) {

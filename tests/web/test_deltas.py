@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.template.loader import render_to_string
 
+from taskos.drawer.events import load_events
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import render_named_panels, render_update
 
-from .factories import add_events, compaction
+from .factories import add_events, compaction, model_call
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +113,47 @@ def test_a_part_the_page_already_shows_is_not_sent_again(session):
     # Sent whole again (a reconnect), the page is brought up to date in full.
     again = render_update(session, first.last_seq, full=True, feed=feed).html
     assert 'id="panel-anchors-body" class="panel-body" hx-swap-oob="true"' in again
+
+
+def message(n: int, text: str) -> dict:
+    return {"role": "user" if n % 2 else "assistant", "zone": "history", "tokens": 10 + n,
+            "content": text}
+
+
+SYSTEM = {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."}
+
+
+def test_the_inspector_following_live_gets_only_the_messages_that_changed(session):
+    first = [SYSTEM, message(1, "load sales.csv"), message(2, "loaded 120 rows")]
+    feed, after = synced(session, model_call(1, 500, messages=first))
+    grown = first + [message(3, "now the totals")]
+    add_events(session, model_call(2, 520, messages=grown))
+    update = render_update(session, after, feed=feed)
+    html = update.html
+    assert 'id="panel-inspector-body"' not in html  # the body is not sent again
+    assert "You are TaskOS." not in html and "loaded 120 rows" not in html
+    assert 'id="inspector-detail" hx-swap-oob="attributes" class="inspector" data-call="2"' in html
+    assert 'hx-swap-oob="attributes" class="messages" data-parts-total=' in html
+    appended = re.search(r'<ol hx-swap-oob="beforeend:#inspector-messages">(.*?)</ol>',
+                         html, re.S).group(1)
+    assert 'id="inspector-msg-4"' in appended and "now the totals" in appended
+    # A compaction: the conversation shrinks, a changed message is merged, the rest leave.
+    shrunk = [SYSTEM, message(1, "summary: 120 rows loaded")]
+    add_events(session, model_call(3, 400, messages=shrunk))
+    html = render_update(session, update.last_seq, feed=feed).html
+    assert re.search(r'<li class="msg role-user" id="inspector-msg-2" hx-swap-oob="true">.*'
+                     r'summary: 120 rows loaded', html, re.S)
+    assert '<li id="inspector-msg-3" hx-swap-oob="delete">' in html
+    assert '<li id="inspector-msg-4" hx-swap-oob="delete">' in html
+    assert "You are TaskOS." not in html
+    # Only the tail (priming, the provider's difference) may come back after the messages.
+    for appended in re.findall(r'beforeend:#inspector-messages">(.*?)</ol>', html, re.S):
+        assert 'id="inspector-msg-' not in appended
+
+
+def test_a_pinned_inspector_carries_no_ids_that_live_updates_target(session):
+    add_events(session, model_call(1, 500), model_call(2, 520))
+    panel = next(p for p in PANELS if p.name == "inspector")
+    context = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
+    html = render_to_string(panel.template, {**context, "session": session})
+    assert 'data-call="1"' in html and 'id="inspector-' not in html

@@ -1,0 +1,64 @@
+"""The inspector following a run live shows exactly what a fresh read shows (issue 12).
+
+Live, it gets only the messages that differ from the call it showed before (new ones
+appended, changed ones merged, the rest removed after a compaction) and its figures as
+attributes; after any number of such updates it must equal the body the server renders
+for the latest call from scratch.
+"""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .stack import Stack, wait_for
+from .test_drawer_incremental import held_in_sync
+from .test_drawer_live import cancel, count_events, start_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+expect.set_options(timeout=90_000)
+
+# What the inspector shows, read the same way from the page and from a fresh render.
+READ = """(root) => ({
+  call: root.querySelector('.inspector').dataset.call,
+  total: root.querySelector('ol.messages').dataset.partsTotal,
+  head: root.querySelector('.inspector-head').textContent.replace(/\\s+/g, ' '),
+  bar: root.querySelector('.inspector-bar select').textContent.replace(/\\s+/g, ' '),
+  rows: Array.from(root.querySelectorAll('ol.messages > li')).map(
+    (li) => li.className + ' ' + li.textContent.replace(/\\s+/g, ' ')),
+})"""
+FRESH = """async ([url, read]) => {
+  const holder = document.createElement('div');
+  holder.innerHTML = await (await fetch(url)).text();
+  return eval(read)(holder);
+}"""
+
+
+def shown_and_fresh(page: Page, stack: Stack, pk: int) -> tuple[dict, dict]:
+    shown = page.evaluate(f"() => ({READ})(document.getElementById('panel-inspector-body'))")
+    fresh = page.evaluate(FRESH, [stack.url(f"/sessions/{pk}/inspect"), READ])
+    return shown, fresh
+
+
+def test_the_live_inspector_equals_a_fresh_render_through_growth_and_compaction(
+        page: Page, stack: Stack) -> None:
+    pk = start_session(page, stack, "long-1000", window=8000)
+    try:
+        stack.resume("worker")
+        wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= 3, "three model calls")
+        held_in_sync(page, stack, pk)
+        shown, fresh = shown_and_fresh(page, stack, pk)
+        assert shown == fresh
+        calls = int(shown["call"])
+
+        stack.resume("worker")
+        wait_for(lambda: count_events(stack, pk, "COMPACTION") >= 1, "a compaction")
+        compacted = count_events(stack, pk, "MODEL_CALL")
+        wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= compacted + 2,
+                 "two calls after it")
+        held_in_sync(page, stack, pk)
+        shown, fresh = shown_and_fresh(page, stack, pk)
+        assert int(shown["call"]) > calls
+        assert shown == fresh
+    finally:
+        stack.resume("worker")
+        cancel(page)
