@@ -107,12 +107,21 @@ window.TaskOSCurve = (function () {
     body.querySelector(".curve-over .flag").textContent = over + " over the window";
   }
 
-  // Adds the points waiting in the inbox to the curve and draws it once.
+  // Adds the points waiting in the inbox to the curve and draws it once. Points the curve
+  // already holds are skipped by number: after a reconnect the page may be sent whole and
+  // then get a delta it had already been sent.
   function take(inbox) {
     var svg = inbox.parentNode.querySelector("svg.curve");
+    var series = svg ? svg.dataset.series.trim() : "";
+    var shown = series ? series.split(/\s+/).length : 0;
+    var last = svg ? (Number(svg.dataset.firstCall) || 1) + shown - 1 : 0;  // its number
     Array.prototype.slice.call(inbox.children).forEach(function (item) {
-      if (svg) {
-        svg.dataset.series = (svg.dataset.series + " " + item.dataset.points).trim();
+      var points = item.dataset.points.trim() ? item.dataset.points.trim().split(/\s+/) : [];
+      var from = Number(item.dataset.from) || last + 1;
+      points = points.slice(Math.max(0, last + 1 - from));
+      if (svg && points.length) {
+        last += points.length;
+        svg.dataset.series = (svg.dataset.series + " " + points.join(" ")).trim();
         svg.dataset.window = item.dataset.window;
         svg.dataset.trigger = item.dataset.trigger;
       }

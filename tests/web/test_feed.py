@@ -53,7 +53,8 @@ def test_after_the_first_sync_only_new_events_are_read(session, monkeypatch):
     update = render_update(session, after, feed=feed)
     assert reads == []  # the feed was not re-filled: only the one new event was read
     assert update.last_seq == after + 1 and '>30 calls</span>' in update.html
-    assert '<i data-points="2000"' in update.html  # the curve gets the new point only
+    # The curve gets the new point only, numbered as the page numbers it (call 30).
+    assert '<i data-from="30" data-points="2000"' in update.html
 
 
 def test_the_feed_keeps_only_what_panels_show(session):

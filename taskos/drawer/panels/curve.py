@@ -101,5 +101,10 @@ class CurvePanel(Panel):
         if curve is None or curve["calls"] == len(calls):
             return None  # the first calls: no curve on the page to add them to
         points = escape(" ".join(point(call) for call in calls))
-        return mark_safe(f'<div hx-swap-oob="beforeend:#curve-inbox"><i data-points="{points}" '
-                         f'data-window="{context["window"]}" data-trigger="{curve["trigger"]}"></i></div>')
+        # The number the page gives the first of these points (its own numbering: the
+        # first call shown plus its position), so a delta that arrives again after a
+        # resync already drew it adds nothing (static/js/curve.js take).
+        first = curve["first_call"] + curve["calls"] - len(calls)
+        return mark_safe(f'<div hx-swap-oob="beforeend:#curve-inbox"><i data-from="{first}" '
+                         f'data-points="{points}" data-window="{context["window"]}" '
+                         f'data-trigger="{curve["trigger"]}"></i></div>')
