@@ -35,11 +35,19 @@ class PromptCount:
     def __init__(self, prompt: str, tools: list[dict[str, Any]] | None, tool_choice: Any,
                  count: Callable[[str], int]) -> None:
         self.prompt, self.tools, self.tool_choice = prompt, tools, tool_choice
-        self._count = count
-        self.prompt_tokens = count(prompt)
+        self._counter = count
+        # Each text is sent to the server's tokenizer once: the report of a text reply or a
+        # single tool call is the prompt plus an opening already counted before the call.
+        self._counted: dict[str, int] = {}
+        self.prompt_tokens = self._count(prompt)
         # The longest prompt the server completes for this request: what must fit.
-        self.tokens = max(count(prompt + opening) if opening else self.prompt_tokens
+        self.tokens = max(self._count(prompt + opening)
                           for opening in openings(tools, tool_choice))
+
+    def _count(self, text: str) -> int:
+        if text not in self._counted:
+            self._counted[text] = self._counter(text)
+        return self._counted[text]
 
     def reported(self, content: str, tool_calls: list[dict[str, Any]]) -> int:
         """What `usage.prompt_tokens` must say for a reply with these contents and calls."""
