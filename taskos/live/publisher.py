@@ -15,6 +15,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agents.events import Event, EventType
+from taskos.runs import turn_sql
 from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
@@ -209,18 +210,13 @@ class ChannelsPublisher:
         calls = [e for e in events if e.type == EventType.MODEL_CALL]
         compactions = sum(1 for e in events if e.type == EventType.COMPACTION
                           and not (e.payload or {}).get("noop"))
-        values = {}
-        if calls:
-            tokens = [int(e.payload.get("input_tokens") or 0) for e in calls]
-            values.update(
-                total_input_tokens=F("total_input_tokens") + sum(tokens),
-                peak_input_tokens=Greatest(F("peak_input_tokens"), Value(max(tokens))),
-                turns=Greatest(F("turns"), Value(max(int(e.turn or 0) for e in calls))),
-                cost=F("cost") + sum(float(e.payload.get("cost") or 0) for e in calls))
-        if compactions:
-            values["compactions"] = F("compactions") + compactions
-        if values:
-            Session.objects.filter(pk=self.session_pk).update(**values)
+        if calls or compactions:
+            tokens = [int(e.payload.get("input_tokens") or 0) for e in calls] or [0]
+            turn_sql.add_to_counters(
+                self.session_pk, tokens=sum(tokens), peak=max(tokens),
+                turn=max((int(e.turn or 0) for e in calls), default=0),
+                cost=sum(float(e.payload.get("cost") or 0) for e in calls),
+                compactions=compactions)
         for event in events:
             if event.type in (EventType.SESSION_STARTED, EventType.SESSION_FINISHED):
                 self._update_session(event)

@@ -51,7 +51,7 @@ class Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _expiry(self) -> dt.datetime:
+    def expiry(self) -> dt.datetime:
         return timezone.now() + dt.timedelta(seconds=self.seconds)
 
     def take(self) -> bool:
@@ -59,7 +59,7 @@ class Lease:
         now = timezone.now()
         free = Q(lease_owner="") | Q(lease_expires__isnull=True) | Q(lease_expires__lt=now)
         taken = Session.objects.filter(Q(pk=self.session_pk) & (free | Q(lease_owner=self.owner))).update(
-            lease_owner=self.owner, lease_expires=self._expiry())
+            lease_owner=self.owner, lease_expires=self.expiry())
         return taken == 1
 
     def renew(self) -> bool:
@@ -67,7 +67,7 @@ class Lease:
         if self.lost:
             return False
         renewed = Session.objects.filter(pk=self.session_pk, lease_owner=self.owner).update(
-            lease_expires=self._expiry())
+            lease_expires=self.expiry())
         if not renewed:
             self.lost = True
             log.warning("Session %s: lease of %s was taken over; this executor stops.",
@@ -107,8 +107,13 @@ class Lease:
     def fenced_update(self, **values) -> None:
         """Update the session row only while we hold the lease (and renew it with the write)."""
         self.check()
-        if not Session.objects.filter(pk=self.session_pk, lease_owner=self.owner).update(
-                lease_expires=self._expiry(), **values):
+        self.fence(bool(Session.objects.filter(pk=self.session_pk, lease_owner=self.owner)
+                        .update(lease_expires=self.expiry(), **values)))
+
+    def fence(self, written: bool) -> None:
+        """After a write made only `WHERE lease_owner = self.owner`: no row written means
+        another executor holds the session now; this one stops (LeaseLost)."""
+        if not written:
             self.lost = True
             self.check()
 

@@ -15,7 +15,7 @@ from django.utils.dateparse import parse_datetime
 
 from agents.store import AnchorRecord, ArchiveHit, TaskRecord
 
-from . import search, state_chunks
+from . import search, state_chunks, turn_sql
 from .edits import engine_writes
 from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
 # relaxed_commits is the worker's (tasks.py) to wrap a session's run in.
@@ -98,11 +98,11 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
             # Kept losslessly as base64 of its bytes; still findable by the words it had.
             content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
             is_binary = True
-        row = ArchivedTurn.objects.create(
-            session_id=pk, turn=turn, role=role, content=content, tool_name=tool_name or "",
-            tool_args=json_safe(tool_args or {}), token_count=tokens or 0,
-            is_binary=is_binary, search_text=searchable)
-        return row.ref
+        row_id = turn_sql.insert_archived(pk, {
+            "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
+            "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
+            "is_binary": is_binary, "search_text": searchable})
+        return ArchivedTurn(pk=row_id, session_id=pk).ref
 
     def read_ref(self, session_id, ref) -> str | None:
         try:
@@ -160,13 +160,11 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
         pk = session_pk(session_id)
         fields = {"tier": anchor.tier, "text": anchor.text, "key": anchor.key or "",
                   "source": anchor.source, "active": anchor.active, "turn": anchor.turn}
-        # One statement for the common case (the engine updating its own anchor).
-        if anchor.id is not None and Anchor.objects.filter(pk=anchor.id, session_id=pk).update(
-                updated_at=timezone.now(), **fields):
+        # Plain SQL (turn_sql), so no post_save: the engine's own writes are not counted
+        # as a person's edits (taskos/runs/edits.py).
+        if anchor.id is not None and turn_sql.update_anchor(pk, anchor.id, fields):
             return AnchorRecord(id=anchor.id, **fields)
-        with engine_writes():  # not a person's edit (taskos/runs/edits.py)
-            row = Anchor.objects.create(session_id=pk, **fields)
-        return AnchorRecord(id=row.pk, **fields)
+        return AnchorRecord(id=turn_sql.insert_anchor(pk, fields), **fields)
 
     # --- tasks and notes
     def load_tasks(self, session_id) -> list[TaskRecord]:
@@ -242,8 +240,9 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
                 if stale:
                     EngineStateChunk.objects.filter(session_id=pk, key__in=stale).delete()
                 if self.lease is not None:
-                    self.lease.fenced_update(engine_state=head)
-                elif not Session.objects.filter(pk=pk).update(engine_state=head):
+                    self.lease.check()
+                    self.lease.fence(turn_sql.save_head(pk, head, self.lease))
+                elif not turn_sql.save_head(pk, head):
                     raise UnknownSession(f"No session {session_id} to save the engine state of")
             self.commit_batch()
         except BaseException:

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from django.db import transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
 
+from . import turn_sql
 from .models import PendingMessage, Session
 from .store_base import session_pk
 
@@ -30,9 +30,11 @@ class PeopleRequests:
     # Both take_* run every turn and nearly always find nothing: a plain read first, and the
     # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
     def take_user_messages(self, session_id, turn=0) -> list[str]:
-        waiting = PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
-        if not self._polled(session_id, "pending", waiting.exists):
+        def waiting():
+            return PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
+        if not self._polled(session_id, "pending", lambda: waiting().exists()):
             return []
+        waiting = waiting()
         with transaction.atomic():
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
             PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
@@ -40,10 +42,10 @@ class PeopleRequests:
         return [text for _, text in pending]
 
     def take_compaction_request(self, session_id) -> str | None:
-        sessions = Session.objects.filter(pk=session_pk(session_id))
-        if not self._polled(session_id, "compact",
-                            sessions.filter(compact_request__isnull=False).exists):
+        if not self._polled(session_id, "compact", lambda: Session.objects.filter(
+                pk=session_pk(session_id), compact_request__isnull=False).exists()):
             return None
+        sessions = Session.objects.filter(pk=session_pk(session_id))
         with transaction.atomic():
             request = sessions.select_for_update().values_list("compact_request",
                                                                flat=True).first()
@@ -57,11 +59,7 @@ class PeopleRequests:
         before the turn's first model call, and finds the answers here (one read a turn
         instead of four)."""
         pk = session_pk(session_id)
-        row = Session.objects.filter(pk=pk).annotate(pending=Exists(
-            PendingMessage.objects.filter(session_id=OuterRef("pk"), taken=False))).values(
-                "cancel_requested", "pending", "notes", "person_edits",
-                compact=ExpressionWrapper(Q(compact_request__isnull=False),
-                                          output_field=BooleanField())).first()
+        row = turn_sql.poll(pk)
         self._poll = (pk, row) if row is not None else None
         return bool(row and row["cancel_requested"])
 
@@ -69,8 +67,7 @@ class PeopleRequests:
         """How many times people edited this session's anchors and tasks (taskos/runs/
         edits.py): from the turn's poll, or `fresh` (one column of one row) mid-turn."""
         if fresh:
-            return Session.objects.filter(pk=session_pk(session_id)).values_list(
-                "person_edits", flat=True).first()
+            return turn_sql.person_edits(session_pk(session_id))
         return self._polled(session_id, "person_edits", lambda: self.person_edits(
             session_id, fresh=True))
 

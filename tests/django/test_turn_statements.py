@@ -83,16 +83,17 @@ def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
     """A worker killed in the state save's commit loses the turn's last batch with it: the
     tool result is not stored without the state that says its turn happened (its model
     call is: that was committed when it was recorded)."""
-    from taskos.runs.lease import Lease
+    from taskos.runs import turn_sql
     session = sales_report(sim_profile)
-    original = Lease.fenced_update
+    original = turn_sql.save_head
 
-    def fenced_update(self, **values):
-        original(self, **values)
-        if (values.get("engine_state") or {}).get("turn") == 3:
+    def save_head(session_pk, head, lease=None):
+        written = original(session_pk, head, lease)
+        if head.get("turn") == 3:
             raise WorkerKilled  # after the state's own writes, before the commit
+        return written
 
-    monkeypatch.setattr(Lease, "fenced_update", fenced_update)
+    monkeypatch.setattr(turn_sql, "save_head", save_head)
     from taskos.runs.tasks import run_session
     with pytest.raises(WorkerKilled):
         run_session.apply(args=[session.pk], throw=True)

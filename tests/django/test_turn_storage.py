@@ -139,7 +139,47 @@ def test_the_engine_state_is_saved_in_pieces_each_written_once(sim_profile):
     assert len(inserts) == 1 and inserts[0].count('"ok"') == 1 and "message 1" not in inserts[0]
     # A new process (a resume) reads the same state back.
     assert DjangoStore().load_state(sid) == state
-    assert EngineStateChunk.objects.filter(session=session).count() == 6 + 1 + 3
+    # 7 messages; the summary, its text, the audit and the audit's figures.
+    assert EngineStateChunk.objects.filter(session=session).count() == 7 + 4
+
+
+def test_a_turn_writes_the_audits_small_part_not_its_figures_or_the_summary(sim_profile,
+                                                                             monkeypatch):
+    """The audit changes every turn (the refs it has yet to read) but its figures and the
+    summary only per compaction: a turn's save writes the small part alone, and dumps
+    neither the figures nor the summary again while they are the same objects. Before,
+    every turn wrote the whole audit anew (24 kB a turn on long-200) and dumped the
+    summary twice (~50 kB of JSON)."""
+    from taskos.runs import state_chunks
+    from taskos.runs.models import EngineStateChunk
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    known = [f"{n}.5" for n in range(2000)]
+    summary = {"important_discoveries": ["revenue rose 12.5 %"] * 50}
+    state = {"turn": 1, "context": {"history": [], "summary": summary,
+                                    "summary_text": "<summary>" + "x" * 5000 + "</summary>"},
+             "companions": {"audit": {"unread": [["arc:1:1", "raw"]], "known": known}}}
+    store.save_state(sid, state)
+    dumped: list[str] = []
+    real_dump = state_chunks._dump
+    monkeypatch.setattr(state_chunks, "_dump", lambda value: dumped.append(
+        str(value)[:40]) or real_dump(value))
+    state = {**state, "turn": 2, "companions": {"audit": {
+        "unread": [["arc:1:1", "raw"], ["arc:1:2", "raw"]], "known": known}}}
+    with CaptureQueriesContext(connection) as queries:
+        store.save_state(sid, state)
+    pieces = " ".join(q["sql"] for q in queries.captured_queries
+                      if q["sql"].startswith('INSERT INTO "runs_enginestatechunk"'))
+    assert "arc:1:2" in pieces and "1999.5" not in pieces and "revenue" not in pieces
+    assert [d for d in dumped if "1999.5" in d or "revenue" in d or "xxx" in d] == []
+    assert DjangoStore().load_state(sid) == state
+    # New figures (a compaction read the archive): a new list, stored once more.
+    state["companions"]["audit"]["known"] = known + ["7.25"]
+    store.save_state(sid, state)
+    assert DjangoStore().load_state(sid) == state
+    assert EngineStateChunk.objects.filter(session=session, key__startswith="known:").count() == 2
 
 
 def test_a_state_save_dumps_only_the_messages_it_has_not_dumped(sim_profile, monkeypatch):
@@ -192,7 +232,7 @@ def test_a_turn_reads_what_people_asked_for_in_one_statement(sim_profile):
         report = execute_session(session)
     assert report["status"] == "finished"
     sql = [q["sql"] for q in queries.captured_queries]
-    polls = [s for s in sql if s.startswith('SELECT "runs_session"."cancel_requested"')]
+    polls = [s for s in sql if s.startswith('SELECT "cancel_requested"')]
     assert len(polls) >= report["turns"]
     assert all('"runs_pendingmessage"' in s and '"compact_request" IS NOT NULL' in s
                for s in polls)
