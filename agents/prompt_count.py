@@ -16,6 +16,22 @@ one prompt per call, each the previous one plus the call before it and the next
 `functions.NAME:` line. Before the call the engine takes the longest single opening —
 the prompt the server may refuse — as its figure. While the reports confirm the
 rendering, its escaping too, replies are read back unescaped (`read_back`).
+
+What an opening adds to a prompt is counted once per session, not once per request (with
+16 tools a request sent 18 texts to the tokenizer: the prompt, `message:`, 16 calls; now
+the first request with those tools sends 18 and every later one 1). The figure is the
+difference count(prompt + opening) − count(prompt) on the first request that offers the
+opening, and it holds for every later prompt because each one ends with the same line,
+PROMPT_END, and the opening follows it. llama-cpp-python tokenizes with special tokens
+parsed (/extras/tokenize and the completion alike), and llama.cpp splits the text at each
+special token before any merge: `assistant\n` + the opening, after the prompt's last
+`<|im_start|>`, is tokenized on its own, however its pieces merge among themselves. A
+tokenizer that reads `<|im_start|>` as plain text but splits words first (cl100k, the
+fake server's, like the GPT-2 style of Llama 3 and Qwen) always starts a new piece at
+`<|` after a newline, to the same effect. Not the opening counted alone: the newline
+before it may merge with it, and a text of its own may get a BOS token or a leading
+space. Each report still checks the figure of the opening the model took; a difference
+that did not hold would end exact counting like any other mismatch.
 """
 from __future__ import annotations
 
@@ -24,7 +40,7 @@ import logging
 from dataclasses import replace
 from typing import Any, Callable
 
-from agents.served_prompt import CHATML_FUNCTION_CALLING, RENDERERS, openings
+from agents.served_prompt import CHATML_FUNCTION_CALLING, PROMPT_END, RENDERERS, openings
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +49,24 @@ class PromptCount:
     """One request's exact figures: its rendered prompt and what the server will report."""
 
     def __init__(self, prompt: str, tools: list[dict[str, Any]] | None, tool_choice: Any,
-                 count: Callable[[str], int]) -> None:
+                 count: Callable[[str], int], added: dict[str, int] | None = None) -> None:
+        """`added`: the tokens each opening adds to a prompt, as counted on earlier requests
+        of the session (see the module's note); filled in here for the openings it lacks."""
         self.prompt, self.tools, self.tool_choice = prompt, tools, tool_choice
         self._counter = count
         # Each text is sent to the server's tokenizer once: the report of a text reply or a
         # single tool call is the prompt plus an opening already counted before the call.
         self._counted: dict[str, int] = {}
         self.prompt_tokens = self._count(prompt)
+        if added is None or not prompt.endswith(PROMPT_END):
+            added = {}  # no fixed end before the opening: each one is counted whole
+        choices = openings(tools, tool_choice)
+        for opening in choices:
+            if opening in added:
+                self._counted.setdefault(prompt + opening, self.prompt_tokens + added[opening])
+            added[opening] = self._count(prompt + opening) - self.prompt_tokens
         # The longest prompt the server completes for this request: what must fit.
-        self.tokens = max(self._count(prompt + opening)
-                          for opening in openings(tools, tool_choice))
+        self.tokens = self.prompt_tokens + max(added[opening] for opening in choices)
 
     def _count(self, text: str) -> int:
         if text not in self._counted:
@@ -74,6 +98,7 @@ class ServedPromptCounter:
         self.active = True
         self.confirmed = 0  # calls whose report matched the figure exactly
         self.mismatch: str = ""  # why exact counting stopped, when it did
+        self.added: dict[str, int] = {}  # tokens each opening adds to a prompt
 
     def _count(self, text: str) -> int:
         count = self._count_or_none(text)
@@ -88,7 +113,7 @@ class ServedPromptCounter:
             return None
         try:
             return PromptCount(self._render(wire_messages, tools, tool_choice), tools,
-                               tool_choice, self._count)
+                               tool_choice, self._count, self.added)
         except Exception as exc:  # noqa: BLE001 - counting must never fail a turn
             self.stop(f"the request could not be rendered or counted ({exc})")
             return None

@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 from typing import Any, Iterable
 
+from agents.anchor_patterns import CJK
 from agents.lenient_json import json_values
 from agents.model import ModelReply
 
@@ -33,8 +34,16 @@ _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update)>"
                      r"|\[(?:time|tasks|context|tool_error|tool_repeat)\]|^#+\s*|^[-*•]\s*", re.I)
 MIN_OWN_CHARS = 16  # letters and digits of the answer's own beyond the echoed lines
-_WORDS = re.compile(r"\w+")
+# Words as agents.memory_store.keywords splits text for search: runs of letters, digits and
+# "_", but each CJK character a word of its own. Chinese has no spaces: as one \w+ run, a
+# sentence was one "word", shared with nothing unless copied whole.
+_WORDS = re.compile(rf"[{CJK}]|[^\W{CJK}]+")
+_CJK_CHAR = re.compile(rf"[{CJK}]")
 COPY_RUN = 4  # words in a row shared with an error message: copied, not written
+# A Chinese word is mostly two characters, so a CJK character weighs half a word: a copied
+# run is COPY_RUN words, 2 × COPY_RUN characters in a row, or a mix of the same weight.
+# Weights are counted in half words.
+_RUN_WEIGHT = 2 * COPY_RUN
 # The words a model wraps a copied result in: they add nothing of its own.
 _WRAPPING = frozenset("the tools tool returned result results of call error errors said".split())
 
@@ -133,6 +142,13 @@ def recover_tool_calls(reply: ModelReply, known: set[str], turn: int) -> ModelRe
     return replace(reply, content=left, tool_calls=recovered, finish_reason="tool_calls")
 
 
+def _letters(text: str) -> int:
+    """Letters and digits of `text`, a CJK character counting two (half a word, where an
+    English word has four or five letters): 16 Chinese characters say far more than 16
+    letters."""
+    return sum(ch.isalnum() for ch in text) + len(_CJK_CHAR.findall(text))
+
+
 def _norm(line: str) -> str:
     return " ".join(_MARKUP.sub("", line.strip()).split()).casefold()
 
@@ -152,38 +168,60 @@ def echoed(answer: str, injected: Iterable[str]) -> bool:
             echoes += 1
         else:
             own.append(text)
-    own_chars = sum(ch.isalnum() for ch in "".join(own))
-    return echoes > 0 and own_chars < MIN_OWN_CHARS
+    return echoes > 0 and _letters("".join(own)) < MIN_OWN_CHARS
+
+
+def _runs(words: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of the shortest stretch of `words` from each start that weighs a run:
+    COPY_RUN words of English, twice as many CJK characters."""
+    weights = [1 if _CJK_CHAR.fullmatch(w) else 2 for w in words]
+    runs = []
+    for start in range(len(words)):
+        weight, end = 0, start
+        while end < len(words) and weight < _RUN_WEIGHT:
+            weight, end = weight + weights[end], end + 1
+        if weight < _RUN_WEIGHT:
+            break
+        runs.append((start, end))
+    return runs
 
 
 def copies_tool_errors(answer: str, errors: Iterable[str]) -> bool:
     """True when `answer` is made of tool error messages: runs of COPY_RUN or more words
-    taken from them, and fewer than MIN_OWN_CHARS letters and digits of its own."""
+    (or CJK characters of the same weight) taken from them, and fewer than MIN_OWN_CHARS
+    letters and digits of its own."""
     words = _WORDS.findall(answer.casefold())
     runs = set()
     for error in errors:
         said = _WORDS.findall(error.casefold())
-        runs.update(tuple(said[i:i + COPY_RUN]) for i in range(len(said) - COPY_RUN + 1))
+        runs.update(tuple(said[start:end]) for start, end in _runs(said))
     copied = [False] * len(words)
-    for i in range(len(words) - COPY_RUN + 1):
-        if tuple(words[i:i + COPY_RUN]) in runs:
-            copied[i:i + COPY_RUN] = [True] * COPY_RUN
+    for start, end in _runs(words):
+        if tuple(words[start:end]) in runs:
+            copied[start:end] = [True] * (end - start)
     own = "".join(w for w, c in zip(words, copied) if not c and w not in _WRAPPING)
-    return any(copied) and sum(ch.isalnum() for ch in own) < MIN_OWN_CHARS
+    return any(copied) and _letters(own) < MIN_OWN_CHARS
 
 
-_MARK = re.compile(r"[^\W_]{3,}|\d{2,}")  # words of 3+ letters, numbers of 2+ digits
+_MARK = re.compile(rf"[^\W_{CJK}]{{3,}}|\d{{2,}}")  # words of 3+ letters, numbers of 2+ digits
+# In CJK text a mark is two characters in a row (every pair, overlapping): one character
+# alone is shared by chance (文, 的, 是 are in most texts), as two letters would be.
+_CJK_RUN = re.compile(rf"[{CJK}]{{2,}}")
 _COMMON = frozenset("the and are for was were with that this not you has have from all any "
                     "but its can will one there their which what when into than then".split())
 
 
 def marks(text: str) -> set[str]:
-    return {m.casefold() for m in _MARK.findall(text)} - _COMMON
+    found = {m.casefold() for m in _MARK.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        found.update(run[i:i + 2] for i in range(len(run) - 1))
+    return found - _COMMON
 
 
 def draws_on(answer: str, results: Iterable[str], given: Iterable[str]) -> bool:
-    """True when `answer` holds a word or number of the tool results that the request's own
-    words (`given`: the goal, the instructions) do not: some of it came from a result."""
+    """True when `answer` holds a word or number of the tool results (in CJK text, two
+    characters in a row) that the request's own words (`given`: the goal, the
+    instructions) do not: some of it came from a result."""
     return bool((marks(answer) - marks(" ".join(given))) & marks(" ".join(results)))
 
 

@@ -32,6 +32,9 @@ import json
 from typing import Any
 
 CHATML_FUNCTION_CALLING = "chatml-function-calling"
+# Every prompt of this template ends with the assistant's opening line; the server writes
+# its opening (`message:` or `functions.NAME:`) right after it (agents.prompt_count).
+PROMPT_END = "<|im_start|>assistant\n"
 _ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&#34;"), ("'", "&#39;"))
 _TOJSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
 CALLING_INSTRUCTIONS = (
@@ -96,7 +99,7 @@ def render_chatml_function_calling(messages: list[dict[str, Any]],
                     parts.append(f"functions.{escape(function.get('name'))}:\n"
                                  f"{escape(function.get('arguments'))}")
                 parts.append("<|im_end|>\n")
-    parts.append("<|im_start|>assistant\n")
+    parts.append(PROMPT_END)
     return "".join(parts)
 
 

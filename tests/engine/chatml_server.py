@@ -18,7 +18,8 @@ engine):
   `functions.NAME:\\n` once per call (each after the previous call), and reports the SUM
   of those prompts. A prompt of n_ctx tokens or more is refused with llama-cpp-python's
   "Requested tokens (N) exceed context window of W".
-- `POST /extras/tokenize {"input"}` counts a text as the server would.
+- `POST /extras/tokenize {"input"}` counts a text as the server would (each text sent is
+  kept in `tokenized`, so tests can see how often the engine asks).
 
 The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
 `agent_script` (one entry per agent call: a tool call, or "answer"). Without tools it copies
@@ -113,6 +114,7 @@ class ChatmlServer:
         self.agent_script = list(agent_script)  # ("tool", name, args) or "answer"
         self.requests: list[dict[str, Any]] = []  # {"body", "prompt", "prompt_tokens"}
         self.refused: list[int] = []  # prompt tokens of each refused request
+        self.tokenized: list[str] = []  # each text sent to /extras/tokenize, in order
         self._lock = threading.Lock()
         server = self
 
@@ -125,6 +127,8 @@ class ChatmlServer:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path.endswith("/extras/tokenize"):
+                    with server._lock:
+                        server.tokenized.append(body.get("input", ""))
                     self._send(200, {"tokens": list(range(count(body.get("input", ""))))})
                 elif self.path.endswith("/tokenize"):
                     self._send(404, {"detail": "Not Found"})
@@ -166,7 +170,8 @@ class ChatmlServer:
                 self.refused.append(tokens)
                 return 400, {"error": {"message": f"Requested tokens ({tokens}) exceed context "
                                                   f"window of {self.n_ctx}", "code": 400}}
-            self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens})
+            self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens,
+                                  "tokenized_before": len(self.tokenized)})
             if tools and choice not in (None, "none"):
                 return 200, self._agent_turn(prompt)
         return 200, completion(self._without_tools(prompt), tokens)

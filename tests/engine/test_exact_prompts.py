@@ -11,8 +11,10 @@ from __future__ import annotations
 import pytest
 
 from agents.fresh_requests import answer_text
+from agents.prompt_count import ServedPromptCounter
 from agents.reply_vetting import copies_tool_errors, draws_on
 from agents.served_prompt import escape, render_chatml_function_calling, tojson
+from agents.tools.registry import all_tools
 
 from . import chatml_server
 from .test_weak_requests import session
@@ -166,3 +168,104 @@ def test_what_the_model_writes_escaped_is_read_back_unescaped():
     assert calls[0]["reply"]["content"] == 'functions.read_file:\n{"path": "part0.txt"}'
     assert run.status == "finished", run.result
     assert run.final_answer == "North revenue 1000.00 & it's from part0.txt"
+
+
+# --- an opening's tokens are counted once per session
+
+
+def whole_prompts_counted(server) -> list[int]:
+    """How many whole prompts the engine sent to /extras/tokenize before each request."""
+    counts, done = [], 0
+    for request in server.requests:
+        sent = server.tokenized[done:request["tokenized_before"]]
+        counts.append(sum(text.startswith("<|im_start|>") for text in sent))
+        done = request["tokenized_before"]
+    return counts
+
+
+def test_with_sixteen_tools_a_request_after_the_first_sends_one_prompt_to_the_tokenizer():
+    tools = tuple(tool.name for tool in all_tools())
+    script = [("tool", "list_files", {}),
+              ("tools", [("read_file", {"path": "part0.txt"}),
+                         ("read_file", {"path": "part1.txt"})]),
+              *READ[2:4], "answer"]
+    run, server, calls, _ = session(fresh=True, single=True, parts=4, script=script, tools=tools)
+    assert len(tools) == 16 and run.status == "finished" and not server.refused
+    expected, first_with_tools = [], True
+    for call in calls:
+        body = server.requests[call["call"] - 1]["body"]
+        sent = 1  # the prompt
+        if body.get("tool_choice") == "auto" and first_with_tools:
+            sent, first_with_tools = 1 + 1 + 16, False  # and `message:` and one per tool
+        if expected and len(calls[len(expected) - 1]["reply"]["tool_calls"]) == 2:
+            sent += 1  # the reply's second call: the prompt it was completed from
+        expected.append(sent)
+    assert whole_prompts_counted(server) == expected
+    assert expected[0] == 18 and expected.count(1) >= len(expected) - 2
+    # the figures stay exact: every report matched the figure worked out for the reply
+    assert run.report["exact_prompts"] == len(calls) and not run.report["count_mismatch"]
+    for call in calls:
+        assert call["count_source"] == "exact" and call["served_tokens"] == call["input_tokens"]
+        request = server.requests[call["call"] - 1]
+        if request["body"].get("tool_choice") == "auto":
+            openings = [f"functions.{name}:\n" for name in tools] + ["message:\n"]
+            longest = max(chatml_server.count(request["prompt"] + o) for o in openings)
+            assert call["estimated_tokens"] == longest, call
+
+
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}}}} for name in ("read_file", "x")]
+
+
+def requests_of(turns: int) -> list[list[dict]]:
+    """Requests of a growing conversation, each ending on another kind of message."""
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go"}]
+    out = []
+    for i in range(turns):
+        messages = messages + [
+            {"role": "assistant", "content": "", "tool_calls": [{"id": str(i), "type": "function",
+             "function": {"name": "read_file", "arguments": f'{{"path": "p{i}.txt"}}'}}]},
+            {"role": "tool", "tool_call_id": str(i), "content": f"row {i}"}]
+        out.append(messages + ([{"role": "user", "content": f"and then {i}?"}] if i % 2 else []))
+    return out
+
+
+def test_an_opening_that_merges_with_the_newline_before_it_is_still_counted_exactly():
+    # A vocabulary with a token for "\nmessage" and one for "\nfunctions" (SentencePiece-
+    # like): the opening merges with the end of every prompt, so counted alone it would
+    # be one token off; what it adds after the prompt's fixed last line is the same each time.
+    def merging(text: str) -> int:
+        return chatml_server.count(text) - text.count("\nmessage") - text.count("\nfunctions")
+
+    sent: list[str] = []
+    counter = ServedPromptCounter(lambda text: sent.append(text) or merging(text))
+    for number, messages in enumerate(requests_of(4)):
+        before = len(sent)
+        figures = counter.count(messages, TOOLS, "auto")
+        prompt = render_chatml_function_calling(messages, TOOLS, "auto")
+        assert len(sent) - before == (4 if number == 0 else 1)
+        assert figures.tokens == max(merging(prompt + o) for o in ("message:\n",
+                                     "functions.read_file:\n", "functions.x:\n"))
+        assert figures.reported("ok", []) == merging(prompt + "message:\n")
+        call = {"name": "x", "arguments": "{}"}
+        assert figures.reported("", [call]) == merging(prompt + "functions.x:\n")
+        assert len(sent) - before == (4 if number == 0 else 1)
+        # the merge across the boundary is real: the opening alone counts otherwise
+        assert merging(prompt + "message:\n") - merging(prompt) != merging("message:\n")
+
+
+def test_an_opening_figure_that_did_not_hold_ends_exact_counting_at_the_next_report():
+    # A tokenizer whose opening merges with text before the prompt's last line (none of
+    # llama.cpp's: a special token splits the text first) breaks the reused figure; the
+    # report of the reply shows it, and the session goes on calibrated from usage.
+    def odd(text: str) -> int:
+        return chatml_server.count(text) - (text.endswith("message:\n") and "and then" in text)
+
+    counter = ServedPromptCounter(odd)
+    first, second = requests_of(2)
+    assert counter.check(counter.count(first, TOOLS, "auto"), "ok", [],
+                         odd(render_chatml_function_calling(first, TOOLS, "auto") + "message:\n"))
+    figures = counter.count(second, TOOLS, "auto")
+    reported = odd(render_chatml_function_calling(second, TOOLS, "auto") + "message:\n")
+    assert counter.check(figures, "ok", [], reported) is None
+    assert not counter.active and "server reported" in counter.mismatch

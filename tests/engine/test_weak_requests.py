@@ -35,7 +35,8 @@ def part(i: int) -> str:
 
 
 def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = None,
-            max_turns: int = 12, answer: str | None = None):
+            max_turns: int = 12, answer: str | None = None,
+            tools: tuple[str, ...] = ("list_files", "read_file")):
     script = script or [("tool", "list_files", {})] + [
         ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(parts)] + ["answer"]
     profile_kw = dict(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
@@ -48,7 +49,7 @@ def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = 
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
         run = run_session(session_id="weak", goal=GOAL, scenario=None, profile=profile,
                           config=ContextConfig(max_rounds=1, max_turns=max_turns), store=MemoryStore(),
-                          events=sink, workspace=Path(tmp), tools=["list_files", "read_file"])
+                          events=sink, workspace=Path(tmp), tools=list(tools))
     calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
     compactions = [e.payload for e in sink.of_type(EventType.COMPACTION)  # those that fold
                    if not e.payload.get("noop") and e.payload["trigger"] != "anchor"]
