@@ -1,0 +1,88 @@
+"""The per-turn statements written as plain SQL (taskos/runs/turn_sql.py) store exactly what
+the ORM would, on the database the suite runs on (SQLite or PostgreSQL)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from taskos.runs import services, turn_sql
+from taskos.runs.lease import Lease, LeaseLost
+from taskos.runs.models import Anchor, ArchivedTurn, Session
+from taskos.runs.search import search_archive
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(sim_profile):
+    return services.create_session(None, "", "sales-report", sim_profile, None, {})
+
+
+def test_an_anchor_is_inserted_and_updated_with_its_times(session):
+    before = timezone.now()
+    fields = {"tier": 1, "text": "报告不超过 120 字", "key": "limit:words", "source": "user",
+              "active": True, "turn": 3}
+    anchor_id = turn_sql.insert_anchor(session.pk, fields)
+    row = Anchor.objects.get(pk=anchor_id)
+    assert (row.session_id, row.tier, row.text, row.key, row.source, row.active, row.turn) == \
+        (session.pk, 1, "报告不超过 120 字", "limit:words", "user", True, 3)
+    assert before <= row.created_at == row.updated_at <= timezone.now()
+    assert session.__class__.objects.get(pk=session.pk).person_edits == 0  # not a person
+
+    assert turn_sql.update_anchor(session.pk, anchor_id, {**fields, "active": False})
+    row.refresh_from_db()
+    assert row.active is False and row.updated_at >= row.created_at
+    other = services.create_session(None, "", "sales-report", session.profile, None, {})
+    assert not turn_sql.update_anchor(other.pk, anchor_id, fields)  # not that session's
+
+
+def test_an_archived_row_reads_back_and_is_found_by_search_at_once(session):
+    row_id = turn_sql.insert_archived(session.pk, {
+        "turn": 2, "role": "tool", "content": "华东地区收入 revenue 4821", "tool_name": "read_file",
+        "tool_args": {"path": "销售.csv", "n": 2}, "token_count": 12, "is_binary": False,
+        "search_text": "4821 revenue 华 东 地 区 收 入"})
+    row = ArchivedTurn.objects.get(pk=row_id)
+    assert (row.session_id, row.turn, row.content, row.tool_args) == \
+        (session.pk, 2, "华东地区收入 revenue 4821", {"path": "销售.csv", "n": 2})
+    assert abs(row.created_at - timezone.now()) < dt.timedelta(minutes=1)
+    hits = search_archive(session.pk, "收入 4821", 5)
+    assert [h.ref for h in hits] == [row.ref]
+
+
+def test_counters_add_up_and_keep_their_highest_figures(session):
+    turn_sql.add_to_counters(session.pk, tokens=900, peak=600, turn=4, cost=0.5, compactions=0)
+    turn_sql.add_to_counters(session.pk, tokens=300, peak=300, turn=2, cost=0.25, compactions=1)
+    turn_sql.add_to_counters(session.pk, tokens=0, peak=0, turn=0, cost=0.0, compactions=1)
+    row = Session.objects.get(pk=session.pk)
+    assert (row.total_input_tokens, row.peak_input_tokens, row.turns, row.compactions) == \
+        (1200, 600, 4, 2)
+    assert row.cost == pytest.approx(0.75)
+
+
+def test_the_poll_reads_every_request_in_one_row(session):
+    assert turn_sql.poll(session.pk) == {"cancel_requested": False, "pending": False,
+                                         "notes": {}, "person_edits": 0, "compact": False}
+    services.post_message(session, "也看看 2023 年")
+    services.request_compaction(session, "keep the figures")
+    Session.objects.filter(pk=session.pk).update(notes={"见解": ["收入 +12 %"]})
+    polled = turn_sql.poll(session.pk)
+    assert polled["pending"] and polled["compact"] and polled["notes"] == {"见解": ["收入 +12 %"]}
+    assert turn_sql.poll(10 ** 9) is None
+    assert turn_sql.person_edits(session.pk) == 0
+
+
+def test_the_state_head_is_written_only_while_the_lease_is_ours(session):
+    lease = Lease(session.pk, owner="worker-a")
+    assert lease.take()
+    assert turn_sql.save_head(session.pk, {"turn": 5, "note": "第五轮"}, lease)
+    row = Session.objects.get(pk=session.pk)
+    assert row.engine_state == {"turn": 5, "note": "第五轮"} and row.lease_expires > timezone.now()
+
+    Session.objects.filter(pk=session.pk).update(lease_owner="worker-b")  # taken over
+    assert not turn_sql.save_head(session.pk, {"turn": 6}, lease)
+    with pytest.raises(LeaseLost):
+        lease.fence(False)
+    assert Session.objects.get(pk=session.pk).engine_state["turn"] == 5
+    assert not turn_sql.save_head(10 ** 9, {"turn": 1})  # no such session
