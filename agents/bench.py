@@ -28,16 +28,19 @@ class _NullSink:
         pass
 
 
-def run_once(name: str, window: int, *, managed: bool) -> Any:
+def run_once(name: str, window: int, *, managed: bool, summarizer: str | None = None) -> Any:
     """One run; unmanaged is the same agent with an append-only history, no snapshot, no
-    hints and no compaction (a window nothing reaches), like a naive peer."""
+    hints and no compaction (a window nothing reaches), like a naive peer. `summarizer`:
+    the simulated model's summary mode (faithful by default; lossy and hostile drop and
+    invent facts, agents/sim/summarizer.py)."""
     scenario = load_scenario(name)
     config = ContextConfig(max_turns=max(ContextConfig().max_turns, len(scenario.model_steps)))
     profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW)
     with tempfile.TemporaryDirectory() as tmp:
         return run_session(session_id="bench", goal=scenario.goal, scenario=scenario,
                            profile=profile, config=config, store=MemoryStore(),
-                           events=_NullSink(), workspace=Path(tmp), unmanaged=not managed)
+                           events=_NullSink(), workspace=Path(tmp), unmanaged=not managed,
+                           summarizer=summarizer)
 
 
 def engine_tenths(run: Any) -> dict[str, float]:
@@ -55,8 +58,9 @@ def engine_tenths(run: Any) -> dict[str, float]:
             "engine_tenth_ratio": round(last / first, 3) if first else None}
 
 
-def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True) -> dict[str, Any]:
-    managed = run_once(name, window, managed=True)
+def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True,
+                   summarizer: str | None = None) -> dict[str, Any]:
+    managed = run_once(name, window, managed=True, summarizer=summarizer)
     report = dict(managed.report)
     report.update({"scenario": name, "window": window,
                    "input_sequence": [c["input_tokens"] for c in report["model_calls"]]})
@@ -100,8 +104,12 @@ def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") ->
 
 def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
               scenarios: list[tuple[str, int]] | None = None,
-              plot_path: str | None = None, plot_scenario: str = "long-200") -> dict[str, Any]:
-    results = {name: bench_scenario(name, window, with_unmanaged=name not in MANAGED_ONLY)
+              plot_path: str | None = None, plot_scenario: str = "long-200",
+              summarizer: str | None = None) -> dict[str, Any]:
+    """Every scenario managed and (but long-1000) unmanaged; the unmanaged run never
+    compacts, so `summarizer` changes only the managed one."""
+    results = {name: bench_scenario(name, window, with_unmanaged=name not in MANAGED_ONLY,
+                                    summarizer=summarizer)
                for name, window in scenarios or BENCH_SCENARIOS}
     out(format_table(results))
     results["targets"] = targets(results)

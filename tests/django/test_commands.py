@@ -111,6 +111,22 @@ def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
         call_command("bench", "--recall-rows", "50", stdout=io.StringIO())
 
 
+def test_bench_hands_the_summary_mode_to_the_runs_and_names_it_in_the_json(tmp_path,
+                                                                           monkeypatch):
+    import taskos.runs.management.commands.bench as bench_command
+    asked = []
+    monkeypatch.setattr(bench_command, "run_bench", lambda json_path, out, **kw: asked.append(
+        kw["summarizer"]) or {})
+    path = tmp_path / "bench.json"
+    call_command("bench", "--json", str(path), "--recall-rows", "0", "--summarizer", "hostile",
+                 stdout=io.StringIO())
+    assert asked == ["hostile"] and json.loads(path.read_text())["summarizer"] == "hostile"
+    call_command("bench", "--json", str(path), "--recall-rows", "0", stdout=io.StringIO())
+    assert asked == ["hostile", None] and json.loads(path.read_text())["summarizer"] == "faithful"
+    with pytest.raises(CommandError):
+        call_command("bench", "--summarizer", "cheerful", stdout=io.StringIO())
+
+
 def test_up_refuses_a_taken_port_with_a_clear_message():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

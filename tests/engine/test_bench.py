@@ -55,3 +55,15 @@ def test_bench_plot_draws_a_png(tmp_path):
     run_bench(None, out=lambda line: None, scenarios=[("retrieval-6x1600", 4000)],
               plot_path=str(path), plot_scenario="retrieval-6x1600")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_runs_the_managed_side_with_the_summarizer_asked_for():
+    """`bench --summarizer hostile`: the managed runs get summaries with made-up figures
+    (the unmanaged run never compacts), and the audit flags every one of them."""
+    scenarios = [("retrieval-6x1600", 4000)]
+    faithful = run_bench(None, out=lambda line: None, scenarios=scenarios)["retrieval-6x1600"]
+    hostile = run_bench(None, out=lambda line: None, scenarios=scenarios,
+                        summarizer="hostile")["retrieval-6x1600"]
+    assert faithful["summary_calls"] > 0 and faithful["invented_figures"] == 0
+    assert hostile["invented_figures"] > 0 and hostile["invented_unflagged"] == []
+    assert hostile["unmanaged_sequence"] == faithful["unmanaged_sequence"]

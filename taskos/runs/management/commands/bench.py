@@ -1,5 +1,5 @@
-"""`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N]`: the engine benchmark (SPEC E1)
-plus archive-recall latency on the configured database."""
+"""`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N] [--summarizer MODE]`:
+the engine benchmark (SPEC E1) plus archive-recall latency on the configured database."""
 from __future__ import annotations
 
 import json
@@ -23,6 +23,10 @@ class Command(BaseCommand):
                                  "(needs matplotlib: pip install -e '.[plot]')")
         parser.add_argument("--recall-rows", type=int, default=100_000,
                             help="archived turns in the recall benchmark (100000; 0 skips it)")
+        parser.add_argument("--summarizer", choices=("faithful", "lossy", "hostile"),
+                            default=None, help="summary mode of the simulated model in the "
+                                               "managed runs (default: faithful); the targets "
+                                               "must hold under lossy and hostile too")
 
     def handle(self, *args, **options):
         rows = options["recall_rows"]
@@ -37,7 +41,9 @@ class Command(BaseCommand):
                 import matplotlib  # noqa: F401 - fail before an hour of benchmark, not after
             except ImportError:
                 raise CommandError("--plot needs matplotlib: pip install -e '.[plot]'") from None
-        results = run_bench(json_path=None, out=self.stdout.write, plot_path=plot)
+        results = run_bench(json_path=None, out=self.stdout.write, plot_path=plot,
+                            summarizer=options["summarizer"])
+        results["summarizer"] = options["summarizer"] or "faithful"
         if rows:
             self.stdout.write(f"\nArchive recall: {rows} turns in one session, 50 searches…")
             recall = measure(rows)
