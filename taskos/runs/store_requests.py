@@ -30,11 +30,11 @@ class PeopleRequests:
     # Both take_* run every turn and nearly always find nothing: a plain read first, and the
     # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
     def take_user_messages(self, session_id, turn=0) -> list[str]:
-        def waiting():
+        def untaken():
             return PendingMessage.objects.filter(session_id=session_pk(session_id), taken=False)
-        if not self._polled(session_id, "pending", lambda: waiting().exists()):
+        if not self._polled(session_id, "pending", lambda: untaken().exists()):
             return []
-        waiting = waiting()
+        waiting = untaken()
         with transaction.atomic():
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
             PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
