@@ -226,13 +226,19 @@ def pin_event_seq(stack: Stack, pk: int, action: str) -> int | None:
                         "LIKE ?", pk, f'%"action": "{action}"%')
 
 
-SELECT_FIRST_SENTENCE = """el => {
+# The newest message text on the page (user or assistant), its first sentence selected; the
+# selected text is returned. Not the goal: the live transcript keeps only its newest 60–80
+# entries, so by the time the test holds the session the goal may have left the page.
+SELECT_FIRST_SENTENCE = """transcript => {
+  const el = [...transcript.querySelectorAll('article .text')].find(
+    t => t.firstChild && t.firstChild.nodeType === Node.TEXT_NODE && t.firstChild.textContent.trim());
   const node = el.firstChild, text = node.textContent, stop = text.indexOf('. ');
   const range = document.createRange();
   range.setStart(node, 0);
   range.setEnd(node, stop > 0 ? stop + 1 : Math.min(text.length, 200));
   getSelection().removeAllRanges();
   getSelection().addRange(range);
+  return getSelection().toString();
 }"""
 
 
@@ -240,15 +246,15 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         page: Page, stack: Stack) -> None:
     pk = start_session(page, stack, "long-1000", window=8000)
     stack.resume("worker")
-    goal = page.locator("#transcript article.ev-user_message .text").first
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
+    expect(page.locator("#transcript article .text").first).to_be_visible()
     stack.pause("redis")  # hold the session at its next event send
     try:
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
-        goal.evaluate(SELECT_FIRST_SENTENCE)
-        goal.dispatch_event("mouseup")  # the page copies the selection into the pin form
+        selected = page.locator("#transcript").evaluate(SELECT_FIRST_SENTENCE)
+        page.locator("#transcript").dispatch_event("mouseup")  # copied into the pin form
         sentence = page.input_value("form.pin-sentence input[name=text]")
-        assert sentence and sentence in goal.inner_text()
+        assert sentence and sentence == " ".join(selected.split())
         page.click("form.pin-sentence button")
         expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
     finally:
