@@ -5,6 +5,7 @@ import socket
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from taskos.runs import launcher
 from taskos.runs.management.commands.runtask import ProgressBar
@@ -102,7 +103,8 @@ def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
                         lambda json_path, out, **kw: out("table") or {"sales-report": {"turns": 14}})
     path = tmp_path / "bench.json"
     out = io.StringIO()
-    call_command("bench", "--json", str(path), "--recall-rows", "300", stdout=out)
+    call_command("bench", "--json", str(path), "--recall-rows", "300", "--db-runs", "0",
+                 stdout=out)
     data = json.loads(path.read_text())
     assert data["sales-report"] == {"turns": 14}
     assert data["recall"]["rows"] == 300 and data["recall"]["p50_ms"] > 0
@@ -118,13 +120,40 @@ def test_bench_hands_the_summary_mode_to_the_runs_and_names_it_in_the_json(tmp_p
     monkeypatch.setattr(bench_command, "run_bench", lambda json_path, out, **kw: asked.append(
         kw["summarizer"]) or {})
     path = tmp_path / "bench.json"
-    call_command("bench", "--json", str(path), "--recall-rows", "0", "--summarizer", "hostile",
-                 stdout=io.StringIO())
+    call_command("bench", "--json", str(path), "--recall-rows", "0", "--db-runs", "0",
+                 "--summarizer", "hostile", stdout=io.StringIO())
     assert asked == ["hostile"] and json.loads(path.read_text())["summarizer"] == "hostile"
-    call_command("bench", "--json", str(path), "--recall-rows", "0", stdout=io.StringIO())
+    call_command("bench", "--json", str(path), "--recall-rows", "0", "--db-runs", "0",
+                 stdout=io.StringIO())
     assert asked == ["hostile", None] and json.loads(path.read_text())["summarizer"] == "faithful"
     with pytest.raises(CommandError):
         call_command("bench", "--summarizer", "cheerful", stdout=io.StringIO())
+
+
+@pytest.mark.django_db(transaction=True)  # its commits are real ones, counted
+def test_bench_measures_the_database_path_against_memory_and_names_the_target(
+        sim_profile, channels_redis_url, monkeypatch, tmp_path):
+    """`bench --db-runs N`: the same scenario run the way runtask runs it and in memory,
+    alternately; its figures, statements and commits per turn, and the issue-8 target. A
+    short scenario here: the figures, not their size, are what is checked."""
+    import taskos.runs.management.commands.bench as bench_command
+    from taskos.runs import db_path_bench
+    from taskos.runs.models import Session
+    monkeypatch.setattr(bench_command, "run_bench", lambda json_path, out, **kw: {})
+    monkeypatch.setattr(db_path_bench, "SCENARIO", "sales-report")
+    before = Session.objects.count()
+    path, out = tmp_path / "bench.json", io.StringIO()
+    call_command("bench", "--json", str(path), "--recall-rows", "0", "--db-runs", "2",
+                 stdout=out)
+    db_path = json.loads(path.read_text())["db_path"]
+    assert db_path["vendor"] == connection.vendor and db_path["statuses"] == ["finished"]
+    assert len(db_path["memory_median_ms"]) == len(db_path["database_median_ms"]) == 2
+    assert all(ms > 0 for ms in db_path["memory_median_ms"] + db_path["database_median_ms"])
+    assert db_path["statements_per_turn"] > 5 and db_path["commits_per_turn"] >= 2
+    assert f"{db_path['ratio']}× the in-memory one (target <= 2.0)" in out.getvalue()
+    assert Session.objects.count() == before  # its sessions are deleted
+    with pytest.raises(CommandError, match="--db-runs"):
+        call_command("bench", "--db-runs", "-1", stdout=io.StringIO())
 
 
 def test_up_refuses_a_taken_port_with_a_clear_message():

@@ -1,14 +1,19 @@
-"""`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N] [--summarizer MODE]`:
-the engine benchmark (SPEC E1) plus archive-recall latency on the configured database."""
+"""`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N] [--db-runs N]
+[--summarizer MODE]`: the engine benchmark (SPEC E1), then on the configured database the
+engine's turn against the same turn in memory, and archive-recall latency."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from agents.bench import run_bench
+from taskos.runs import db_path_bench
 from taskos.runs.recall_bench import measure
+
+DB_PATH_TARGET = 2.0  # issue 8: runtask's median turn at most twice the in-memory one
 
 
 class Command(BaseCommand):
@@ -23,6 +28,9 @@ class Command(BaseCommand):
                                  "(needs matplotlib: pip install -e '.[plot]')")
         parser.add_argument("--recall-rows", type=int, default=100_000,
                             help="archived turns in the recall benchmark (100000; 0 skips it)")
+        parser.add_argument("--db-runs", type=int, default=3,
+                            help="long-200 runs on the configured database and in memory, "
+                                 "alternately, for the database path's figures (3; 0 skips)")
         parser.add_argument("--summarizer", choices=("faithful", "lossy", "hostile"),
                             default=None, help="summary mode of the simulated model in the "
                                                "managed runs (default: faithful); the targets "
@@ -32,6 +40,8 @@ class Command(BaseCommand):
         rows = options["recall_rows"]
         if 0 < rows < 100:
             raise CommandError("--recall-rows must be 0 (skip) or at least 100.")
+        if options["db_runs"] < 0:
+            raise CommandError("--db-runs must be 0 (skip) or more.")
         path, plot = options["json_path"], options["plot_path"]
         for target in (path, plot):
             if target and not Path(target).resolve().parent.is_dir():
@@ -44,6 +54,16 @@ class Command(BaseCommand):
         results = run_bench(json_path=None, out=self.stdout.write, plot_path=plot,
                             summarizer=options["summarizer"])
         results["summarizer"] = options["summarizer"] or "faithful"
+        if options["db_runs"]:
+            self.stdout.write(f"\nThe database path: long-200 on {connection.vendor} and in "
+                              f"memory, {options['db_runs']} runs each…")
+            db_path = db_path_bench.measure(options["db_runs"], out=self.stdout.write)
+            results["db_path"] = db_path
+            met = "met" if db_path["ratio"] <= DB_PATH_TARGET else "MISSED"
+            self.stdout.write(
+                f"  median per turn {db_path['ratio']}× the in-memory one (target <= "
+                f"{DB_PATH_TARGET}): {met}; {db_path['statements_per_turn']} statements and "
+                f"{db_path['commits_per_turn']} commits per turn")
         if rows:
             self.stdout.write(f"\nArchive recall: {rows} turns in one session, 50 searches…")
             recall = measure(rows)
