@@ -62,9 +62,9 @@ class PromptCount:
             added = {}  # no fixed end before the opening: each one is counted whole
         choices = openings(tools, tool_choice)
         for opening in choices:
-            if opening in added:
-                self._counted.setdefault(prompt + opening, self.prompt_tokens + added[opening])
-            added[opening] = self._count(prompt + opening) - self.prompt_tokens
+            if opening not in added:
+                added[opening] = self._count(prompt + opening) - self.prompt_tokens
+            self._counted.setdefault(prompt + opening, self.prompt_tokens + added[opening])
         # The longest prompt the server completes for this request: what must fit.
         self.tokens = self.prompt_tokens + max(added[opening] for opening in choices)
 

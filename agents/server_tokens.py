@@ -62,15 +62,19 @@ class ServerTokenCounter(TokenCounter):
         # Whole requests rendered and counted exactly: llama-cpp-python only.
         self.served = ServedPromptCounter(self.count_whole) if escaped else None
 
+    def _ask(self, text: str) -> int:
+        """The server's token count of `text`, sent as it is; raises when it does not answer."""
+        response = self._client.post(self.endpoint, json=self._body(text))
+        response.raise_for_status()
+        return len(response.json()[self._key])
+
     def count_whole(self, text: str) -> int | None:
         """The server's count of `text` as it stands (no escaping, no cache); None when
         the server does not answer."""
         if not self.available:
             return None
         try:
-            response = self._client.post(self.endpoint, json=self._body(text))
-            response.raise_for_status()
-            return len(response.json()[self._key])
+            return self._ask(text)
         except Exception as exc:  # noqa: BLE001 - the caller falls back to calibration
             log.warning("tokenizer at %s did not count a whole request (%s)", self.endpoint, exc)
             return None
@@ -85,9 +89,7 @@ class ServerTokenCounter(TokenCounter):
         if hit is not None:
             return hit
         try:
-            response = self._client.post(self.endpoint, json=self._body(sent))
-            response.raise_for_status()
-            count = len(response.json()[self._key])
+            count = self._ask(sent)
         except Exception as exc:  # noqa: BLE001 - any failure: fall back, never fail a turn
             log.warning("tokenizer at %s stopped answering (%s); counting with %s from now on",
                         self.endpoint, exc, self.name)

@@ -10,8 +10,7 @@ import datetime as dt
 from dataclasses import fields
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Value
-from django.db.models.functions import Greatest
+from django.db.models import Max
 from django.utils import timezone
 
 from agents.events import Event, EventType
@@ -228,14 +227,8 @@ class ChannelsPublisher:
         if event.type == EventType.SESSION_STARTED:
             sessions.filter(started_at__isnull=True).update(started_at=timezone.now())
             sessions.filter(status=Session.Status.QUEUED).update(status=Session.Status.RUNNING)
-        elif event.type == EventType.MODEL_CALL:
-            tokens = int(payload.get("input_tokens") or 0)
-            sessions.update(total_input_tokens=F("total_input_tokens") + tokens,
-                            peak_input_tokens=Greatest(F("peak_input_tokens"), Value(tokens)),
-                            turns=Greatest(F("turns"), Value(int(event.turn or 0))),
-                            cost=F("cost") + float(payload.get("cost") or 0))
-        elif event.type == EventType.COMPACTION and not payload.get("noop"):
-            sessions.update(compactions=F("compactions") + 1)
+        elif event.type in (EventType.MODEL_CALL, EventType.COMPACTION):
+            self._update_counters([event])  # the same statement as a batch's
         elif event.type == EventType.SESSION_FINISHED:
             status = payload.get("status")
             values = {name: payload[name] for name in

@@ -29,6 +29,8 @@ PARTS = ((("companions", "audit", "known"), "known"),
          (("context", "person"), "person"), (("companions", "audit"), "audit"),
          (("handoff",), "handoff"))
 HISTORY = ("context", "history")
+INNER_PARTS = frozenset(path for path, _ in PARTS if any(
+    len(outer) < len(path) and path[:len(outer)] == outer for outer, _ in PARTS))
 
 
 def _dump(value: Any) -> str:
@@ -126,7 +128,7 @@ def split(state: dict[str, Any], memo: MessageMemo | None = None
         text, key = memo.part(prefix, holder[path[-1]])
         chunks[key] = text
         holder[path[-1]] = {MARK: key}
-        if any(len(outer) < len(path) and path[:len(outer)] == outer for outer, _ in PARTS):
+        if path in INNER_PARTS:
             head.setdefault(INNER, {})[prefix] = key  # its mark is inside the outer piece
     head[MARK] = 1
     return head, chunks
