@@ -3,8 +3,8 @@
 pytest-django's live server does not speak websockets, so the tests run the real
 processes the run command starts, on free ports, against a SQLite file of their own.
 Each process can be paused (SIGSTOP) and resumed, which is how the tests hold a session
-at a known point instead of racing it: a paused worker has not started yet; a paused
-Redis stops the worker at its next event send, after the event was committed.
+at a known point instead of racing it: a paused worker has not started yet, and
+`hold_worker()` stops a running one outside any transaction, so the web can write meanwhile.
 """
 from __future__ import annotations
 
@@ -102,6 +102,31 @@ class Stack:
 
     def resume(self, name: str) -> None:
         os.killpg(self.procs[name].pid, signal.SIGCONT)
+
+    def hold_worker(self) -> None:
+        """Stop the worker where it holds no transaction; `resume("worker")` lets it go on.
+
+        Every TaskOS transaction on SQLite takes the write lock at BEGIN (IMMEDIATE), so the
+        worker is outside one exactly when the lock is free. Stopped inside one, it runs on
+        for a moment and is stopped again. (Pausing Redis instead held it only until its
+        send timed out, 10-30 s, after which it ran on and could finish the session.)"""
+        while True:
+            self.pause("worker")
+            if self.write_lock_is_free():
+                return
+            self.resume("worker")
+            time.sleep(0.005)
+
+    def write_lock_is_free(self) -> bool:
+        db = sqlite3.connect(self.db_path, timeout=0, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:  # "database is locked": a writer is inside
+            return False
+        finally:
+            db.close()
 
     def stop(self) -> None:
         # The worker gets a cold shutdown: a warm one would wait for a long session.

@@ -127,8 +127,7 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     pk = start_session(page, stack, "long-1000", window=8000)
     stack.resume("worker")
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
-    # Hold the session: the worker stops at its next event send, outside any transaction.
-    stack.pause("redis")
+    stack.hold_worker()  # outside any transaction, so the admin can save
     try:
         status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
         assert status == "running", "the session ended before it could be held"
@@ -144,7 +143,7 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         expect(admin.locator(".messagelist")).to_contain_text("was changed successfully")
         admin.close()
     finally:
-        stack.resume("redis")
+        stack.resume("worker")
 
     expect(page.locator("#panel-anchors-body li.change[data-source=admin]").first).to_contain_text(
         "report every figure in EUR")
@@ -248,7 +247,7 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
     stack.resume("worker")
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
     expect(page.locator("#transcript article .text").first).to_be_visible()
-    stack.pause("redis")  # hold the session at its next event send
+    stack.hold_worker()
     try:
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         selected = page.locator("#transcript").evaluate(SELECT_FIRST_SENTENCE)
@@ -258,7 +257,7 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         page.click("form.pin-sentence button")
         expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
     finally:
-        stack.resume("redis")
+        stack.resume("worker")
     line = f"- {sentence}"
     wait_for(lambda: pin_event_seq(stack, pk, "added") is not None, "the engine to sync the pin")
     added = pin_event_seq(stack, pk, "added")
@@ -268,13 +267,13 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
     pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
     expect(pin_row).to_contain_text(sentence)
 
-    stack.pause("redis")
+    stack.hold_worker()
     try:
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         pin_row.locator("button.unpin").click()
         expect(page.locator("#flash")).to_contain_text("Unpinned")
     finally:
-        stack.resume("redis")
+        stack.resume("worker")
     wait_for(lambda: pin_event_seq(stack, pk, "removed") is not None, "the engine to drop the pin")
     removed = pin_event_seq(stack, pk, "removed")
     wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, line) is not None,

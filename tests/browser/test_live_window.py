@@ -120,17 +120,13 @@ def test_the_curve_grows_from_points_and_draws_what_the_server_draws(
         live = page.evaluate(DRAWING, CURVE)
         assert len(live["series"].split()) == calls
 
-        page.reload()  # the server draws the same curve
-        expect(page.locator(CURVE)).to_have_attribute("data-calls", str(calls))
-        served = page.evaluate(DRAWING, CURVE)
-        assert live["series"] == served["series"] and live["legend"] == served["legend"]
-        assert same_drawing(live["lines"], served["lines"]), "\n".join(
-            f"{a}\n{b}" for a, b in zip(live["lines"], served["lines"]) if a != b)
-
         # A delta sent again after a resync (its first two points already drawn) adds
         # only the point the curve lacks: the reconnect test once saw 1–2 calls too many.
+        # Done before the reload below: after it, the socket's catch-up redraws the curve
+        # whole, at a moment the test cannot see, and wiped the added point (1 in 3 runs
+        # on a loaded machine).
         first = int(page.locator(CURVE).get_attribute("data-first-call"))
-        held = served["series"].split()
+        held = live["series"].split()
         page.evaluate("""([from, points]) => {
           const inbox = document.getElementById('curve-inbox');
           inbox.insertAdjacentHTML('beforeend',
@@ -139,6 +135,13 @@ def test_the_curve_grows_from_points_and_draws_what_the_server_draws(
         }""", [first + calls - 2, " ".join(held[-2:] + ["1234"])])
         expect(page.locator(CURVE)).to_have_attribute("data-calls", str(calls + 1))
         assert page.evaluate(DRAWING, CURVE)["series"].split() == held + ["1234"]
+
+        page.reload()  # the server draws the same curve
+        expect(page.locator(CURVE)).to_have_attribute("data-calls", str(calls))
+        served = page.evaluate(DRAWING, CURVE)
+        assert live["series"] == served["series"] and live["legend"] == served["legend"]
+        assert same_drawing(live["lines"], served["lines"]), "\n".join(
+            f"{a}\n{b}" for a, b in zip(live["lines"], served["lines"]) if a != b)
     finally:
         stack.resume("worker")
         cancel(page)
