@@ -80,6 +80,7 @@ class CallRunner:
         self.resume: Callable[[], None] = lambda: None
         self.recorded: Callable[[], None] = lambda: None
         self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
+        self._dumped_tools: tuple[list[dict[str, Any]], str] | None = None  # (list, its JSON)
         # Counting per model: every provider count teaches the ratio (agents.calibration);
         # on_correction tells the loop to hand the new window divisor to the working context.
         self.calibration = None
@@ -178,11 +179,18 @@ class CallRunner:
         # whose keys are not in MESSAGE_KEY_ORDER (one restored from a saved state) has its
         # order noted, so the body can be rebuilt byte for byte.
         if sent.get("tools"):
-            sent["tools"] = json.dumps(sent["tools"], ensure_ascii=False)
+            sent["tools"] = self._tools_text(sent["tools"])
         orders = {str(i): list(m) for i, m in enumerate(messages) if list(m) != canonical_keys(m)}
         if orders:
             sent["key_orders"] = orders
         return sent
+
+    def _tools_text(self, tools: list[dict[str, Any]]) -> str:
+        # The session's schema list is built once and never changed in place (its token
+        # count is cached the same way, agents/context.py): dumped once, not every call.
+        if self._dumped_tools is None or self._dumped_tools[0] is not tools:
+            self._dumped_tools = (tools, json.dumps(tools, ensure_ascii=False))
+        return self._dumped_tools[1]
 
     def _stored_request(self, call: int, sent: dict[str, Any]) -> dict[str, Any]:
         tools = sent.get("tools")

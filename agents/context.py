@@ -106,9 +106,11 @@ class WorkingContext:
         if text == self.live_snapshot:
             return
         self.live_snapshot = text
-        since = since_block(self.snapshot_text, text)
-        self._since_msg = (Msg.build(self.counter, {"role": "user", "content": since})
-                           if since else None)
+        lines = since_lines(self.snapshot_text, text)
+        # The block gains a line or two a turn: counted line by line, only new lines encode.
+        self._since_msg = (Msg.build(self.counter, {"role": "user", "content": "\n".join(lines)},
+                                     content_tokens=self.count.lines(lines))
+                           if lines else None)
 
     def freeze_snapshot(self) -> None:
         """Put this turn's snapshot into the stable part (a new cached prefix starts here)."""
@@ -261,8 +263,9 @@ SINCE_OPEN = "<snapshot-update>"
 SINCE_INTRO = "Changes since the task snapshot above was written (these lines win over it):"
 
 
-def since_block(frozen: str, live: str) -> str:
-    """The snapshot lines that are new since `frozen`; "" when there are none.
+def since_lines(frozen: str, live: str) -> list[str]:
+    """The "since then" block's lines: the snapshot lines new since `frozen`, wrapped in
+    the block's tags; [] when there are none.
 
     Only additions: a line that left the snapshot (an older finding rolled out of its
     budget) is still true, and one that was corrected has its newer line here, which the
@@ -272,5 +275,5 @@ def since_block(frozen: str, live: str) -> str:
     before = set(frozen.splitlines())
     added = [line for line in live.splitlines() if line not in before and not line.startswith("<")]
     if not added:
-        return ""
-    return "\n".join([SINCE_OPEN, SINCE_INTRO, *added, "</snapshot-update>"])
+        return []
+    return [SINCE_OPEN, SINCE_INTRO, *added, "</snapshot-update>"]

@@ -24,8 +24,12 @@ class Msg:
 
     @classmethod
     def build(cls, counter: TokenCounter, data: dict[str, Any], turn: int = 0,
-              ref: str = "") -> "Msg":
-        return cls(data=data, tokens=counter.message(data), turn=turn, ref=ref)
+              ref: str = "", content_tokens: int | None = None) -> "Msg":
+        """`content_tokens`: the text content's count, when the caller already has it."""
+        if content_tokens is None or not isinstance(data.get("content"), str):
+            return cls(data=data, tokens=counter.message(data), turn=turn, ref=ref)
+        framing = counter.message({**data, "content": ""})
+        return cls(data=data, tokens=framing + content_tokens, turn=turn, ref=ref)
 
     @property
     def role(self) -> str:

@@ -157,3 +157,48 @@ def test_a_request_stays_within_the_sum_of_its_zone_budgets_tail_included():
                                                               "summary"))
         cap = sum(p["budgets"][z] for z in ("system", "snapshot", "words", "summary", "history"))
         assert p["input_tokens"] - p["zones"]["hints"] <= cap, p["zones"]
+
+
+def test_the_since_then_block_is_counted_exactly_encoding_only_its_new_lines():
+    from agents.context import WorkingContext
+    from agents.tokens import TokenCounter
+
+    class Recording(TokenCounter):
+        def encode_count(self, text):
+            self.chars += len(text)
+            return super().encode_count(text)
+
+    counter = Recording()
+    counter.chars = 0
+    ctx = WorkingContext(counter=counter, config=ContextConfig(), window=128_000, system_prompt="s")
+    frozen = "<task-snapshot>\nGoal: read the grid documents.\n</task-snapshot>"
+    ctx.set_snapshot(frozen)
+    lines = frozen.splitlines()
+    encodes = []
+    for turn in range(1, 40):
+        lines.insert(-1, f"- finding {turn}: grid {turn} output was {turn * 7.5} GWh (网格 {turn})")
+        before = counter.chars
+        ctx.set_snapshot("\n".join(lines))
+        encodes.append(counter.chars - before)
+        data = {"role": "user", "content": "\n".join(
+            ["<snapshot-update>", ctx._since_msg.text.splitlines()[1],
+             *lines[2:-1], "</snapshot-update>"])}
+        assert ctx._since_msg.data == data
+        assert ctx._since_msg.tokens == TokenCounter().message(data)  # a fresh, uncached count
+    # Each turn encodes its new line only, not the whole block that grew to 39 lines.
+    assert max(encodes[3:]) <= len(lines[-2]) + 1, encodes
+
+
+def test_the_tool_schemas_are_written_out_once_per_session_not_per_call(monkeypatch):
+    import json
+    import types
+
+    import agents.calls
+    dumped = []
+    counting = types.SimpleNamespace(dumps=lambda obj, **kw: dumped.append(obj) or json.dumps(obj, **kw))
+    monkeypatch.setattr(agents.calls, "json", counting)
+    out = run_scenario(docs(8), window=128_000)
+    calls = out.payloads(EventType.MODEL_CALL)
+    assert len(calls) == 9 and json.loads(calls[0]["request"]["tools"])  # stored in full once
+    assert all(c["request"]["tools"] == {"tools_of_call": calls[0]["call"]} for c in calls[1:])
+    assert len(dumped) == 1
