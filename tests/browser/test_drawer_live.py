@@ -198,8 +198,12 @@ def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> Non
     held = int(page.locator("#last-seq").input_value())
     assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
     wait_for(lambda: last_seq(stack, pk) > held, "the worker to store events the page lacks")
-    stack.start_web()
-    expect(page.locator("#ws-state")).to_have_text("live")
+    stack.hold_worker()  # so the session cannot finish while daphne starts again
+    try:
+        stack.start_web()
+        expect(page.locator("#ws-state")).to_have_text("live")
+    finally:
+        stack.resume("worker")
     cancel(page)
     assert_page_matches_database(page, stack, pk)
 
