@@ -152,10 +152,17 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     assert int(inspector.get_attribute("data-call")) > calls_before
     expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
 
-    # "Compact now" with focus instructions runs at the start of the next turn (C13).
-    page.fill("form.compact-now input[name=instructions]", "keep the EUR figures")
-    page.click("form.compact-now button")
-    expect(page.locator("#flash")).to_contain_text("Compaction requested")
+    # "Compact now" with focus instructions runs at the start of the next turn (C13). Held,
+    # so the session is still running when it is asked for (a loaded CI machine once took
+    # longer to show the edit than the worker took to finish long-1000).
+    stack.hold_worker()
+    try:
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        page.fill("form.compact-now input[name=instructions]", "keep the EUR figures")
+        page.click("form.compact-now button")
+        expect(page.locator("#flash")).to_contain_text("Compaction requested")
+    finally:
+        stack.resume("worker")
     # At window 8 000 long-1000 compacts about every second turn, and only the two newest
     # compactions are shown in full: hold the session once the manual one is stored.
     wait_for(lambda: manual_compaction_seq(stack, pk) is not None, "the manual compaction")

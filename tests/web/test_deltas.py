@@ -50,6 +50,16 @@ def test_new_anchor_changes_go_on_top_of_their_turn_group_or_a_new_group(session
     assert '<div id="anchors-state" hx-swap-oob="true">' in html
 
 
+def test_an_edit_by_a_person_reaches_the_page_in_the_anchor_rows_part(session):
+    feed, after = synced(session, change("first", 1))
+    add_events(session, ("ANCHOR_CHANGED", {"id": 1, "tier": 2, "old": "first", "new": "edited",
+                                            "source": "admin", "action": "changed"}, 2))
+    html = render_update(session, after, feed=feed).html
+    state = re.search(r'<div id="anchors-state" hx-swap-oob="true">(.*?)</div>\n', html + "\n",
+                      re.S).group(1)
+    assert "Edits by people" in state and "<ins>edited</ins>" in state
+
+
 def test_the_first_change_sends_the_anchors_panel_whole(session):
     feed, after = synced(session, ("BUDGET", {"window": 8000}))
     add_events(session, change("first", 1))

@@ -183,6 +183,27 @@ def test_anchors_current_rows_and_changes_by_source(session):
     assert html.index("<h4>turn 3</h4>") < html.index("<h4>turn 1</h4>")
 
 
+def test_edits_by_people_stay_listed_when_a_busy_run_pushes_them_out_of_the_recent_changes(
+        session):
+    def tool_change(n):
+        return ("ANCHOR_CHANGED", {"id": 100 + n, "tier": 2, "old": None, "new": f"fact {n}",
+                                   "source": "tool", "action": "added"}, 10 + n)
+    add_events(session,
+               ("ANCHOR_CHANGED", {"id": 1, "tier": 1, "old": "report in USD",
+                                   "new": "report in EUR", "source": "admin",
+                                   "action": "changed"}, 4),
+               ("ANCHOR_CHANGED", {"id": 2, "tier": 1, "old": None, "new": "cite every source",
+                                   "source": "pin", "action": "added"}, 5),
+               *[tool_change(n) for n in range(40)])
+    context, html = panel_view(AnchorsPanel(), session)
+    assert len(context["changes"]) == 30 and {c["source"] for c in context["changes"]} == {"tool"}
+    assert [c["new"] for c in context["person_changes"]] == ["cite every source", "report in EUR"]
+    people = html[html.index("Edits by people"):]
+    assert '<li class="change" data-row' in people and "<ins>report in EUR</ins>" in people
+    assert 'data-source="pin"' in people and "<del>report in USD</del>" in people
+    assert "30 recent changes · 1 by admin</span>" in html
+
+
 def test_tasks_from_database_and_changes_as_differences(session):
     Task.objects.create(session=session, task_id="1", subject="Load data", state="completed")
     Task.objects.create(session=session, task_id="2", subject="Group by region",

@@ -10,8 +10,18 @@ from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
 CHANGES_SHOWN = 30
+# Changes people made (the admin, a pin from the drawer): listed apart, newest first, so a
+# busy run's tool changes never push them out of the recent ones before anyone sees them.
+PERSON_SOURCES = ("admin", "pin")
+PERSON_CHANGES_SHOWN = 10
 INACTIVE_SHOWN = 20
 TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
+
+
+def _change(ev: Ev) -> dict[str, Any]:
+    return {"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
+            "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
+            "source": ev.payload.get("source", ""), "action": ev.payload.get("action", "changed")}
 
 
 class AnchorsPanel(Panel):
@@ -31,14 +41,12 @@ class AnchorsPanel(Panel):
         inactive = sorted((row(a) for a in retired.order_by("-pk")[:INACTIVE_SHOWN]),
                           key=lambda a: (a["tier"], -a["pk"]))
         inactive_count = retired.count() if len(inactive) == INACTIVE_SHOWN else len(inactive)
-        changes = [{"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
-                    "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
-                    "source": ev.payload.get("source", ""),
-                    "action": ev.payload.get("action", "changed")}
-                   for ev in reversed(events[-CHANGES_SHOWN:])]
+        by_people = [ev for ev in events if ev.payload.get("source") in PERSON_SOURCES]
         return {"anchors": active, "inactive": inactive, "inactive_count": inactive_count,
-                "changes": changes, "active": len(active), "changes_shown": CHANGES_SHOWN,
-                "admin_changes": sum(1 for ev in events if ev.payload.get("source") == "admin")}
+                "changes": [_change(ev) for ev in reversed(events[-CHANGES_SHOWN:])],
+                "person_changes": [_change(ev) for ev in reversed(by_people[-PERSON_CHANGES_SHOWN:])],
+                "active": len(active), "changes_shown": CHANGES_SHOWN,
+                "admin_changes": sum(1 for ev in by_people if ev.payload["source"] == "admin")}
 
     def badge(self, context: dict[str, Any]) -> str:
         return str(context["active"]) if context["active"] else ""
