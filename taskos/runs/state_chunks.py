@@ -25,6 +25,10 @@ INNER = "chunked_inner"  # in the head: {prefix: key} of the parts inside anothe
 # changes every turn, no longer copies them into a new piece every turn (24 kB a turn on
 # long-200, three quarters of all the state written).
 PARTS = ((("companions", "audit", "known"), "known"),
+         # Every figure a summary ever wrote (the report's, to check the final answer):
+         # ~22 kB by the end of long-1000, which stayed in the head and was written anew
+         # by every turn although it grows only when a compaction writes a summary.
+         (("companions", "report", "summary_figures"), "figures"),
          (("context", "summary"), "summary"), (("context", "summary_text"), "summary_text"),
          (("context", "person"), "person"), (("companions", "audit"), "audit"),
          (("handoff",), "handoff"))

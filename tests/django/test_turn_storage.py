@@ -182,6 +182,33 @@ def test_a_turn_writes_the_audits_small_part_not_its_figures_or_the_summary(sim_
     assert EngineStateChunk.objects.filter(session=session, key__startswith="known:").count() == 2
 
 
+def test_the_reports_summary_figures_leave_the_head_and_are_written_when_they_grow(
+        sim_profile):
+    """The report changes every turn (its sums) and stays in the head; the figures every
+    summary wrote grow per compaction only, so they are a piece of their own."""
+    from taskos.runs.models import EngineStateChunk, Session
+    from taskos.runs.store import DjangoStore
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    store, sid = DjangoStore(), str(session.pk)
+    figures = sorted(f"{n}.25 GWh" for n in range(1500))
+    state = {"turn": 1, "context": {"history": []},
+             "companions": {"report": {"sums": {"calls": 1}, "summary_figures": figures}}}
+    store.save_state(sid, state)
+    for turn in (2, 3):
+        state = {**state, "turn": turn, "companions": {"report": {
+            "sums": {"calls": turn}, "summary_figures": figures}}}
+        store.save_state(sid, state)
+        head = Session.objects.get(pk=session.pk).engine_state
+        assert "1499.25 GWh" not in json.dumps(head) and '"calls": %d' % turn in json.dumps(head)
+        assert DjangoStore().load_state(sid) == state
+    pieces = EngineStateChunk.objects.filter(session=session, key__startswith="figures:")
+    assert pieces.count() == 1
+    state["companions"]["report"]["summary_figures"] = figures + ["7.5 %"]  # a new summary
+    store.save_state(sid, state)
+    assert pieces.count() == 2 and DjangoStore().load_state(sid) == state
+
+
 def test_a_state_save_dumps_only_the_messages_it_has_not_dumped(sim_profile, monkeypatch):
     """The history's messages are dumped and hashed once (state_chunks.MessageMemo): a
     turn's save costs its new messages, and a message replaced by another dict or with
