@@ -110,12 +110,15 @@ class Stack:
         worker is outside one exactly when the lock is free. Stopped inside one, it runs on
         for a moment and is stopped again. (Pausing Redis instead held it only until its
         send timed out, 10-30 s, after which it ran on and could finish the session.)"""
-        while True:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
             self.pause("worker")
             if self.write_lock_is_free():
                 return
             self.resume("worker")
             time.sleep(0.005)
+        raise RuntimeError(f"The worker held SQLite's write lock every time it was stopped "
+                           f"for {START_TIMEOUT_S:.0f} s; something keeps a transaction open")
 
     def write_lock_is_free(self) -> bool:
         db = sqlite3.connect(self.db_path, timeout=0, isolation_level=None)
