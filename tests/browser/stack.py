@@ -15,7 +15,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from taskos.runs.launcher import find_redis_server, port_answers, redis_answers
 
@@ -119,6 +121,15 @@ class Stack:
             time.sleep(0.005)
         raise RuntimeError(f"The worker held SQLite's write lock every time it was stopped "
                            f"for {START_TIMEOUT_S:.0f} s; something keeps a transaction open")
+
+    @contextmanager
+    def worker_held(self) -> Iterator[None]:
+        """`hold_worker()` for the block, the worker resumed after it whatever happens."""
+        self.hold_worker()
+        try:
+            yield
+        finally:
+            self.resume("worker")
 
     def write_lock_is_free(self) -> bool:
         db = sqlite3.connect(self.db_path, timeout=0, isolation_level=None)

@@ -127,8 +127,7 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     pk = start_session(page, stack, "long-1000", window=8000)
     stack.resume("worker")
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
-    stack.hold_worker()  # outside any transaction, so the admin can save
-    try:
+    with stack.worker_held():  # outside any transaction, so the admin can save
         status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
         assert status == "running", "the session ended before it could be held"
         anchor_id, old_text = stack.query(
@@ -142,8 +141,6 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         admin.click("input[name=_save]")
         expect(admin.locator(".messagelist")).to_contain_text("was changed successfully")
         admin.close()
-    finally:
-        stack.resume("worker")
 
     expect(page.locator("#panel-anchors-body li.change[data-source=admin]").first).to_contain_text(
         "report every figure in EUR")
@@ -155,14 +152,11 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     # "Compact now" with focus instructions runs at the start of the next turn (C13). Held,
     # so the session is still running when it is asked for (a loaded CI machine once took
     # longer to show the edit than the worker took to finish long-1000).
-    stack.hold_worker()
-    try:
+    with stack.worker_held():
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         page.fill("form.compact-now input[name=instructions]", "keep the EUR figures")
         page.click("form.compact-now button")
         expect(page.locator("#flash")).to_contain_text("Compaction requested")
-    finally:
-        stack.resume("worker")
     # At window 8 000 long-1000 compacts about every second turn, and only the two newest
     # compactions are shown in full: hold the session once the manual one is stored.
     wait_for(lambda: manual_compaction_seq(stack, pk) is not None, "the manual compaction")
@@ -205,12 +199,9 @@ def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> Non
     held = int(page.locator("#last-seq").input_value())
     assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
     wait_for(lambda: last_seq(stack, pk) > held, "the worker to store events the page lacks")
-    stack.hold_worker()  # so the session cannot finish while daphne starts again
-    try:
+    with stack.worker_held():  # so the session cannot finish while daphne starts again
         stack.start_web()
         expect(page.locator("#ws-state")).to_have_text("live")
-    finally:
-        stack.resume("worker")
     cancel(page)
     assert_page_matches_database(page, stack, pk)
 
@@ -258,8 +249,7 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
     stack.resume("worker")
     expect(page.locator("#panel-anchors-body li.anchor").first).to_be_visible()
     expect(page.locator("#transcript article .text").first).to_be_visible()
-    stack.hold_worker()
-    try:
+    with stack.worker_held():
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         selected = page.locator("#transcript").evaluate(SELECT_FIRST_SENTENCE)
         page.locator("#transcript").dispatch_event("mouseup")  # copied into the pin form
@@ -267,8 +257,6 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         assert sentence and sentence == " ".join(selected.split())
         page.click("form.pin-sentence button")
         expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
-    finally:
-        stack.resume("worker")
     line = f"- {sentence}"
     wait_for(lambda: pin_event_seq(stack, pk, "added") is not None, "the engine to sync the pin")
     added = pin_event_seq(stack, pk, "added")
@@ -278,13 +266,10 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
     pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
     expect(pin_row).to_contain_text(sentence)
 
-    stack.hold_worker()
-    try:
+    with stack.worker_held():
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         pin_row.locator("button.unpin").click()
         expect(page.locator("#flash")).to_contain_text("Unpinned")
-    finally:
-        stack.resume("worker")
     wait_for(lambda: pin_event_seq(stack, pk, "removed") is not None, "the engine to drop the pin")
     removed = pin_event_seq(stack, pk, "removed")
     wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, line) is not None,
