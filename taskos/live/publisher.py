@@ -258,8 +258,9 @@ class ChannelsPublisher:
     def _send_many(self, events: list[Event], wait: bool = True) -> None:
         """Announce a committed batch: its newest event only — a page syncs every stored
         event up to that seq from the database (taskos/live/consumer.py), so one message
-        per batch carries what ten did. An engine batch is queued (GroupSender), except
-        the session's last one, after which this worker moves on: everything is sent then."""
+        per batch carries what ten did. An engine batch's goes out within the sender's
+        interval without being waited for (GroupSender), except the session's last one,
+        after which this worker moves on: that one is sent at once and waited for."""
         if not events:
             return
         self._unannounced = None  # the newest event sent: it covers every one before it

@@ -1,4 +1,4 @@
-"""Sending stored events to a session's channel-layer group, in order, a batch per hop.
+"""Announcing a session's stored events to its channel-layer group.
 
 The database row is the truth (taskos/live/publisher.py); a page that missed a message
 resyncs from it, so a failed send pauses streaming for a while instead of failing the run.
@@ -20,9 +20,12 @@ log = logging.getLogger("taskos.live")
 # attempt on every event while Redis is down.
 SEND_RETRY_AFTER_S = 5.0
 SEND_TIMEOUT_S = 10.0
-# Batches an engine may have on their way before it waits: a turn sends 3–5, so the engine
-# runs on while Redis answers, and a held channel layer still holds it a turn or two later.
-MAX_IN_FLIGHT = 8
+# Each announcement tells the pages "events up to this seq are stored"; they read the events
+# themselves from the database (taskos/live/consumer.py) and re-render at most every 0.25 s.
+# So a session announces at most once per this interval: a newer announcement replaces one
+# still waiting (it covers it). Each group_send costs the send thread ~0.5 ms of Python,
+# which a fast run's engine paid through the GIL twice a turn.
+ANNOUNCE_INTERVAL_S = 0.1
 
 
 class _SendLoop:
@@ -62,15 +65,14 @@ def group_name(session_id: int | str) -> str:
 
 
 class GroupSender:
-    """Sends a session's messages, in order, in one hop to the send loop per batch.
+    """Announces a session's newest stored event, at most once per ANNOUNCE_INTERVAL_S.
 
-    `send(..., wait=False)` (the engine's batches, after their commit) queues the batch
-    behind the previous one and returns: the engine does not wait for Redis, the batches
-    still arrive in seq order, and with MAX_IN_FLIGHT batches queued the engine waits for
-    the oldest (bounded by SEND_TIMEOUT_S), outside any transaction — so a held channel
-    layer still holds the engine (the browser tests rely on that to act mid-run).
-    `drain()` waits for what is queued (the session's last events, before its worker
-    moves on). Single events outside a batch are sent and waited for as before.
+    `send(..., wait=False)` (the engine's batches, after their commit) returns at once: the
+    message goes out now if the interval since the last announcement has passed, else at
+    its end, replacing any message still waiting there. `send(..., wait=True)` (single
+    events, the session's last ones, after which this worker moves on) goes out at once and
+    is waited for (bounded by SEND_TIMEOUT_S). Two sends may overlap on the wire; a page
+    drops an announcement older than what it already synced.
     """
 
     def __init__(self, session_pk: int) -> None:
@@ -78,37 +80,40 @@ class GroupSender:
         self._layer = get_channel_layer()
         self._send_blocked_until = 0.0
         self._warned = False
-        self._in_flight: list[concurrent.futures.Future] = []
+        self._lock = threading.Lock()  # the engine's thread and the send loop's share these
+        self._waiting: dict | None = None  # the newest message not sent yet
+        self._scheduled: concurrent.futures.Future | None = None  # the send that carries it
+        self._last_sent = float("-inf")
 
     def send(self, messages: list[dict], wait: bool = True) -> None:
         if not messages or self._layer is None or time.monotonic() < self._send_blocked_until:
             return
-        group = group_name(self.session_pk)
-        self._in_flight = [f for f in self._in_flight if not f.done()]
-        previous = self._in_flight[-1] if self._in_flight else None
-
-        async def send_in_order():
-            if previous is not None:  # the batch before this one goes out first
-                try:
-                    await asyncio.wrap_future(previous)
-                except BaseException:  # noqa: BLE001 - its failure was reported by its own callback
-                    pass
-            for message in messages:  # in seq order: the drawer appends as they come
-                await asyncio.wait_for(self._layer.group_send(group, message), SEND_TIMEOUT_S)
-
-        future = _SendLoop.submit(send_in_order())
+        with self._lock:
+            self._waiting = messages[-1]  # the newest covers every one before it
+            if not wait and self._scheduled is not None and not self._scheduled.done():
+                return  # the send already scheduled will carry it
+            delay = 0.0 if wait else self._last_sent + ANNOUNCE_INTERVAL_S - time.monotonic()
+            future = self._scheduled = _SendLoop.submit(self._send_waiting(max(0.0, delay)))
         future.add_done_callback(self._done)
-        self._in_flight.append(future)
         if wait:
-            self.drain()
-        elif len(self._in_flight) > MAX_IN_FLIGHT:
-            self._wait_for(self._in_flight[0])
+            self._wait_for(future)
 
     def drain(self) -> None:
-        """Wait until every queued batch was sent or failed."""
-        while self._in_flight:
-            self._wait_for(self._in_flight[-1])
-            self._in_flight = [f for f in self._in_flight if not f.done()]
+        """Wait until the scheduled announcement was sent or failed."""
+        future = self._scheduled
+        if future is not None:
+            self._wait_for(future)
+
+    async def _send_waiting(self, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        with self._lock:
+            message, self._waiting = self._waiting, None
+            if message is not None:
+                self._last_sent = time.monotonic()
+        if message is not None:  # None: a send that did not wait carried it already
+            await asyncio.wait_for(self._layer.group_send(group_name(self.session_pk), message),
+                                   SEND_TIMEOUT_S)
 
     def _wait_for(self, future: concurrent.futures.Future) -> None:
         try:
@@ -117,9 +122,6 @@ class GroupSender:
             if not future.done():
                 future.cancel()
                 self._send_failed(TimeoutError("the channel layer did not answer"))
-                for pending in self._in_flight:
-                    pending.cancel()
-                self._in_flight = []
 
     def _done(self, future: concurrent.futures.Future) -> None:
         if future.cancelled():

@@ -39,13 +39,21 @@ class ArchivedTurn(models.Model):
     token_count = models.PositiveIntegerField(default=0)
     is_binary = models.BooleanField(default=False, help_text="content is base64")
     search_text = models.TextField(blank=True, editable=False)
+    # True while the row's words are not in the full-text index yet. The engine archives a
+    # turn's rows without them (reading ~200 words out of a result and indexing them was a
+    # third of a turn's database time); the session's next search indexes them first
+    # (taskos/runs/search.py), as the in-memory store does. NULL once indexed, as every
+    # row saved through the ORM is.
+    search_pending = models.BooleanField(null=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["session", "turn"], name="runs_archive_session_turn"),
                    # newest-first walks within one session (search on dense words)
-                   models.Index(fields=["session", "id"], name="runs_archive_session_id")]
+                   models.Index(fields=["session", "id"], name="runs_archive_session_id"),
+                   models.Index(fields=["session"], condition=models.Q(search_pending=True),
+                                name="runs_archive_search_pending")]
 
     def __str__(self) -> str:
         return f"turn {self.turn} {self.role} {self.tool_name}".strip()
@@ -57,4 +65,5 @@ class ArchivedTurn(models.Model):
     def save(self, *args, **kwargs) -> None:
         if not self.search_text:
             self.search_text = search_terms(self.content, self.tool_name, self.is_binary)
+        self.search_pending = None
         super().save(*args, **kwargs)

@@ -3,17 +3,18 @@
 Ranking: more query words matched first (rows holding all of them lead), ties to the
 newest row (a later result usually supersedes an earlier one). Partial matches are
 ranked among a bounded pool of the newest candidates, so a query costs about the same
-on a session of 100 rows or 100 000, whatever the words' frequency.
+on a session of 100 rows or 100 000, whatever the words' frequency. Rows the engine
+archived since the session's last search are indexed first (index_pending).
 """
 from __future__ import annotations
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.functions import Substr
 
 from agents.memory_store import excerpt_around, keywords
 from agents.store import ArchiveHit
 
-from .models import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn
+from .models import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms
 
 MAX_QUERY_WORDS = 12
 # Partial matches are ranked among this many newest candidates.
@@ -133,11 +134,31 @@ def _rank_scan(session_pk: int, words: list[str], limit: int) -> list[int]:
     return _rank_pool(scores, limit)
 
 
+def index_pending(session_pk: int) -> int:
+    """Index the session's rows archived since its last search (search_pending); their
+    count. The engine archives without indexing: a session archives thousands of rows and
+    searches a few times, and the index work no longer sits in every turn."""
+    pending = list(ArchivedTurn.objects.filter(session_id=session_pk, search_pending=True)
+                   .annotate(head=Substr("content", 1, MAX_INDEXED_CHARS))
+                   .values_list("id", "head", "tool_name"))
+    if not pending:
+        return 0
+    table, text, flag = (connection.ops.quote_name(n) for n in (
+        ArchivedTurn._meta.db_table, "search_text", "search_pending"))
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Still pending: a search running beside this one may have indexed them already.
+        cursor.executemany(f"UPDATE {table} SET {text} = %s, {flag} = NULL "
+                           f"WHERE id = %s AND {flag}",
+                           [(search_terms(head, tool_name), pk) for pk, head, tool_name in pending])
+    return len(pending)
+
+
 def search_archive(session_pk: int, query: str, limit: int = 5) -> list[ArchiveHit]:
     """At most `limit` hits for `query` in the session's archive, best first."""
     words = query_words(query)
     if not words or limit <= 0:
         return []
+    index_pending(session_pk)
     rank = {"sqlite": _rank_sqlite, "postgresql": _rank_postgres}.get(connection.vendor,
                                                                        _rank_scan)
     ranked = rank(session_pk, words, limit)

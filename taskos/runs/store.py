@@ -89,19 +89,21 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
         self._check_lease()
         pk = session_pk(session_id)
         content = content or ""
-        searchable = search_terms(content, tool_name)
-        is_binary = False
+        # A text row's words are indexed by the session's next search (search_pending);
+        # base64 rows are indexed now, by what they held before the encoding.
+        searchable, pending, is_binary = "", True, False
         if raw_bytes is not None:
             content, is_binary = base64.b64encode(raw_bytes).decode("ascii"), True
-            searchable = search_terms("", tool_name)
+            searchable, pending = search_terms("", tool_name), None
         elif not storable_text(content):
             # Kept losslessly as base64 of its bytes; still findable by the words it had.
+            searchable, pending = search_terms(content, tool_name), None
             content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
             is_binary = True
         row_id = turn_sql.insert_archived(pk, {
             "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
             "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
-            "is_binary": is_binary, "search_text": searchable})
+            "is_binary": is_binary, "search_text": searchable, "search_pending": pending})
         return ArchivedTurn(pk=row_id, session_id=pk).ref
 
     def read_ref(self, session_id, ref) -> str | None:

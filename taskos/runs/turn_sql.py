@@ -21,7 +21,7 @@ from .models import Anchor, ArchivedTurn, PendingMessage, Session
 
 ANCHOR_FIELDS = ("tier", "text", "key", "source", "active", "turn")
 ARCHIVE_FIELDS = ("session_id", "turn", "role", "content", "tool_name", "tool_args",
-                  "token_count", "is_binary", "search_text", "created_at")
+                  "token_count", "is_binary", "search_text", "search_pending", "created_at")
 
 
 def _q(name: str) -> str:
@@ -106,8 +106,8 @@ def update_anchor(session_pk: int, anchor_id: int, fields: dict[str, Any]) -> bo
 
 def insert_archived(session_pk: int, row: dict[str, Any]) -> int:
     """One archive row; `row` holds every ARCHIVE_FIELDS value but the session and time.
-    The full-text index follows by itself (SQLite: triggers; PostgreSQL: a generated
-    column), as it does for the ORM's inserts."""
+    The full-text index follows `search_text` by itself (SQLite: triggers; PostgreSQL: a
+    generated column), as it does for the ORM's inserts."""
     values = {**row, "session_id": session_pk, "created_at": _now(),
               "tool_args": _json(ArchivedTurn, "tool_args", row["tool_args"])}
     return _insert(ArchivedTurn, ARCHIVE_FIELDS, [values[f] for f in ARCHIVE_FIELDS])

@@ -92,3 +92,43 @@ def test_recall_benchmark_reports_latency_and_cleans_up(make_session):
 def test_recall_benchmark_refuses_tiny_runs(db):
     with pytest.raises(ValueError, match="at least 100"):
         recall_bench.measure(n=10)
+
+
+def _index_holds(row_id: int, word: str) -> bool:
+    """Whether the database's own full-text index (not search_text) finds the row."""
+    from django.db import connection
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT rowid FROM runs_archivedturn_fts WHERE "
+                           "runs_archivedturn_fts MATCH %s", [f'search_text:"{word}"'])
+        else:
+            cursor.execute("SELECT id FROM runs_archivedturn WHERE search_vector @@ %s::tsquery",
+                           [f"'{word}'"])
+        return row_id in {row[0] for row in cursor.fetchall()}
+
+
+def test_the_engines_rows_are_indexed_by_the_next_search_not_when_archived(store_and_session):
+    """A turn archives without reading a result's words (issue 8); the first search of the
+    session puts every row archived since into the index, and finds them at once."""
+    store, session = store_and_session
+    sid = str(session.pk)
+    refs = [store.archive(sid, 1, "tool", "east region revenue 4821", tool_name="csv_query"),
+            store.archive(sid, 2, "tool", "华东地区 收入 下降")]
+    rows = list(ArchivedTurn.objects.filter(session=session).order_by("id"))
+    assert [(r.search_text, r.search_pending) for r in rows] == [("", True), ("", True)]
+    assert not _index_holds(rows[0].pk, "4821")
+    assert [h.ref for h in store.search_archive(sid, "revenue 4821")] == [refs[0]]
+    rows = list(ArchivedTurn.objects.filter(session=session).order_by("id"))
+    assert all(r.search_pending is None for r in rows)
+    assert "4821" in rows[0].search_text.split() and "csv_query" in rows[0].search_text.split()
+    assert _index_holds(rows[0].pk, "4821") and _index_holds(rows[1].pk, "华")
+    assert [h.ref for h in store.search_archive(sid, "华东")] == [refs[1]]
+    assert search.index_pending(session.pk) == 0  # nothing left to index
+
+
+def test_binary_rows_are_indexed_when_archived(store_and_session):
+    store, session = store_and_session
+    store.archive(str(session.pk), 1, "tool", "", tool_name="fetch_image", raw_bytes=b"\x89PNG")
+    row = ArchivedTurn.objects.get(session=session)
+    assert row.search_pending is None and row.search_text == "fetch_image"
+    assert _index_holds(row.pk, "fetch_image")

@@ -38,11 +38,11 @@ def test_an_anchor_is_inserted_and_updated_with_its_times(session):
     assert not turn_sql.update_anchor(other.pk, anchor_id, fields)  # not that session's
 
 
-def test_an_archived_row_reads_back_and_is_found_by_search_at_once(session):
+def test_an_archived_row_given_its_words_reads_back_and_is_found_by_search_at_once(session):
     row_id = turn_sql.insert_archived(session.pk, {
         "turn": 2, "role": "tool", "content": "华东地区收入 revenue 4821", "tool_name": "read_file",
         "tool_args": {"path": "销售.csv", "n": 2}, "token_count": 12, "is_binary": False,
-        "search_text": "4821 revenue 华 东 地 区 收 入"})
+        "search_text": "4821 revenue 华 东 地 区 收 入", "search_pending": None})
     row = ArchivedTurn.objects.get(pk=row_id)
     assert (row.session_id, row.turn, row.content, row.tool_args) == \
         (session.pk, 2, "华东地区收入 revenue 4821", {"path": "销售.csv", "n": 2})
