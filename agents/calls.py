@@ -74,11 +74,10 @@ class CallRunner:
         # The session's RetryBudget: a summary call that meets a transient fault waits and
         # asks again like an agent call, instead of falling back to truncation at once.
         self.retries = None
-        # Commit points (agents/commits.py): nothing stays open while the model works,
-        # and each MODEL_CALL is committed as soon as it is recorded.
+        # Commit points (agents/commits.py): nothing stays open while the model works;
+        # each MODEL_CALL commits with the next wait's batch or the turn's state save.
         self.pause: Callable[[], None] = lambda: None
         self.resume: Callable[[], None] = lambda: None
-        self.recorded: Callable[[], None] = lambda: None
         self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
         self._dumped_tools: tuple[list[dict[str, Any]], str] | None = None  # (list, its JSON)
         # Counting per model: every provider count teaches the ratio (agents.calibration);
@@ -285,5 +284,4 @@ class CallRunner:
             # The rest of the request body (model, max_tokens, tools...), so the inspector
             # can rebuild byte for byte what the provider received.
             "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
-        self.recorded()
         return reply

@@ -1,26 +1,27 @@
-"""Commit points of a turn: the writes between two model calls go to the database together.
+"""Commit points of a turn: the writes between two waits go to the database together.
 
 A turn used to cost a transaction (and a disk flush) per event and per archived row. Now
 the loop opens a batch when a turn starts; the store's writes and the sink's events join
-it, and it commits at three points:
+it, and it commits at two kinds of points:
 
 1. right before each model call and each tool run — what the turn prepared (its user
-   messages, anchors, BUDGET) is stored and streamed while the model works, and no
-   transaction (no SQLite write lock) stays open while the model or a tool works;
-2. right after each model call — its MODEL_CALL event, so a paid call stays on record
-   even when the turn never commits (tests/django/test_exactly_once.py);
-3. at the end of the turn, with the state save — the database store writes the state into
+   messages, anchors, BUDGET, the previous call's MODEL_CALL) is stored and streamed
+   while the model or the tool works, and no transaction (no SQLite write lock) stays open
+   meanwhile;
+2. at the end of the turn, with the state save — the database store writes the state into
    the open batch and commits it durably: the turn's last writes and its state are one
    transaction.
 
-Only commits before a wait (points 1 and the tool run) announce the stored events to the
-live pages; points 2 and 3 store theirs unannounced, and the next announcement (the next
-wait, the session's last events, or any event stored outside a batch) carries a newer seq,
-up to which a page reads every stored event from the database. In the loop each of those
-commits is followed within milliseconds by an announcing one, and each announcement costs
-the engine's thread the channel layer's work (taskos/live/sending.py).
+A MODEL_CALL therefore commits at the next wait or with the state save, whichever comes
+first: between the reply and that commit the turn only computes (it waits on nothing).
+When the batch rolls back instead (an error, a kill the process survives), the sink
+stores the batch's model calls again on their own: a paid call stays on record
+(taskos/live/publisher.py drop_held). Only the commits before a wait announce the stored
+events to the live pages; the state save stores its events unannounced, and the next
+announcement (the next wait, the session's last events, or any event stored outside a
+batch) carries a newer seq, up to which a page reads every stored event from the database.
 
-The database store does not wait for the disk at points 1 and 2 (taskos/runs/store.py
+The database store does not wait for the disk at points 1 (taskos/runs/store.py
 relaxed_commits); they cannot be lost alone: the state save's durable commit flushes every
 earlier commit with it, and until then the saved state says the turn did not happen, so
 a crash redoes it (agents/loop.py discards what it left). Stores and sinks without
@@ -65,13 +66,6 @@ class CommitPoints:
         if self._transactions:
             self.store.commit_batch()
 
-    def checkpoint(self) -> None:
-        """Commit what is open (unannounced: the turn goes on at once) and go on in a new
-        batch."""
-        if self.open:
-            self.commit(announce=False)
-            self.begin()
-
     def end(self) -> None:
         """After the state save (a database store committed the batch with it): events
         are written as they come until the next turn."""
@@ -80,7 +74,8 @@ class CommitPoints:
             self.events.release()
 
     def abort(self, exc: BaseException) -> None:
-        """Roll back the open transaction and forget the held events (never stored)."""
+        """Roll back the open transaction and forget the held events (never stored), but
+        for its model calls, which the sink stores again."""
         was_open, self.open = self.open, False
         try:
             if was_open and self._transactions:

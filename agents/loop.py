@@ -63,10 +63,9 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
         self.calls.retries = self.retries
-        # A turn's writes commit together, at its model calls and with its state save.
+        # A turn's writes commit together, before each wait and with its state save.
         self.commits = CommitPoints(self.store.inner, events)
         self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
-        self.calls.recorded = self.commits.checkpoint
         self.calls.calibration = self.calibration
         self.calls.served = getattr(self.counter, "served", None)
         self.calls.on_correction = self._recalibrated

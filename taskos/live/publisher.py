@@ -7,6 +7,7 @@ and is the truth; a browser that missed a message resyncs from it.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import fields
 
 from django.db import IntegrityError, connection, transaction
@@ -19,6 +20,8 @@ from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
 from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
+
+log = logging.getLogger("taskos.live")
 
 # After these the session's worker stops or runs another session: nothing stays queued.
 LAST_EVENTS = (EventType.SESSION_FINISHED, EventType.SESSION_WAITING)
@@ -48,6 +51,9 @@ class ChannelsPublisher:
         self._sender = GroupSender(self.session_pk)
         self._held: list[Event] | None = None  # None: events are stored as they come
         self._unannounced: Event | None = None  # stored and committed, not sent yet
+        # MODEL_CALLs stored in the caller's open transaction: a paid call stays on record
+        # when that transaction rolls back (drop_held).
+        self._calls_uncommitted: list[Event] = []
         self._calls = CallCompactor()
 
     # --- batches
@@ -60,10 +66,23 @@ class ChannelsPublisher:
         self._held = None
 
     def drop_held(self) -> None:
-        """The transaction the held events were for rolled back: they never existed."""
-        self._held = None
+        """The transaction the held events were for rolled back: they never existed, but
+        for the model calls among them, which were paid for: those are stored again, each
+        on its own, numbered after what is stored (a resume marks them discarded with the
+        rest of the turn they belonged to)."""
+        calls = self._calls_uncommitted + [e for e in self._held or []
+                                           if e.type == EventType.MODEL_CALL]
+        self._held, self._calls_uncommitted = None, []
         self._calls.forget()
         self._seq = self._stored_max_seq()
+        for event in calls:
+            try:
+                self.emit(event)
+            except Exception:  # noqa: BLE001 - the rollback's own cause is what is raised
+                log.exception("Session %s: could not keep the record of model call %s after "
+                              "its turn rolled back", self.session_pk,
+                              (event.payload or {}).get("call"))
+                return
 
     def flush(self, announce: bool = True) -> None:
         """Store the held events in one go, in the caller's transaction; send after commit.
@@ -81,6 +100,10 @@ class ChannelsPublisher:
         with transaction.atomic(savepoint=False):
             self._store_many(events)
             self._update_counters(events)
+        calls = [e for e in events if e.type == EventType.MODEL_CALL]
+        if calls:
+            self._calls_uncommitted += calls
+            transaction.on_commit(self._calls_uncommitted.clear)
         if announce or any(e.type in LAST_EVENTS for e in events):
             transaction.on_commit(lambda: self._send_many(events, wait=False))
         else:

@@ -166,6 +166,29 @@ def test_a_turn_killed_before_its_commit_runs_again_without_duplicates(sim_profi
     assert seqs == list(range(1, len(seqs) + 1))  # no seq is ever given out twice
 
 
+def test_a_model_call_stays_on_record_when_its_turn_rolls_back(sim_profile, monkeypatch):
+    """The call's MODEL_CALL commits with the next wait's batch; an error before that (here
+    archiving the reply fails) rolls the batch back, and the paid call is stored again."""
+    session = new_session(sim_profile)
+    original = DjangoStore.archive
+
+    def archive(self, session_id, turn, role, content, **kw):
+        if role == "assistant" and turn == 2:
+            raise RuntimeError("disk full")
+        return original(self, session_id, turn, role, content, **kw)
+
+    monkeypatch.setattr(DjangoStore, "archive", archive)
+    run_session.apply(args=[session.pk])
+    calls = SessionEvent.all_objects.filter(session=session, type="MODEL_CALL")
+    assert calls.filter(turn=2).count() == 1  # the call whose reply could not be archived
+    assert call_numbers(session) == list(range(1, len(call_numbers(session)) + 1))
+    session.refresh_from_db()
+    assert session.engine_state["turn"] == 2 and session.status == "failed"
+    assert "disk full" in session.error
+    seqs = list(SessionEvent.all_objects.filter(session=session).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
 def test_a_worker_killed_in_turn_zero_archives_the_goal_once(sim_profile, monkeypatch):
     session = new_session(sim_profile)
     original = kill_on_save(monkeypatch, lambda state: state["turn"] == 1)

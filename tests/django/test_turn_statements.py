@@ -44,6 +44,24 @@ def test_a_turn_sends_a_bounded_number_of_statements(sim_profile):
     assert len(statements(queries)) / report["turns"] <= limit
 
 
+def test_a_turn_commits_before_each_wait_and_with_its_state_only(sim_profile):
+    """No commit of its own right after a model call (issue 8): its MODEL_CALL goes with
+    the next wait's batch or the state save. Before, a tool turn committed four times."""
+    session = sales_report(sim_profile)
+    commits, real_commit = [], connection.commit
+    connection.commit = lambda: (commits.append(1), real_commit())[1]
+    try:
+        report = execute_session(session)
+    finally:
+        del connection.commit
+    assert report["status"] == "finished"
+    types = list(SessionEvent.objects.filter(session=session).values_list("type", flat=True))
+    waits = types.count("MODEL_CALL") + types.count("TOOL_CALL")
+    # a commit before every wait and one per turn with the state; the rest outside the
+    # turns (the start, the goal's anchors, the resume check, the end: 8 here)
+    assert len(commits) <= waits + report["turns"] + 10
+
+
 def test_anchors_and_tasks_are_read_again_only_after_a_person_edited_them(sim_profile,
                                                                           monkeypatch):
     session = sales_report(sim_profile)
