@@ -1,31 +1,28 @@
-"""Commit points of a turn: the writes between two waits go to the database together.
+"""Commit points: the engine's writes commit right before it waits, and never otherwise.
 
-A turn used to cost a transaction (and a disk flush) per event and per archived row. Now
-the loop opens a batch when a turn starts; the store's writes and the sink's events join
-it, and it commits at two kinds of points:
+A turn used to cost a transaction (and a disk flush) per event and per archived row, then
+four: before its model call, after it, before each tool, and with its state. Now the rule
+is one: the batch open since the last wait commits right before the next wait — a model
+call or a tool run — and when the run stops. What a wait follows is stored and streamed
+while the model or the tool works, and no transaction (no SQLite write lock) stays open
+meanwhile. So a tool turn commits twice and an answer turn once:
 
-1. right before each model call and each tool run — what the turn prepared (its user
-   messages, anchors, BUDGET, the previous call's MODEL_CALL) is stored and streamed
-   while the model or the tool works, and no transaction (no SQLite write lock) stays open
-   meanwhile;
-2. at the end of the turn, with the state save — the database store writes the state into
-   the open batch and commits it durably: the turn's last writes and its state are one
-   transaction.
+- before its model call: the previous turn's tool result, anchors and state, then this
+  turn's user messages, anchors, compaction and BUDGET;
+- before its tool: the MODEL_CALL, the reply and TOOL_CALL.
 
-A MODEL_CALL therefore commits at the next wait or with the state save, whichever comes
-first: between the reply and that commit the turn only computes (it waits on nothing).
-When the batch rolls back instead (an error, a kill the process survives), the sink
-stores the batch's model calls again on their own: a paid call stays on record
-(taskos/live/publisher.py drop_held). Only the commits before a wait announce the stored
-events to the live pages; the state save stores its events unannounced, and the next
-announcement (the next wait, the session's last events, or any event stored outside a
-batch) carries a newer seq, up to which a page reads every stored event from the database.
+The state save goes into the open batch; the next wait commits it, durably (taskos/runs/
+store.py), with what the next turn prepared. Between a state save or a model call's reply
+and that commit the engine only computes — it waits on nothing. An error there rolls back
+only what came after the saved turn: the store marks the turn's end (`mark_turn_saved`),
+rolls back to it and commits the turn. And the sink stores the rolled-back model calls
+again on their own, so a paid call stays on record (taskos/live/publisher.py drop_held).
 
-The database store does not wait for the disk at points 1 (taskos/runs/store.py
-relaxed_commits); they cannot be lost alone: the state save's durable commit flushes every
-earlier commit with it, and until then the saved state says the turn did not happen, so
-a crash redoes it (agents/loop.py discards what it left). Stores and sinks without
-`begin_batch` / `hold` (MemoryStore, ListSink) are left as they are: nothing to batch.
+Only the commits before a wait announce the stored events to the live pages; the others
+store theirs unannounced, and the next announcement (the next wait, the session's last
+events, or any event stored outside a batch) carries a newer seq, up to which a page
+reads every stored event from the database. Stores and sinks without `begin_batch` /
+`hold` (MemoryStore, ListSink) are left as they are: nothing to batch.
 """
 from __future__ import annotations
 
@@ -67,15 +64,24 @@ class CommitPoints:
             self.store.commit_batch()
 
     def end(self) -> None:
-        """After the state save (a database store committed the batch with it): events
-        are written as they come until the next turn."""
+        """After the state save: the turn's events are stored and the batch stays open
+        until the next wait commits it; the store marks where the finished turn ends, so
+        an error before that commit still commits the turn (abort)."""
+        self.flush_events()
+        if self.open and self._transactions:
+            self.store.mark_turn_saved()
+
+    def finish(self) -> None:
+        """The run stops (an answer, a wait for sub-agents, a limit): commit what is open;
+        events are written as they come from here on."""
         self.commit(announce=False)
         if self._holds_events:
             self.events.release()
 
     def abort(self, exc: BaseException) -> None:
-        """Roll back the open transaction and forget the held events (never stored), but
-        for its model calls, which the sink stores again."""
+        """Roll back what the open transaction wrote after the last saved turn (a store
+        commits that turn), forget the held events (never stored) and have the sink store
+        again the model calls that went with the rollback."""
         was_open, self.open = self.open, False
         try:
             if was_open and self._transactions:

@@ -156,16 +156,21 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         return max(self.spec.config.max_turns, steps)
 
     def _iterate(self, progress, total) -> RunResult:
+        try:
+            result = self._turns(progress, total)
+        except BaseException as exc:  # a kill included: what the last saved turn left goes
+            self.commits.abort(exc)
+            raise
+        self.commits.finish()  # the last turn's state, before the session's end is told
+        return result
+
+    def _turns(self, progress, total) -> RunResult:
         while self.turn < self.max_turns():
             if self.store.cancel_requested(self.session_id):
                 return RunResult("cancelled", "", self.turn, "cancelled by a person")
             self.ledger.start()
             self.commits.begin()
-            try:
-                answer = self._one_turn()
-            except BaseException as exc:  # a kill included: the turn's open writes go
-                self.commits.abort(exc)
-                raise
+            answer = self._one_turn()
             self.ledger.lap()
             if progress:
                 progress(min(self.turn, total), total)
@@ -194,7 +199,7 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         if self.delegations.waiting:  # before the save: part of the committed turn
             self.emit(self.delegations.pause_event())
         self.commits.flush_events()  # stored before the state that names the last seq
-        self._save_state()  # a database store commits the batch, then the state, durably
+        self._save_state()  # into the open batch: it commits at the next wait, durably
         self.commits.end()
         return answer
 

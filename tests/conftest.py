@@ -20,6 +20,14 @@ def pytest_configure(config):
     # own connections; with no max age they are closed after use instead of lingering, so
     # PostgreSQL can drop the test database at the end of the run.
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # A file, as TaskOS runs on: WAL, and a writer waits for another (the busy timeout)
+        # where the in-memory default's shared cache fails it at once with "database table
+        # is locked" — the worker-thread tests run sessions side by side.
+        import os
+        import tempfile
+        settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = os.path.join(
+            tempfile.gettempdir(), f"taskos-test-{os.getpid()}.sqlite3")
     # Workers started inside the test process must not sweep the test database behind the
     # tests' backs; the sweeper has tests of its own.
     settings.TASKOS_SWEEP_SECONDS = 0

@@ -136,15 +136,13 @@ class ChannelsPublisher:
         Plain SQL, not bulk_create: Django compiles the same statement anew per batch, and
         on PostgreSQL sends the rows as arrays whose text dump escapes every quote of every
         payload one regex replacement at a time."""
-        q = connection.ops.quote_name
-        field = SessionEvent._meta.get_field
-        payload, at = field("payload"), field("at")
+        q, ops = connection.ops.quote_name, connection.ops
         columns = ("session_id", "seq", "type", "payload", "turn", "at", "discarded")
         params = []
-        for e in events:
+        for e in events:  # the fields' own conversions, minus the field machinery around them
             params += [self.session_pk, e.seq, str(e.type),
-                       payload.get_db_prep_save(self._stored_payload(e), connection),
-                       int(e.turn or 0), at.get_db_prep_save(_event_time(e), connection), False]
+                       ops.adapt_json_value(self._stored_payload(e), None),
+                       int(e.turn or 0), ops.adapt_datetimefield_value(_event_time(e)), False]
         values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(events))
         with connection.cursor() as cursor:
             cursor.execute(

@@ -53,6 +53,7 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
     def __init__(self, lease=None) -> None:
         self.lease = lease
         self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
+        self._saved_turn = None  # the savepoint after the batch's state save, if any
         self._chunks: dict[int, set[str]] = {}  # state pieces stored, per session
         self._memos: dict[int, state_chunks.MessageMemo] = {}  # history dumped, per session
         # (session pk, row): what cancel_requested read along with the cancel flag
@@ -66,18 +67,37 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
 
     def commit_batch(self, durable: bool = False) -> None:
         """Commit the open batch (durable or not as the connection is: see relaxed_commits;
-        the state save commits the turn's last batch durably, and that flushes every
-        earlier commit along)."""
+        a batch holding a state save commits durably, and that flushes every earlier
+        commit along)."""
         self._poll = None  # a model call or a tool starts: what people asked is read anew
-        batch, self._batch = self._batch, None
+        batch, self._batch, self._saved_turn = self._batch, None, None
         if batch is not None:
             batch.__exit__(None, None, None)
 
+    def mark_turn_saved(self) -> None:
+        """The batch holds a finished turn's state: a rollback goes back to here, no
+        further (rollback_batch)."""
+        if self._batch is not None:
+            self._saved_turn = transaction.savepoint()
+
     def rollback_batch(self, exc: BaseException) -> None:
+        """Undo the batch; when it holds a saved turn, only what came after it, and commit
+        that turn (it finished: only the next one's first steps failed)."""
         self._poll = None
+        self._chunks.clear()  # which state pieces are stored is read again
         batch, self._batch = self._batch, None
-        if batch is not None:
-            batch.__exit__(type(exc), exc, exc.__traceback__)
+        saved, self._saved_turn = self._saved_turn, None
+        if batch is None:
+            return
+        if saved is not None:
+            try:
+                transaction.savepoint_rollback(saved)
+            except Exception:  # noqa: BLE001 - the connection broke: nothing can be kept
+                log.exception("Could not keep the last saved turn; rolling the batch back")
+            else:
+                batch.__exit__(None, None, None)
+                return
+        batch.__exit__(type(exc), exc, exc.__traceback__)
 
     def _check_lease(self) -> None:
         if self.lease is not None:
@@ -220,11 +240,11 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
     def save_state(self, session_id, state) -> None:
         # Plain JSON or an error, as in MemoryStore: a state that does not serialise is an
         # engine bug, not something to paper over.
-        # The state goes into the turn's open batch, which then commits durably: the
+        # The state goes into the open batch, which the next wait commits durably: the
         # turn's last writes, its new state pieces and the head that names them are one
-        # transaction (before, the batch and the state were two). A worker that dies
-        # before that commit leaves nothing of the batch and the old state: the re-run
-        # discards what the turn's earlier commit points wrote (agents/loop.py).
+        # transaction. A worker that dies before that commit leaves nothing of the batch
+        # and the old state: the re-run discards what the turn's earlier commit points
+        # wrote (agents/loop.py).
         pk = session_pk(session_id)
         head, chunks = state_chunks.split(state, self._memos.setdefault(
             pk, state_chunks.MessageMemo()))
@@ -246,7 +266,6 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
                     self.lease.fence(turn_sql.save_head(pk, head, self.lease))
                 elif not turn_sql.save_head(pk, head):
                     raise UnknownSession(f"No session {session_id} to save the engine state of")
-            self.commit_batch()
         except BaseException:
             self._chunks.pop(pk, None)  # rolled back: read what is stored again next time
             raise

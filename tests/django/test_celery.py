@@ -110,22 +110,27 @@ class WorkerKilled(BaseException):
 def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, channels_redis_url,
                                                                monkeypatch):
     from taskos.runs.store import DjangoStore
-    save_state = DjangoStore.save_state
+    save_state, commit_batch = DjangoStore.save_state, DjangoStore.commit_batch
     saved = []
 
-    def dies_after_the_fourth_turn(self, session_id, state):
+    def records(self, session_id, state):
         save_state(self, session_id, state)
         saved.append(state)
+
+    def dies_once_the_fourth_turn_is_committed(self, durable=False):
+        commit_batch(self, durable)  # the next wait's commit carries the saved state
         if len(saved) == 4:
             raise WorkerKilled
 
-    monkeypatch.setattr(DjangoStore, "save_state", dies_after_the_fourth_turn)
+    monkeypatch.setattr(DjangoStore, "save_state", records)
+    monkeypatch.setattr(DjangoStore, "commit_batch", dies_once_the_fourth_turn_is_committed)
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     with pytest.raises(WorkerKilled):
         run_session.apply(args=[session.pk], throw=True)
     session.refresh_from_db()
-    assert session.status == "running" and session.engine_state is not None
+    assert session.status == "running" and session.engine_state["turn"] == 4
     monkeypatch.setattr(DjangoStore, "save_state", save_state)
+    monkeypatch.setattr(DjangoStore, "commit_batch", commit_batch)
 
     run_session.apply(args=[session.pk])  # the redelivered message
     session.refresh_from_db()
@@ -133,5 +138,10 @@ def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, chan
     started = list(session.events.filter(type="SESSION_STARTED")
                    .values_list("payload__resumed", flat=True))
     assert started == [False, True]
-    seqs = list(session.events.values_list("seq", flat=True))
+    from taskos.runs.models import SessionEvent
+    every = SessionEvent.all_objects.filter(session=session)
+    seqs = list(every.values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))  # one unbroken event log across both runs
+    # What the fifth turn had committed with the fourth's state is marked discarded: that
+    # turn ran again. Nothing of the four saved turns is.
+    assert set(every.filter(discarded=True).values_list("turn", flat=True)) == {4}

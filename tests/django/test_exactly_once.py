@@ -81,15 +81,21 @@ def test_a_redelivery_during_a_run_neither_runs_nor_duplicates_anything(sim_prof
 
     session = new_session(sim_profile)
     in_turn_three, go_on = threading.Event(), threading.Event()
-    original = DjangoStore.save_state
+    original, original_commit = DjangoStore.save_state, DjangoStore.commit_batch
+    saved = []
 
-    def slow_save(self, session_id, state):
+    def save(self, session_id, state):
         original(self, session_id, state)
-        if state["turn"] == 3 and int(session_id) == session.pk:
+        if int(session_id) == session.pk:
+            saved.append(state["turn"])
+
+    def slow_wait(self, durable=False):
+        original_commit(self, durable)
+        if saved == [1, 2, 3] and not in_turn_three.is_set():  # waiting on the model, turn 4
             in_turn_three.set()
             go_on.wait(60)
 
-    DjangoStore.save_state = slow_save
+    DjangoStore.save_state, DjangoStore.commit_batch = save, slow_wait
     try:
         first = threading.Thread(target=lambda: (run_session.apply(args=[session.pk]),
                                                  connections.close_all()))
@@ -99,7 +105,7 @@ def test_a_redelivery_during_a_run_neither_runs_nor_duplicates_anything(sim_prof
         go_on.set()
         first.join(120)
     finally:
-        DjangoStore.save_state = original
+        DjangoStore.save_state, DjangoStore.commit_batch = original, original_commit
     session.refresh_from_db()
     reference.refresh_from_db()
     assert session.status == reference.status == "finished"
