@@ -15,7 +15,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agents.events import Event, EventType
-from taskos.runs import turn_sql
+from taskos.runs import pipeline, turn_sql
 from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
@@ -110,6 +110,13 @@ class ChannelsPublisher:
             transaction.on_commit(lambda: setattr(self, "_unannounced", events[-1]))
 
     def _store_many(self, events: list[Event]) -> None:
+        writes = pipeline.for_connection()
+        if writes.active:
+            # Sent with the batch's other writes. A seq another executor took fails the
+            # commit instead of being renumbered here (taskos/runs/store.py commit_batch).
+            with writes.writing():
+                self._insert(events, returning=False)
+            return
         saved = self._calls.state()
         for _ in range(5):
             stored = self._insert(events)
@@ -130,8 +137,9 @@ class ChannelsPublisher:
         raise RuntimeError(f"Could not store {len(events)} events for session "
                            f"{self.session_pk}: the sequence numbers kept clashing")
 
-    def _insert(self, events: list[Event]) -> list[int]:
-        """One INSERT for the batch; the seqs stored (a taken seq is skipped, not an error).
+    def _insert(self, events: list[Event], returning: bool = True) -> list[int]:
+        """One INSERT for the batch; the seqs stored (a taken seq is skipped, not an error),
+        or, not `returning`, a plain insert that fails on a taken seq and returns [].
 
         Plain SQL, not bulk_create: Django compiles the same statement anew per batch, and
         on PostgreSQL sends the rows as arrays whose text dump escapes every quote of every
@@ -144,12 +152,14 @@ class ChannelsPublisher:
                        ops.adapt_json_value(self._stored_payload(e), None),
                        int(e.turn or 0), ops.adapt_datetimefield_value(_event_time(e)), False]
         values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(events))
+        sql = (f"INSERT INTO {q(SessionEvent._meta.db_table)} "
+               f"({', '.join(q(c) for c in columns)}) VALUES {values}")
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {q(SessionEvent._meta.db_table)} "
-                f"({', '.join(q(c) for c in columns)}) VALUES {values} "
-                f"ON CONFLICT ({q('session_id')}, {q('seq')}) DO NOTHING RETURNING {q('seq')}",
-                params)
+            if not returning:
+                cursor.execute(sql, params)
+                return []
+            cursor.execute(f"{sql} ON CONFLICT ({q('session_id')}, {q('seq')}) DO NOTHING "
+                           f"RETURNING {q('seq')}", params)
             return [row[0] for row in cursor.fetchall()]
 
     def _stored_payload(self, event: Event) -> dict:
@@ -232,11 +242,12 @@ class ChannelsPublisher:
                           and not (e.payload or {}).get("noop"))
         if calls or compactions:
             tokens = [int(e.payload.get("input_tokens") or 0) for e in calls] or [0]
-            turn_sql.add_to_counters(
-                self.session_pk, tokens=sum(tokens), peak=max(tokens),
-                turn=max((int(e.turn or 0) for e in calls), default=0),
-                cost=sum(float(e.payload.get("cost") or 0) for e in calls),
-                compactions=compactions)
+            with pipeline.for_connection().writing():
+                turn_sql.add_to_counters(
+                    self.session_pk, tokens=sum(tokens), peak=max(tokens),
+                    turn=max((int(e.turn or 0) for e in calls), default=0),
+                    cost=sum(float(e.payload.get("cost") or 0) for e in calls),
+                    compactions=compactions)
         for event in events:
             if event.type in (EventType.SESSION_STARTED, EventType.SESSION_FINISHED):
                 self._update_session(event)

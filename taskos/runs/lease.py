@@ -74,6 +74,10 @@ class Lease:
                         self.session_pk, self.owner)
         return bool(renewed)
 
+    def held(self) -> bool:
+        """Whether the session row still names this executor (a read, no renewal)."""
+        return Session.objects.filter(pk=self.session_pk, lease_owner=self.owner).exists()
+
     def check(self) -> None:
         if self.lost:
             raise LeaseLost(f"session {self.session_pk} is run by another worker now")

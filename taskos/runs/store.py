@@ -6,7 +6,6 @@ whole row), so an admin edit or a cancel request made meanwhile is not overwritt
 from __future__ import annotations
 
 import base64
-import logging
 from typing import Any
 
 from django.db import connection, transaction
@@ -18,14 +17,15 @@ from agents.store import AnchorRecord, ArchiveHit, TaskRecord
 from . import search, state_chunks, turn_sql
 from .edits import engine_writes
 from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
+from .row_ids import RowIds
 # relaxed_commits is the worker's (tasks.py) to wrap a session's run in.
 from .store_base import (UnknownSession, durable_commit, json_safe,  # noqa: F401
                          relaxed_commits, session_pk, storable_text)
+from .store_batches import Batches
 from .store_children import SubAgents
 from .store_recovery import RedoneTurns
 from .store_requests import PeopleRequests
 
-log = logging.getLogger("taskos.runs")
 STALE_CHUNKS = 64  # state pieces no longer named that may wait before they are deleted
 
 
@@ -43,7 +43,7 @@ def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
                        f"ON CONFLICT ({session}, {key}) DO NOTHING", params)
 
 
-class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
+class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
     """Every method of agents.store.Store; session ids are Session primary keys as str.
 
     With a `lease` (taskos/runs/lease.py) every write of the loop is fenced: an executor
@@ -54,50 +54,13 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
         self.lease = lease
         self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
         self._saved_turn = None  # the savepoint after the batch's state save, if any
+        # Ids ahead of the rows, so a batch's inserts wait for nothing (PostgreSQL's pipeline)
+        self._archive_ids = RowIds(ArchivedTurn._meta.db_table)
+        self._anchor_ids = RowIds(Anchor._meta.db_table)
         self._chunks: dict[int, set[str]] = {}  # state pieces stored, per session
         self._memos: dict[int, state_chunks.MessageMemo] = {}  # history dumped, per session
         # (session pk, row): what cancel_requested read along with the cancel flag
         self._poll: tuple[int, dict[str, Any]] | None = None
-
-    # --- batches: the writes between two commit points of a turn, in one transaction
-    def begin_batch(self) -> None:
-        if self._batch is None:
-            self._batch = transaction.atomic()
-            self._batch.__enter__()
-
-    def commit_batch(self, durable: bool = False) -> None:
-        """Commit the open batch (durable or not as the connection is: see relaxed_commits;
-        a batch holding a state save commits durably, and that flushes every earlier
-        commit along)."""
-        self._poll = None  # a model call or a tool starts: what people asked is read anew
-        batch, self._batch, self._saved_turn = self._batch, None, None
-        if batch is not None:
-            batch.__exit__(None, None, None)
-
-    def mark_turn_saved(self) -> None:
-        """The batch holds a finished turn's state: a rollback goes back to here, no
-        further (rollback_batch)."""
-        if self._batch is not None:
-            self._saved_turn = transaction.savepoint()
-
-    def rollback_batch(self, exc: BaseException) -> None:
-        """Undo the batch; when it holds a saved turn, only what came after it, and commit
-        that turn (it finished: only the next one's first steps failed)."""
-        self._poll = None
-        self._chunks.clear()  # which state pieces are stored is read again
-        batch, self._batch = self._batch, None
-        saved, self._saved_turn = self._saved_turn, None
-        if batch is None:
-            return
-        if saved is not None:
-            try:
-                transaction.savepoint_rollback(saved)
-            except Exception:  # noqa: BLE001 - the connection broke: nothing can be kept
-                log.exception("Could not keep the last saved turn; rolling the batch back")
-            else:
-                batch.__exit__(None, None, None)
-                return
-        batch.__exit__(type(exc), exc, exc.__traceback__)
 
     def _check_lease(self) -> None:
         if self.lease is not None:
@@ -120,10 +83,13 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
             searchable, pending = search_terms(content, tool_name), None
             content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
             is_binary = True
-        row_id = turn_sql.insert_archived(pk, {
-            "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
-            "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
-            "is_binary": is_binary, "search_text": searchable, "search_pending": pending})
+        row_id = self._archive_ids.next()
+        with self._writes.writing():
+            row_id = turn_sql.insert_archived(pk, {
+                "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
+                "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
+                "is_binary": is_binary, "search_text": searchable, "search_pending": pending},
+                row_id)
         return ArchivedTurn(pk=row_id, session_id=pk).ref
 
     def read_ref(self, session_id, ref) -> str | None:
@@ -184,9 +150,13 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
                   "source": anchor.source, "active": anchor.active, "turn": anchor.turn}
         # Plain SQL (turn_sql), so no post_save: the engine's own writes are not counted
         # as a person's edits (taskos/runs/edits.py).
-        if anchor.id is not None and turn_sql.update_anchor(pk, anchor.id, fields):
+        if anchor.id is not None:
+            with self._writes.writing():
+                turn_sql.upsert_anchor(pk, anchor.id, fields)
             return AnchorRecord(id=anchor.id, **fields)
-        return AnchorRecord(id=turn_sql.insert_anchor(pk, fields), **fields)
+        new_id = self._anchor_ids.next()
+        with self._writes.writing():
+            return AnchorRecord(id=turn_sql.insert_anchor(pk, fields, new_id), **fields)
 
     # --- tasks and notes
     def load_tasks(self, session_id) -> list[TaskRecord]:
@@ -255,16 +225,21 @@ class DjangoStore(PeopleRequests, SubAgents, RedoneTurns):
         stale = stored - chunks.keys() if len(stored) - len(chunks) > STALE_CHUNKS else set()
         try:
             # In the batch without a savepoint of its own; alone, its own transaction.
+            if self.lease is not None:
+                self.lease.check()  # known lost: not a piece written
             with transaction.atomic(savepoint=False):
-                durable_commit()  # the whole transaction: the batch's writes with it
-                if new:
-                    _insert_chunks(pk, [(key, chunks[key]) for key in new])
                 if stale:
                     EngineStateChunk.objects.filter(session_id=pk, key__in=stale).delete()
+                with self._writes.writing():
+                    durable_commit()  # the whole transaction: the batch's writes with it
+                    if new:
+                        _insert_chunks(pk, [(key, chunks[key]) for key in new])
+                    # The head's row count says whether the lease still holds: settled.
+                    written = turn_sql.save_head(pk, head, self.lease,
+                                                 settle=self._writes.flush)
                 if self.lease is not None:
-                    self.lease.check()
-                    self.lease.fence(turn_sql.save_head(pk, head, self.lease))
-                elif not turn_sql.save_head(pk, head):
+                    self.lease.fence(written)
+                elif not written:
                     raise UnknownSession(f"No session {session_id} to save the engine state of")
         except BaseException:
             self._chunks.pop(pk, None)  # rolled back: read what is stored again next time

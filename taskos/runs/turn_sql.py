@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from django.db import connection
 from django.utils import timezone
@@ -44,11 +44,20 @@ def _json(model, field: str, value: Any) -> Any:
     return model._meta.get_field(field).get_db_prep_save(value, connection)
 
 
-def _run(sql: str, params: list[Any], fetch: bool = False) -> Any:
-    """The first row when `fetch`, else the number of rows changed."""
+def _run(sql: str, params: list[Any], fetch: bool = False,
+         settle: Callable[[], int] | None = None) -> Any:
+    """The first row when `fetch`, else the number of rows changed. A statement kept for a
+    batch's next flush (taskos/runs/pipeline.py) has no count yet: `settle` sends it and
+    returns it."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchone() if fetch else cursor.rowcount
+        if fetch:
+            return cursor.fetchone()
+        rows = cursor.rowcount
+    if settle is not None:
+        flushed = settle()
+        rows = flushed if flushed >= 0 else rows  # -1: nothing was kept, it ran at once
+    return rows
 
 
 @lru_cache(maxsize=None)
@@ -69,48 +78,58 @@ def add_to_counters(session_pk: int, tokens: int, peak: int, turn: int, cost: fl
 
 
 @lru_cache(maxsize=None)
-def _insert_sql(vendor: str, table: str, columns: tuple[str, ...]) -> str:
+def _insert_sql(vendor: str, table: str, columns: tuple[str, ...], returning: bool) -> str:
     cols = ", ".join(_q(c) for c in columns)
     values = ", ".join(["%s"] * len(columns))
-    returning = f" RETURNING {_q('id')}" \
-        if connection.features.can_return_columns_from_insert else ""
-    return f"INSERT INTO {_q(table)} ({cols}) VALUES ({values}){returning}"
+    back = f" RETURNING {_q('id')}" if returning else ""
+    return f"INSERT INTO {_q(table)} ({cols}) VALUES ({values}){back}"
 
 
-def _insert(model, columns: tuple[str, ...], params: list[Any]) -> int:
-    sql = _insert_sql(connection.vendor, model._meta.db_table, columns)
+def _insert(model, columns: tuple[str, ...], params: list[Any], row_id: int | None) -> int:
+    """The new row's id: `row_id` when given (reserved ahead, taskos/runs/row_ids.py: the
+    statement then waits for nothing), else what the database gave it."""
+    if row_id is not None:
+        _run(_insert_sql(connection.vendor, model._meta.db_table, ("id", *columns), False),
+             [row_id, *params])
+        return row_id
+    returning = connection.features.can_return_columns_from_insert
+    sql = _insert_sql(connection.vendor, model._meta.db_table, columns, returning)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        if connection.features.can_return_columns_from_insert:
-            return cursor.fetchone()[0]
-        return cursor.lastrowid
+        return cursor.fetchone()[0] if returning else cursor.lastrowid
 
 
-def insert_anchor(session_pk: int, fields: dict[str, Any]) -> int:
+def insert_anchor(session_pk: int, fields: dict[str, Any], anchor_id: int | None = None) -> int:
     now = _now()
     return _insert(Anchor, ("session_id", *ANCHOR_FIELDS, "created_at", "updated_at"),
-                   [session_pk, *(fields[f] for f in ANCHOR_FIELDS), now, now])
+                   [session_pk, *(fields[f] for f in ANCHOR_FIELDS), now, now], anchor_id)
 
 
 @lru_cache(maxsize=None)
-def _anchor_update_sql(vendor: str) -> str:
-    sets = ", ".join(f"{_q(f)} = %s" for f in ("updated_at", *ANCHOR_FIELDS))
-    return f"UPDATE {_table(Anchor)} SET {sets} WHERE {_q('id')} = %s AND {_q('session_id')} = %s"
+def _anchor_upsert_sql(vendor: str) -> str:
+    columns = ("id", "session_id", *ANCHOR_FIELDS, "created_at", "updated_at")
+    sets = ", ".join(f"{_q(f)} = excluded.{_q(f)}" for f in (*ANCHOR_FIELDS, "updated_at"))
+    return (f"INSERT INTO {_table(Anchor)} ({', '.join(_q(c) for c in columns)}) "
+            f"VALUES ({', '.join(['%s'] * len(columns))}) ON CONFLICT ({_q('id')}) "
+            f"DO UPDATE SET {sets} WHERE {_table(Anchor)}.{_q('session_id')} = "
+            f"excluded.{_q('session_id')}")
 
 
-def update_anchor(session_pk: int, anchor_id: int, fields: dict[str, Any]) -> bool:
-    """False when the session has no such anchor (a person deleted it meanwhile)."""
-    return _run(_anchor_update_sql(connection.vendor),
-                [_now(), *(fields[f] for f in ANCHOR_FIELDS), anchor_id, session_pk]) > 0
+def upsert_anchor(session_pk: int, anchor_id: int, fields: dict[str, Any]) -> None:
+    """The anchor as the engine has it now; written again under its id if a person deleted
+    it meanwhile. No row count to wait for, so it can be pipelined."""
+    now = _now()
+    _run(_anchor_upsert_sql(connection.vendor),
+         [anchor_id, session_pk, *(fields[f] for f in ANCHOR_FIELDS), now, now])
 
 
-def insert_archived(session_pk: int, row: dict[str, Any]) -> int:
+def insert_archived(session_pk: int, row: dict[str, Any], row_id: int | None = None) -> int:
     """One archive row; `row` holds every ARCHIVE_FIELDS value but the session and time.
     The full-text index follows `search_text` by itself (SQLite: triggers; PostgreSQL: a
     generated column), as it does for the ORM's inserts."""
     values = {**row, "session_id": session_pk, "created_at": _now(),
               "tool_args": _json(ArchivedTurn, "tool_args", row["tool_args"])}
-    return _insert(ArchivedTurn, ARCHIVE_FIELDS, [values[f] for f in ARCHIVE_FIELDS])
+    return _insert(ArchivedTurn, ARCHIVE_FIELDS, [values[f] for f in ARCHIVE_FIELDS], row_id)
 
 
 @lru_cache(maxsize=None)
@@ -121,15 +140,17 @@ def _head_sql(vendor: str, fenced: bool) -> str:
     return sql + (f" AND {_q('lease_owner')} = %s" if fenced else "")
 
 
-def save_head(session_pk: int, head: dict[str, Any], lease: Any = None) -> bool:
+def save_head(session_pk: int, head: dict[str, Any], lease: Any = None,
+              settle: Callable[[], int] | None = None) -> bool:
     """The state head on the session row; with a lease, only while it is ours (and
     renewed by the same write). False when no row was written."""
     state = _json(Session, "engine_state", head)
     if lease is None:
-        return _run(_head_sql(connection.vendor, False), [state, session_pk]) > 0
+        return _run(_head_sql(connection.vendor, False), [state, session_pk],
+                    settle=settle) > 0
     expires = connection.ops.adapt_datetimefield_value(lease.expiry())
     return _run(_head_sql(connection.vendor, True),
-                [state, expires, session_pk, lease.owner]) > 0
+                [state, expires, session_pk, lease.owner], settle=settle) > 0
 
 
 @lru_cache(maxsize=None)

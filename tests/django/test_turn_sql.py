@@ -31,11 +31,44 @@ def test_an_anchor_is_inserted_and_updated_with_its_times(session):
     assert before <= row.created_at == row.updated_at <= timezone.now()
     assert session.__class__.objects.get(pk=session.pk).person_edits == 0  # not a person
 
-    assert turn_sql.update_anchor(session.pk, anchor_id, {**fields, "active": False})
+    created = row.created_at
+    turn_sql.upsert_anchor(session.pk, anchor_id, {**fields, "active": False})
     row.refresh_from_db()
-    assert row.active is False and row.updated_at >= row.created_at
+    assert row.active is False and row.updated_at >= row.created_at == created
     other = services.create_session(None, "", "sales-report", session.profile, None, {})
-    assert not turn_sql.update_anchor(other.pk, anchor_id, fields)  # not that session's
+    turn_sql.upsert_anchor(other.pk, anchor_id, {**fields, "text": "其他"})  # not that session's
+    row.refresh_from_db()
+    assert (row.session_id, row.text) == (session.pk, "报告不超过 120 字")
+    assert Anchor.objects.filter(pk=anchor_id).count() == 1
+
+
+def test_an_anchor_a_person_deleted_is_written_again_under_its_id(session):
+    fields = {"tier": 2, "text": "region A sales −12 %", "key": "", "source": "tool",
+              "active": True, "turn": 1}
+    anchor_id = turn_sql.insert_anchor(session.pk, fields)
+    Anchor.objects.filter(pk=anchor_id).delete()
+    turn_sql.upsert_anchor(session.pk, anchor_id, {**fields, "active": False})
+    row = Anchor.objects.get(pk=anchor_id)
+    assert (row.session_id, row.text, row.active) == (session.pk, "region A sales −12 %", False)
+
+
+def test_rows_can_be_written_under_ids_reserved_ahead(session):
+    """PostgreSQL's pipelined inserts take their ids from the table's sequence beforehand
+    (taskos/runs/row_ids.py); elsewhere the database hands them out as before."""
+    from django.db import connection
+    from taskos.runs.row_ids import RowIds
+    ids = RowIds(ArchivedTurn._meta.db_table)
+    reserved = [ids.next() for _ in range(3)]
+    if connection.vendor != "postgresql":
+        assert reserved == [None, None, None]
+        return
+    assert reserved == sorted(reserved) and len(set(reserved)) == 3
+    row = {"turn": 1, "role": "tool", "content": "x", "tool_name": "", "tool_args": {},
+           "token_count": 0, "is_binary": False, "search_text": "", "search_pending": True}
+    assert turn_sql.insert_archived(session.pk, row, reserved[1]) == reserved[1]
+    later = turn_sql.insert_archived(session.pk, row)  # the sequence's own next id
+    assert later > reserved[-1]
+    assert ArchivedTurn.objects.get(pk=reserved[1]).content == "x"
 
 
 def test_an_archived_row_given_its_words_reads_back_and_is_found_by_search_at_once(session):

@@ -17,6 +17,8 @@ from taskos.runs.compare import agent_requests
 from taskos.runs.models import SessionEvent
 from taskos.runs.tasks import execute_session
 
+from .conftest import sent_statements
+
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("channels_redis_url")]
 
@@ -88,7 +90,7 @@ def test_a_turn_stores_its_events_in_batches_and_commits_durably_once(sim_profil
     with CaptureQueriesContext(connection) as queries:
         report = execute_session(session)
     turns = report["turns"]
-    sql = [q["sql"] for q in queries.captured_queries]
+    sql = sent_statements(queries)
     events = SessionEvent.objects.filter(session=session).count()
     inserts = [s for s in sql if s.startswith('INSERT INTO "runs_sessionevent"')]
     # Events are inserted in bulk at the commit points (before and after each model call,
@@ -258,7 +260,7 @@ def test_a_turn_reads_what_people_asked_for_in_one_statement(sim_profile):
     with CaptureQueriesContext(connection) as queries:
         report = execute_session(session)
     assert report["status"] == "finished"
-    sql = [q["sql"] for q in queries.captured_queries]
+    sql = sent_statements(queries)
     polls = [s for s in sql if s.startswith('SELECT "cancel_requested"')]
     assert len(polls) >= report["turns"]
     assert all('"runs_pendingmessage"' in s and '"compact_request" IS NOT NULL' in s
