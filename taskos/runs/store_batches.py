@@ -6,7 +6,7 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from . import pipeline
+from . import pipeline, sqlite_checkpoint
 from .lease import LeaseLost
 
 log = logging.getLogger("taskos.runs")
@@ -22,6 +22,7 @@ class Batches:
 
     def begin_batch(self) -> None:
         if self._batch is None:
+            sqlite_checkpoint.take_over()
             self._batch = transaction.atomic()
             self._batch.__enter__()
             self._writes.start()
