@@ -29,6 +29,8 @@ from agents.history import Msg, Unit, group_units
 from agents.person_words import PersonWords
 from agents.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TextCache, TokenCounter
 
+# What the engine adds to each message of a MODEL_CALL (Request.described): never sent.
+ANNOTATIONS = ("zone", "tokens", "ref")
 CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
 # Shorter notes for small caps: the long note alone costs about 47 tokens.
 CUT_NOTES = (CUT_NOTE, "[… {cut} tokens cut; full text: {ref} …]", "[… cut: {ref}]", "[…]")
@@ -44,11 +46,14 @@ class Request:
     tools: list[dict[str, Any]]
     zones: dict[str, int]
     total: int
+    refs_of: list[str] = field(default_factory=list)  # each message's archive ref, or ""
 
     def described(self) -> list[dict[str, Any]]:
-        """Messages with their zone and tokens: what the drawer's inspector shows."""
-        return [{**m, "zone": z, "tokens": t}
-                for m, z, t in zip(self.messages, self.zones_of, self.tokens_of)]
+        """Messages with their zone, tokens and archive ref: what the drawer's inspector
+        shows, and how a stored call points at an archived text instead of copying it."""
+        refs = self.refs_of or [""] * len(self.messages)
+        return [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
+                for m, z, t, r in zip(self.messages, self.zones_of, self.tokens_of, refs)]
 
 
 @dataclass
@@ -236,7 +241,8 @@ class WorkingContext:
         zones = self.zones(hints)
         return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
                        tokens_of=[m.tokens for _, m in parts], tools=self.tools, zones=zones,
-                       total=sum(v for k, v in zones.items() if k != "reserve"))
+                       total=sum(v for k, v in zones.items() if k != "reserve"),
+                       refs_of=[m.ref for _, m in parts])
 
     # --- persistence (resume, SPEC T8)
     def to_state(self) -> dict[str, Any]:

@@ -15,12 +15,11 @@ import json
 from typing import Any
 
 from agents.calls import canonical_keys
+from agents.context import ANNOTATIONS  # the engine's, never part of what was sent
 from agents.tokens import REPLY_PRIMING, TokenCounter
 from taskos.drawer.events import MODEL_CALL, call_payload
 from taskos.runs.models import Session, SessionEvent
 
-# The keys the inspector adds to each message; never part of what was sent.
-ANNOTATIONS = ("zone", "tokens")
 # The order in which openai's chat.completions.create lays out the body (the keys TaskOS
 # can send); extra_body is merged after them.
 SDK_ORDER = ("model", "stream", "service_tier", "messages", "max_completion_tokens",

@@ -4,18 +4,27 @@ Between two compactions a request is the previous one plus a few messages (the l
 keeps the prefix stable for the provider's cache, agents/context.py), so storing every
 request whole made event storage grow with calls × window. A stored MODEL_CALL payload
 now holds in "messages" only the messages no earlier row holds (as sent, without the
-drawer's zone and token annotations, which "message_meta" keeps per message), and in
-"message_parts" how to rebuild the exact list: `[seq, start, stop]` means
-`messages[start:stop]` *as stored in the row of that seq* (the row itself included).
-Parts only ever point at a row's own stored list, never through another row's parts,
-so rebuilding is one query however long the session, and a row without "message_parts"
-(older rows, or one stored whole) is read as before.
+engine's annotations, which "message_meta" keeps per message), and in "message_parts"
+how to rebuild the exact list: `[seq, start, stop]` means `messages[start:stop]` *as
+stored in the row of that seq* (the row itself included). Parts only ever point at a
+row's own stored list, never through another row's parts, so rebuilding is one query
+however long the session, and a row without "message_parts" (older rows, or one stored
+whole) is read as before.
+
+A new message whose text is an archived row's, as archived (a tool result or a person's
+message that was not cut), is stored as {"content_ref": <row id>} in place of "content":
+the text is in the archive already, and a tool result is most of what a call adds. The
+rebuild reads those rows back. Which texts were archived as they are is known from the
+store (`remember_archived`, this process's recent rows), never guessed from the text.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Iterable
 
-from .models import SessionEvent
+from agents.context import ANNOTATIONS
+
+from .models import ArchivedTurn, SessionEvent
 
 # A request shares its prefix with the previous one; after this many parts (one per
 # call since the last whole row) the next row is stored whole, so a rebuild reads at
@@ -23,7 +32,33 @@ from .models import SessionEvent
 MAX_PARTS = 64
 
 
-META = ("zone", "tokens")  # the drawer's annotations of a message, not sent to the model
+META = ANNOTATIONS  # the engine's annotations of a message, not sent to the model
+# The texts this process archived lately, by ref, exactly as stored: a call made soon
+# after sends them again (a tool result the turn before, the person's new message).
+RECENT_ARCHIVED = 256
+_archived: OrderedDict[str, str] = OrderedDict()
+
+
+def remember_archived(ref: str, text: str) -> None:
+    """The store archived `text` as it is under `ref` (taskos/runs/store.py)."""
+    _archived[ref] = text
+    _archived.move_to_end(ref)
+    while len(_archived) > RECENT_ARCHIVED:
+        _archived.popitem(last=False)
+
+
+def _by_ref(message: dict[str, Any], ref: str) -> dict[str, Any]:
+    """The message with its text replaced by the archive row holding it, when it is one."""
+    text = message.get("content")
+    archived = _archived.get(ref) if ref and isinstance(text, str) else None
+    if archived is None or not (archived is text or archived == text):
+        return message
+    row_id = ref.rsplit(":", 1)[-1]
+    if not row_id.isdigit():
+        return message
+    return {("content_ref" if key == "content" else key): (int(row_id) if key == "content"
+                                                           else value)
+            for key, value in message.items()}  # the same place: key orders are kept
 
 
 class CallCompactor:
@@ -43,7 +78,8 @@ class CallCompactor:
         if not isinstance(messages, list) or not messages:
             return payload
         sent = [{k: v for k, v in m.items() if k not in META} for m in messages]
-        meta = [[m.get("zone", ""), m.get("tokens", 0)] for m in messages]
+        meta = [[m.get("zone", ""), m.get("tokens", 0)] + ([m["ref"]] if m.get("ref") else [])
+                for m in messages]
         shared = common_prefix(self._sent, sent)
         parts = take(self._parts, shared)
         if len(sent) > shared:
@@ -52,8 +88,9 @@ class CallCompactor:
         if not shared or len(parts) > MAX_PARTS:  # stored whole
             shared, parts = 0, [[seq, 0, len(sent)]]
         self._parts = parts
-        return {**payload, "messages": sent[shared:], "message_parts": parts,
-                "message_meta": meta}
+        new = [_by_ref(m, str(messages[shared + i].get("ref") or ""))
+               for i, m in enumerate(sent[shared:])]
+        return {**payload, "messages": new, "message_parts": parts, "message_meta": meta}
 
     def state(self) -> tuple[list[list[int]], list[dict[str, Any]]]:
         return self._parts, self._sent
@@ -91,6 +128,7 @@ class MessageResolver:
     def __init__(self, session_pk: int) -> None:
         self.session_pk = session_pk
         self._stored: dict[int, list[dict[str, Any]]] = {}
+        self._texts: dict[int, str] = {}  # archive rows read, by id
 
     def remember(self, seq: int, payload: dict[str, Any]) -> None:
         self._stored[seq] = payload.get("messages") or []
@@ -100,14 +138,28 @@ class MessageResolver:
         parts = payload.get("message_parts")
         self.remember(seq, payload)
         if not parts:  # a row stored before parts existed: whole, as emitted
-            return list(payload.get("messages") or [])
+            return self._with_texts(list(payload.get("messages") or []))
         self._load(p[0] for p in parts)
         out: list[dict[str, Any]] = []
         for part_seq, start, stop in parts:
             out.extend(self._stored.get(part_seq, [])[start:stop])
+        out = self._with_texts(out)
         meta = payload.get("message_meta") or []
         return [{**m, **dict(zip(META, meta[i]))} if i < len(meta) else dict(m)
                 for i, m in enumerate(out)]
+
+    def _with_texts(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Messages stored by archive row get their text back, in the same place."""
+        wanted = {m["content_ref"] for m in messages if "content_ref" in m} - set(self._texts)
+        if wanted:
+            self._texts.update(ArchivedTurn.objects.filter(
+                session_id=self.session_pk, pk__in=wanted).values_list("id", "content"))
+        if not any("content_ref" in m for m in messages):
+            return messages
+        return [{("content" if k == "content_ref" else k):
+                 (self._texts.get(v, f"[archive row {v} is no longer stored]")
+                  if k == "content_ref" else v) for k, v in m.items()}
+                if "content_ref" in m else m for m in messages]
 
     def _load(self, seqs: Iterable[int]) -> None:
         missing = {s for s in seqs if s not in self._stored}

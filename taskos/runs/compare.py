@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from django.db.models import F
 
+from agents.context import ANNOTATIONS
 from agents.replay.runner import differences
 from agents.runner import ReportSink
 from agents.scenarios import ScenarioError, load_scenario
@@ -111,7 +112,7 @@ def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, 
         if payload.get("refused"):
             resolver.remember(seq, payload)
             continue
-        sent = [{k: v for k, v in m.items() if k not in ("zone", "tokens")}
+        sent = [{k: v for k, v in m.items() if k not in ANNOTATIONS}
                 for m in resolver.messages(seq, payload)]
         yield turn, payload.get("call"), sent
 

@@ -27,12 +27,14 @@ _lock = threading.Lock()
 
 def take_over() -> None:
     """Stop this connection's own checkpoints and make sure the thread runs (once)."""
-    if connection.vendor != "sqlite" or getattr(connection, "_taskos_checkpointed", False):
+    if connection.vendor != "sqlite":
         return
     path = str(connection.settings_dict["NAME"])
     if not path or path == ":memory:" or "mode=memory" in path:
         return
-    connection.ensure_connection()
+    connection.ensure_connection()  # a new connection clears the mark (_reconnected)
+    if getattr(connection, "_taskos_checkpointed", False):
+        return
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint=0")
     connection._taskos_checkpointed = True
@@ -52,16 +54,22 @@ def _reconnected(sender, connection, **kwargs) -> None:
 connection_created.connect(_reconnected, dispatch_uid="taskos-sqlite-checkpoint")
 
 
+def checkpoint(path: str) -> tuple[int, int, int]:
+    """One PASSIVE checkpoint on a connection of its own: (busy, frames in the log, frames
+    copied back), as SQLite reports them."""
+    db = sqlite3.connect(path, timeout=1, isolation_level=None)
+    try:
+        return tuple(db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+    finally:
+        db.close()
+
+
 def _checkpoint_forever(path: str) -> None:
     stop = threading.Event()
     failed = False
     while not stop.wait(CHECKPOINT_EVERY_S):
         try:
-            db = sqlite3.connect(path, timeout=1, isolation_level=None)
-            try:
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            finally:
-                db.close()
+            checkpoint(path)
             failed = False
         except sqlite3.Error as exc:  # a deleted test database, a locked file: try later
             if not failed:

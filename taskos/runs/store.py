@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from agents.store import AnchorRecord, ArchiveHit, TaskRecord
 
 from . import search, state_chunks, turn_sql
+from .call_messages import remember_archived
 from .edits import engine_writes
 from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
 from .row_ids import RowIds
@@ -90,7 +91,10 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
                 "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
                 "is_binary": is_binary, "search_text": searchable, "search_pending": pending},
                 row_id)
-        return ArchivedTurn(pk=row_id, session_id=pk).ref
+        ref = ArchivedTurn(pk=row_id, session_id=pk).ref
+        if not is_binary:  # a call that sends it again is stored by this ref
+            remember_archived(ref, content)
+        return ref
 
     def read_ref(self, session_id, ref) -> str | None:
         try:

@@ -227,10 +227,12 @@ def test_a_message_taken_by_a_killed_turn_is_delivered_again(sim_profile, monkey
     texts = list(SessionEvent.objects.filter(session=session, type="USER_MESSAGE")
                  .values_list("payload__text", flat=True))
     assert texts.count("Also split by channel, please.") == 1
-    seen_by_model = [messages for messages in SessionEvent.objects.filter(
-        session=session, type="MODEL_CALL", seq__gt=before_resume).values_list(
-            "payload__messages", flat=True)
-        if any("Also split by channel" in str(m.get("content")) for m in messages)]
+    from taskos.runs.call_messages import full_payload
+    rows = SessionEvent.objects.filter(session=session, type="MODEL_CALL",
+                                       seq__gt=before_resume).values_list("seq", "payload")
+    seen_by_model = [payload for seq, payload in rows  # rebuilt: stored by archive ref
+                     if any("Also split by channel" in str(m.get("content"))
+                            for m in full_payload(session.pk, seq, payload)["messages"])]
     assert seen_by_model  # the re-run turn handed it to the model
     assert ArchivedTurn.objects.filter(session=session,
                                        content="Also split by channel, please.").count() == 1

@@ -26,9 +26,12 @@ def research_file(tmp_path, mutate=None) -> str:
 
 
 def agent_inputs(session: Session) -> list[str]:
-    return ["\n".join(str(m.get("content") or "") for m in messages)
-            for messages in session.events.filter(type="MODEL_CALL", payload__kind="agent")
-            .order_by("seq").values_list("payload__messages", flat=True)]
+    """The text of each agent request, rebuilt as sent (rows store what is new, by ref)."""
+    from taskos.runs.call_messages import full_payload
+    rows = session.events.filter(type="MODEL_CALL", payload__kind="agent").order_by("seq")
+    return ["\n".join(str(m.get("content") or "")
+                      for m in full_payload(session.pk, seq, payload)["messages"])
+            for seq, payload in rows.values_list("seq", "payload")]
 
 
 def test_a_parent_with_three_children_on_the_worker(worker, sim_profile):  # noqa: F811

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import agents.runner
+from agents.context import ANNOTATIONS
 from taskos.drawer.events import call_payload
 from taskos.runs import services
 from taskos.runs.compare import agent_requests
@@ -42,7 +43,7 @@ def run_recording_bodies(sim_profile, monkeypatch, scenario, window=None):
 
 
 def sent(messages):
-    return [{k: v for k, v in m.items() if k not in ("zone", "tokens")} for m in messages]
+    return [{k: v for k, v in m.items() if k not in ANNOTATIONS} for m in messages]
 
 
 def test_every_stored_call_rebuilds_the_exact_body_the_provider_received(sim_profile,
@@ -68,6 +69,10 @@ def test_every_stored_call_rebuilds_the_exact_body_the_provider_received(sim_pro
     stored = sum(len(json.dumps(row["messages"])) for row in rows)
     whole = sum(len(json.dumps(body["messages"])) for body in bodies)
     assert stored < 0.7 * whole
+    # A tool result sent as archived is stored as its archive row, not copied (issue 8).
+    by_ref = [m for row in rows for m in row["messages"] if "content_ref" in m]
+    assert by_ref and all("content" not in m for m in by_ref)
+    assert {m["role"] for m in by_ref} >= {"tool"}
 
 
 def test_the_call_export_and_the_replay_comparison_read_whole_requests(sim_profile,
