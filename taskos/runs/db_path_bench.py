@@ -5,7 +5,9 @@ the event log, the channel layer) and the way `bench` does (MemoryStore), altern
 `runs` times each, and reports each run's median engine ms per turn with the ratio of
 the medians. Alternating keeps both sides on the same machine load; the figures are wall
 time, so they follow it anyway. It also counts what a turn sends the database:
-statements (transaction control left out) and commits. The sessions it made are deleted.
+statements (transaction control left out), the queries carrying them (fewer on
+PostgreSQL, which sends a batch's writes together) and commits. The sessions it made are
+deleted.
 """
 from __future__ import annotations
 
@@ -27,12 +29,17 @@ CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
 
 @contextmanager
 def _counted() -> Iterator[dict[str, int]]:
-    """Statements and commits sent on this thread's connection meanwhile."""
-    counts = {"statements": 0, "commits": 0}
+    """Statements, the queries that carried them and commits sent on this thread's
+    connection meanwhile. On PostgreSQL a batch's kept writes (taskos/runs/pipeline.py)
+    are statements sent together in one query."""
+    counts = {"statements": 0, "queries": 0, "commits": 0}
 
     def count(execute, sql, params, many, context):
-        counts["statements"] += not sql.lstrip().upper().startswith(CONTROL)
-        return execute(sql, params, many, context)
+        result = execute(sql, params, many, context)
+        control = sql.lstrip().upper().startswith(CONTROL)
+        counts["statements"] += not control and not context.get("flush")
+        counts["queries"] += not control and not context.get("kept")
+        return result
 
     def commit():
         counts["commits"] += 1
@@ -56,6 +63,7 @@ def _database_run(profile: ModelProfile) -> dict[str, Any]:
         turns = max(1, int(report.get("turns") or 0))
         return {"median_ms": report["engine_ms_per_turn_median"], "status": report["status"],
                 "statements_per_turn": round(counts["statements"] / turns, 1),
+                "queries_per_turn": round(counts["queries"] / turns, 1),
                 "commits_per_turn": round(counts["commits"] / turns, 1)}
     finally:
         Session.objects.filter(pk=session.pk).delete()
@@ -76,5 +84,6 @@ def measure(runs: int = 3, out: Callable[[str], None] = print) -> dict[str, Any]
             "memory_median_ms": memory, "database_median_ms": [d["median_ms"] for d in database],
             "ratio": round(ratio, 2),
             "statements_per_turn": database[-1]["statements_per_turn"],
+            "queries_per_turn": database[-1]["queries_per_turn"],
             "commits_per_turn": database[-1]["commits_per_turn"],
             "statuses": sorted({d["status"] for d in database})}

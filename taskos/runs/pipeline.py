@@ -28,6 +28,7 @@ class BatchWrites:
     def __init__(self) -> None:
         self._kept: list[tuple[str, list[Any]]] = []
         self._keeping = False
+        self._flushing = False
         self._guarded = False
 
     @property
@@ -62,6 +63,7 @@ class BatchWrites:
         sql = ";\n".join(statement for statement, _ in kept)
         params = [value for _, values in kept for value in values]
         keeping, self._keeping = self._keeping, False  # this query goes out
+        self._flushing = True
         try:
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
@@ -69,7 +71,7 @@ class BatchWrites:
                     pass  # to the last statement's result
                 return cursor.rowcount
         finally:
-            self._keeping = keeping
+            self._keeping, self._flushing = keeping, False
 
     def stop(self) -> None:
         """The batch is committed or rolled back: nothing is kept (a rollback drops what
@@ -83,11 +85,16 @@ class BatchWrites:
                 pass
 
     def _guard(self, execute, sql, params, many, context):
+        # `context` is shared with the wrappers around this one (a statement counter, the
+        # db-path bench): a kept write is a statement but no query of its own, a flush a
+        # query of statements already seen.
         if self._keeping and not many:
             self._kept.append((sql, list(params or [])))
+            context["kept"] = True
             return None
         if self._kept:
             self.flush()
+        context["flush"] = self._flushing
         return execute(sql, params, many, context)
 
 

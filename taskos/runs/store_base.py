@@ -38,9 +38,9 @@ def json_safe(value: Any) -> Any:
 def relaxed_commits():
     """While a session runs in this connection, its commits do not wait for the disk flush
     (PostgreSQL synchronous_commit off; SQLite in WAL mode with synchronous=NORMAL behaves
-    so anyway) except the state save's, which flushes every earlier commit with it: a
-    crash of the database server loses at most the turn in flight, which the engine redoes
-    (agents/loop.py). Saves a disk flush per archived row and per anchor."""
+    so anyway) except the one of a batch holding a state save, which flushes every
+    earlier commit with it: a crash of the database server loses at most the turn in
+    flight, which the engine redoes (agents/loop.py)."""
     relaxed = connection.vendor == "postgresql"
     if relaxed:
         with connection.cursor() as cursor:

@@ -62,8 +62,9 @@ class Command(BaseCommand):
             met = "met" if db_path["ratio"] <= DB_PATH_TARGET else "MISSED"
             self.stdout.write(
                 f"  median per turn {db_path['ratio']}× the in-memory one (target <= "
-                f"{DB_PATH_TARGET}): {met}; {db_path['statements_per_turn']} statements and "
-                f"{db_path['commits_per_turn']} commits per turn")
+                f"{DB_PATH_TARGET}): {met}; {db_path['statements_per_turn']} statements in "
+                f"{db_path['queries_per_turn']} queries and {db_path['commits_per_turn']} "
+                f"commits per turn")
         if rows:
             self.stdout.write(f"\nArchive recall: {rows} turns in one session, 50 searches…")
             recall = measure(rows)
