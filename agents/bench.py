@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import ContextConfig, ModelProfile
-from agents.events import ListSink
 from agents.memory_store import MemoryStore
 from agents.pricing import PRICE_TABLES
 from agents.runner import run_session

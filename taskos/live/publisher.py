@@ -15,7 +15,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agents.events import Event, EventType
-from taskos.runs import pipeline, turn_sql
+from taskos.runs import batch_writes, turn_sql
 from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
 
@@ -54,7 +54,7 @@ class ChannelsPublisher:
         # MODEL_CALLs stored in the caller's open transaction: a paid call stays on record
         # when that transaction rolls back (drop_held).
         self._calls_uncommitted: list[Event] = []
-        self._calls = CallCompactor()
+        self._calls = CallCompactor(self.session_pk)
 
     # --- batches
     def hold(self) -> None:
@@ -110,7 +110,7 @@ class ChannelsPublisher:
             transaction.on_commit(lambda: setattr(self, "_unannounced", events[-1]))
 
     def _store_many(self, events: list[Event]) -> None:
-        writes = pipeline.for_connection()
+        writes = batch_writes.for_connection()
         if writes.active:
             # Sent with the batch's other writes. A seq another executor took fails the
             # commit instead of being renumbered here (taskos/runs/store.py commit_batch).
@@ -242,7 +242,7 @@ class ChannelsPublisher:
                           and not (e.payload or {}).get("noop"))
         if calls or compactions:
             tokens = [int(e.payload.get("input_tokens") or 0) for e in calls] or [0]
-            with pipeline.for_connection().writing():
+            with batch_writes.for_connection().writing():
                 turn_sql.add_to_counters(
                     self.session_pk, tokens=sum(tokens), peak=max(tokens),
                     turn=max((int(e.turn or 0) for e in calls), default=0),

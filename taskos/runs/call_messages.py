@@ -40,21 +40,22 @@ _archived: OrderedDict[str, str] = OrderedDict()
 
 
 def remember_archived(ref: str, text: str) -> None:
-    """The store archived `text` as it is under `ref` (taskos/runs/store.py)."""
+    """The store archived `text` as it is under `ref` (taskos/runs/store.py). A ref names
+    one new row, so insertion order is age order: the oldest go first."""
     _archived[ref] = text
-    _archived.move_to_end(ref)
     while len(_archived) > RECENT_ARCHIVED:
         _archived.popitem(last=False)
 
 
-def _by_ref(message: dict[str, Any], ref: str) -> dict[str, Any]:
-    """The message with its text replaced by the archive row holding it, when it is one."""
+def _by_ref(message: dict[str, Any], ref: str, session: str) -> dict[str, Any]:
+    """The message with its text replaced by the row of the session's own archive holding
+    it, when it is one (the rebuild reads only that archive)."""
     text = message.get("content")
     archived = _archived.get(ref) if ref and isinstance(text, str) else None
     if archived is None or not (archived is text or archived == text):
         return message
-    row_id = ref.rsplit(":", 1)[-1]
-    if not row_id.isdigit():
+    prefix, _, row_id = ref.rpartition(":")
+    if prefix != f"arc:{session}" or not row_id.isdigit():
         return message
     return {("content_ref" if key == "content" else key): (int(row_id) if key == "content"
                                                            else value)
@@ -69,7 +70,8 @@ class CallCompactor:
     it with the agent call before it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, session_pk: int | str = "") -> None:
+        self.session = str(session_pk)  # only its own archive rows stand in for texts
         self._parts: list[list[int]] = []  # the previous stored call's parts
         self._sent: list[dict[str, Any]] = []  # and its whole message list, as sent
 
@@ -88,7 +90,7 @@ class CallCompactor:
         if not shared or len(parts) > MAX_PARTS:  # stored whole
             shared, parts = 0, [[seq, 0, len(sent)]]
         self._parts = parts
-        new = [_by_ref(m, str(messages[shared + i].get("ref") or ""))
+        new = [_by_ref(m, str(messages[shared + i].get("ref") or ""), self.session)
                for i, m in enumerate(sent[shared:])]
         return {**payload, "messages": new, "message_parts": parts, "message_meta": meta}
 
@@ -150,12 +152,12 @@ class MessageResolver:
 
     def _with_texts(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Messages stored by archive row get their text back, in the same place."""
-        wanted = {m["content_ref"] for m in messages if "content_ref" in m} - set(self._texts)
-        if wanted:
+        refs = {m["content_ref"] for m in messages if "content_ref" in m}
+        if not refs:
+            return messages
+        if wanted := refs - self._texts.keys():
             self._texts.update(ArchivedTurn.objects.filter(
                 session_id=self.session_pk, pk__in=wanted).values_list("id", "content"))
-        if not any("content_ref" in m for m in messages):
-            return messages
         return [{("content" if k == "content_ref" else k):
                  (self._texts.get(v, f"[archive row {v} is no longer stored]")
                   if k == "content_ref" else v) for k, v in m.items()}

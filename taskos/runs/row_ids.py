@@ -1,8 +1,8 @@
 """Ids of new rows handed out before the rows are written (issue 8).
 
-A pipelined insert (taskos/runs/pipeline.py) must not wait for `RETURNING id`: the engine
-needs an archive row's ref and an anchor's id at once, and waiting for each would undo the
-pipeline. On PostgreSQL the table's own sequence hands out a block of ids in one read; an
+An insert kept for its batch's one query (taskos/runs/batch_writes.py) must not wait for
+`RETURNING id`: the engine needs an archive row's ref and an anchor's id at once, and
+waiting for each would send the batch out statement by statement again. On PostgreSQL the table's own sequence hands out a block of ids in one read; an
 id taken is never given out again, used or not (a rollback only leaves a gap). Elsewhere
 `next()` returns None and the insert returns its id as before.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 
 from django.db import connection
 from django.db.backends.signals import connection_created
@@ -65,9 +66,9 @@ def checkpoint(path: str) -> tuple[int, int, int]:
 
 
 def _checkpoint_forever(path: str) -> None:
-    stop = threading.Event()
     failed = False
-    while not stop.wait(CHECKPOINT_EVERY_S):
+    while True:
+        time.sleep(CHECKPOINT_EVERY_S)
         try:
             checkpoint(path)
             failed = False

@@ -55,7 +55,7 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
         self.lease = lease
         self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
         self._saved_turn = None  # the savepoint after the batch's state save, if any
-        # Ids ahead of the rows, so a batch's inserts wait for nothing (PostgreSQL's pipeline)
+        # Ids ahead of the rows, so a batch's inserts wait for nothing (batch_writes.py)
         self._archive_ids = RowIds(ArchivedTurn._meta.db_table)
         self._anchor_ids = RowIds(Anchor._meta.db_table)
         self._chunks: dict[int, set[str]] = {}  # state pieces stored, per session

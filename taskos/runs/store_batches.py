@@ -1,12 +1,12 @@
 """The turn's batch of the Django Store: one transaction from one wait to the next
-(agents/commits.py), its writes sent together on PostgreSQL (taskos/runs/pipeline.py)."""
+(agents/commits.py), its writes sent together on PostgreSQL (taskos/runs/batch_writes.py)."""
 from __future__ import annotations
 
 import logging
 
 from django.db import IntegrityError, transaction
 
-from . import pipeline, sqlite_checkpoint
+from . import batch_writes, sqlite_checkpoint
 from .lease import LeaseLost
 
 log = logging.getLogger("taskos.runs")
@@ -17,8 +17,8 @@ class Batches:
     `lease`."""
 
     @property
-    def _writes(self) -> pipeline.BatchWrites:
-        return pipeline.for_connection()
+    def _writes(self) -> batch_writes.BatchWrites:
+        return batch_writes.for_connection()
 
     def begin_batch(self) -> None:
         if self._batch is None:
@@ -30,7 +30,7 @@ class Batches:
     def commit_batch(self, durable: bool = False) -> None:
         """Commit the open batch (durable or not as the connection is: see relaxed_commits;
         a batch holding a state save commits durably, and that flushes every earlier
-        commit along). Its kept writes go out first (taskos/runs/pipeline.py)."""
+        commit along). Its kept writes go out first (taskos/runs/batch_writes.py)."""
         self._poll = None  # a model call or a tool starts: what people asked is read anew
         batch, self._batch, self._saved_turn = self._batch, None, None
         if batch is None:

@@ -47,7 +47,7 @@ def _json(model, field: str, value: Any) -> Any:
 def _run(sql: str, params: list[Any], fetch: bool = False,
          settle: Callable[[], int] | None = None) -> Any:
     """The first row when `fetch`, else the number of rows changed. A statement kept for a
-    batch's next flush (taskos/runs/pipeline.py) has no count yet: `settle` sends it and
+    batch's next flush (taskos/runs/batch_writes.py) has no count yet: `settle` sends it and
     returns it."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -117,7 +117,7 @@ def _anchor_upsert_sql(vendor: str) -> str:
 
 def upsert_anchor(session_pk: int, anchor_id: int, fields: dict[str, Any]) -> None:
     """The anchor as the engine has it now; written again under its id if a person deleted
-    it meanwhile. No row count to wait for, so it can be pipelined."""
+    it meanwhile. No row count to wait for, so it can be kept for the batch's one query."""
     now = _now()
     _run(_anchor_upsert_sql(connection.vendor),
          [anchor_id, session_pk, *(fields[f] for f in ANCHOR_FIELDS), now, now])

@@ -3,6 +3,8 @@ import re
 
 import pytest
 
+from taskos.runs.batch_writes import SEPARATOR
+
 
 @pytest.fixture(autouse=True)
 def workspaces_in_tmp(settings, tmp_path):
@@ -11,8 +13,9 @@ def workspaces_in_tmp(settings, tmp_path):
     return settings.TASKOS_WORKSPACES
 
 
-# taskos/runs/pipeline.py joins a batch's kept writes with this into one query.
-_NEXT_STATEMENT = re.compile(r";\n(?=(?:INSERT|UPDATE|DELETE|SELECT|SET|SAVEPOINT) )")
+# How taskos/runs/batch_writes.py joins a batch's kept writes into one query.
+_NEXT_STATEMENT = re.compile(re.escape(SEPARATOR)
+                             + r"(?=(?:INSERT|UPDATE|DELETE|SELECT|SET|SAVEPOINT) )")
 
 
 def sent_statements(queries) -> list[str]:

@@ -1,4 +1,4 @@
-"""A batch's writes kept and sent as one query on PostgreSQL (taskos/runs/pipeline.py): what
+"""A batch's writes kept and sent as one query on PostgreSQL (taskos/runs/batch_writes.py): what
 runs in between sees them, a rollback drops them, a clash with another executor stops this
 one. On other databases they run at once, and the same checks hold."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.events import Event, EventType
 from taskos.live.publisher import ChannelsPublisher
-from taskos.runs import pipeline, services
+from taskos.runs import batch_writes, services
 from taskos.runs.lease import Lease, LeaseLost
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
 from taskos.runs.store import DjangoStore
@@ -33,14 +33,14 @@ def test_a_read_in_the_batch_sees_the_writes_kept_before_it(session):
     try:
         ref = store.archive(sid, 1, "tool", "east region revenue 4821")
         if connection.vendor == "postgresql":
-            assert pipeline.for_connection()._kept  # not sent yet
+            assert batch_writes.for_connection()._kept  # not sent yet
         assert store.read_ref(sid, ref) == "east region revenue 4821"  # sent first
-        assert not pipeline.for_connection()._kept
+        assert not batch_writes.for_connection()._kept
         store.archive(sid, 2, "tool", "kept, then rolled back")
     finally:
         store.rollback_batch(RuntimeError("the turn failed"))
     assert list(ArchivedTurn.objects.filter(session=session).values_list("turn", flat=True)) == []
-    assert not pipeline.for_connection().active
+    assert not batch_writes.for_connection().active
 
 
 @POSTGRES

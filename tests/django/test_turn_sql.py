@@ -53,7 +53,7 @@ def test_an_anchor_a_person_deleted_is_written_again_under_its_id(session):
 
 
 def test_rows_can_be_written_under_ids_reserved_ahead(session):
-    """PostgreSQL's pipelined inserts take their ids from the table's sequence beforehand
+    """PostgreSQL's kept inserts (taskos/runs/batch_writes.py) take their ids from the table's sequence beforehand
     (taskos/runs/row_ids.py); elsewhere the database hands them out as before."""
     from django.db import connection
     from taskos.runs.row_ids import RowIds

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 # 19.4 on SQLite at first, 22.2 on SQLite before (a turn read every anchor, twice, and
 # every task). The run is deterministic: these do not vary between runs.
 MAX_STATEMENTS_PER_TURN = {"postgresql": 21.5, "sqlite": 20.0}
-# On PostgreSQL a batch's writes go out as one query (taskos/runs/pipeline.py): 17.6 queries
+# On PostgreSQL a batch's writes go out as one query (taskos/runs/batch_writes.py): 17.6 queries
 # per turn, BEGIN and COMMIT included, against 23.6 when each went out on its own.
 MAX_ROUND_TRIPS_PER_TURN = {"postgresql": 18.5}
 
@@ -36,7 +36,7 @@ def sales_report(sim_profile):
 
 def statements(queries) -> list[str]:
     """What was sent, transaction control left out (SQLite shows it, PostgreSQL does not);
-    a batch's one query (taskos/runs/pipeline.py) counts as the statements it holds."""
+    a batch's one query (taskos/runs/batch_writes.py) counts as the statements it holds."""
     return [s for s in sent_statements(queries)
             if not s.startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT"))]
 

@@ -88,7 +88,7 @@ def test_curve_marks_summary_calls_and_draws_window_and_trigger(session):
                model_call(3, 6200, kind="summary"), model_call(4, 900), model_call(5, 9000, over=True))
     context, html = panel_view(CurvePanel(), session)
     curve = context["curve"]
-    fitted, full = dict(curve["scales"])["fitted"], dict(curve["scales"])["full"]
+    fitted = dict(curve["scales"])["fitted"]
     assert [p["kind"] for p in fitted["points"]] == ["agent"] * 2 + ["summary"] + ["agent"] * 2
     assert curve["peak"] == 9000 and curve["summaries"] == 1 and curve["over"] == 1
     # The sawtooth: the call after the summary is drawn lower than the one before it.

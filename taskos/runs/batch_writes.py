@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from django.db import connection
 
+SEPARATOR = ";\n"  # between the statements of a batch's one query
 
 class BatchWrites:
     """One per connection (for_connection); `start()` when a batch opens, `stop()` once
@@ -60,7 +61,7 @@ class BatchWrites:
         kept, self._kept = self._kept, []
         if not kept:
             return -1
-        sql = ";\n".join(statement for statement, _ in kept)
+        sql = SEPARATOR.join(statement for statement, _ in kept)
         params = [value for _, values in kept for value in values]
         keeping, self._keeping = self._keeping, False  # this query goes out
         self._flushing = True
