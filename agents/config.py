@@ -131,6 +131,9 @@ class ModelProfile:
     # every system message: with this, the leading system messages go as one and a later
     # one (the truncation marker) as a user message, so the tools are paid once.
     single_system_message: bool = False
+    # How long the simulated model takes to answer each call (real models take seconds);
+    # 0 answers at once, as bench and runtask want. Ignored for real models.
+    sim_latency_ms: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):

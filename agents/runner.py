@@ -57,7 +57,8 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
     goal = goal or (plan.goal if plan else "")
     transport = None
     if profile.simulated and http_client is None and model is None:
-        http_client, transport = sim_http_client(plan, profile.context_size, summarizer)
+        http_client, transport = sim_http_client(plan, profile.context_size, summarizer,
+                                                  profile.sim_latency_ms / 1000)
     model = model or ModelClient(profile, http_client=http_client,
                                  base_url="http://sim.taskos.invalid/v1" if profile.simulated
                                  else None)

@@ -13,6 +13,8 @@ TASKOS_ALLOWED_KEY_ENVS  variables a model profile may name as api_key_env besid
                       (default OPENAI_API_KEY; read by agents/secrets.py)
 TASKOS_MAX_INPUT_CHARS   longest goal or message in characters (default 100000)
 TASKOS_MAX_DELEGATION_DEPTH / TASKOS_MAX_CHILDREN  sub-agent nesting and count (2 / 8)
+TASKOS_SIM_LATENCY_MS    how long the simulated model takes per answer (default 0; the
+                      `taskos` run command sets 200 so a run can be watched)
 """
 from __future__ import annotations
 
@@ -203,6 +205,9 @@ TASKOS_MAX_INPUT_CHARS = int(os.environ.get("TASKOS_MAX_INPUT_CHARS", 100_000))
 # session may start over its life.
 TASKOS_MAX_DELEGATION_DEPTH = int(os.environ.get("TASKOS_MAX_DELEGATION_DEPTH", 2))
 TASKOS_MAX_CHILDREN = int(os.environ.get("TASKOS_MAX_CHILDREN", 8))
+# The simulated model answers in well under a millisecond, so a whole demo run is over
+# before the drawer's first refresh; a real model takes seconds a call.
+TASKOS_SIM_LATENCY_MS = max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0)))
 
 LOGGING = {
     "version": 1,

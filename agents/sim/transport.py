@@ -7,12 +7,15 @@ received JSON with its own code (agents.sim.counting), refuses a request whose p
 reports usage and prefix-cached tokens, and plays a scenario one step per agent turn.
 Summary requests are answered from exactly the messages given, in the scenario's or the
 caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile); probe
-questions from the conversation before them (agents.sim.probe_answers).
+questions from the conversation before them (agents.sim.probe_answers). `latency_s` makes
+every answer take that long, as a real model's does, so a person (or a browser test) can
+watch a run move instead of seeing it end within a second.
 """
 from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import httpx2
@@ -29,8 +32,10 @@ _CALL_ID = re.compile(r"^call_(\d+)_\d+$")
 
 
 class SimTransport(httpx2.BaseTransport):
-    def __init__(self, scenario: Scenario, window: int, summarizer: str | None = None):
+    def __init__(self, scenario: Scenario, window: int, summarizer: str | None = None,
+                 latency_s: float = 0.0):
         self.scenario = scenario
+        self.latency_s = max(0.0, latency_s)
         self.window = window
         self.summaries = SummaryPlayer(summarizer or scenario.summarizer or "faithful")
         self.requests: list[dict[str, Any]] = []  # every accepted request body
@@ -58,6 +63,8 @@ class SimTransport(httpx2.BaseTransport):
                           code="context_length_exceeded")
         self.requests.append(body)
         self.prompt_tokens.append(prompt)
+        if self.latency_s:  # refusals above come back at once, as providers send them
+            time.sleep(self.latency_s)
         first = messages[0].get("content") if messages else ""
         if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
             message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
@@ -165,7 +172,7 @@ def _error(status: int, message: str, code: str | None = None) -> httpx2.Respons
                                                    "code": code}})
 
 
-def sim_http_client(scenario: Scenario, window: int,
-                    summarizer: str | None = None) -> tuple[httpx2.Client, SimTransport]:
-    transport = SimTransport(scenario, window, summarizer)
+def sim_http_client(scenario: Scenario, window: int, summarizer: str | None = None,
+                    latency_s: float = 0.0) -> tuple[httpx2.Client, SimTransport]:
+    transport = SimTransport(scenario, window, summarizer, latency_s)
     return httpx2.Client(transport=transport, base_url="http://sim.taskos.invalid/v1"), transport

@@ -1,6 +1,7 @@
 """Model profiles (SPEC W1, C18): which model a session talks to, how, and at what price."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -160,7 +161,9 @@ class ModelProfile(models.Model):
             tool_free_summaries=self.tool_free_summaries,
             single_system_message=self.single_system_message,
             token_ratio_calls=self.token_ratio_calls, probe_questions=self.probe_questions,
-            token_overheads=dict(self.token_overheads or {}), **self.fault_limits())
+            token_overheads=dict(self.token_overheads or {}),
+            sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0,
+            **self.fault_limits())
 
     def fault_limits(self) -> dict[str, float]:
         """The timeouts and retry budget, for the engine's profile."""

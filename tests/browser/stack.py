@@ -56,7 +56,12 @@ class Stack:
                     "TASKOS_WORKSPACES": str(folder / "workspaces"),
                     "TASKOS_SECRET_KEY": "browser-tests-only-" + "x" * 40,
                     "TASKOS_ALLOWED_HOSTS": "127.0.0.1,localhost",
-                    "DJANGO_SUPERUSER_PASSWORD": PASSWORD, "PYTHONUNBUFFERED": "1"}
+                    "DJANGO_SUPERUSER_PASSWORD": PASSWORD, "PYTHONUNBUFFERED": "1",
+                    # Paced like a (fast) real model: a sales-report run then lasts ~1.5 s,
+                    # long enough for the page's 0.25 s refreshes to show it grow, and the
+                    # worker waits outside a transaction most of the time, where
+                    # hold_worker() stops it.
+                    "TASKOS_SIM_LATENCY_MS": "100"}
         self.procs: dict[str, subprocess.Popen] = {}
 
     def url(self, path: str = "/") -> str:

@@ -95,6 +95,14 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path
     expect(page.locator("#panel-budget-body")).to_contain_text("No budget yet")
     page.evaluate(WATCH)
     stack.resume("worker")
+    # Held after its second model call (of 14), the run is shown part-way: the curve the
+    # page draws then must be the one it redraws larger by the end.
+    wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= 2, "the second model call")
+    with stack.worker_held():
+        assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
+        held_calls = count_events(stack, pk, "MODEL_CALL")
+        expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute(
+            "data-calls", str(held_calls))
 
     # The README's picture: the drawer right after a compaction that rewrote the summary,
     # with a few calls of the sawtooth behind it, the session held there.
@@ -110,7 +118,8 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path
     expect(page.locator("#session-status .status")).to_have_text("finished")
     seen = page.evaluate("window.seen")
     assert len(seen["budget"]) >= 2, f"the budget bar never changed: {seen['budget']}"
-    assert len(seen["calls"]) >= 2, f"the curve never grew: {seen['calls']}"
+    assert str(held_calls) in seen["calls"] and len(seen["calls"]) >= 2, \
+        f"the curve never grew from {held_calls} calls: {seen['calls']}"
 
     row = page.locator("#panel-compactions-body article.compaction").first
     expect(row.locator(".diff .add").first).to_be_visible()
@@ -233,6 +242,7 @@ def pin_event_seq(stack: Stack, pk: int, action: str) -> int | None:
 SELECT_FIRST_SENTENCE = """transcript => {
   const el = [...transcript.querySelectorAll('article .text')].find(
     t => t.firstChild && t.firstChild.nodeType === Node.TEXT_NODE && t.firstChild.textContent.trim());
+  if (!el) return null;
   const node = el.firstChild, text = node.textContent, stop = text.indexOf('. ');
   const range = document.createRange();
   range.setStart(node, 0);
@@ -252,6 +262,7 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
     with stack.worker_held():
         assert stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk) == "running"
         selected = page.locator("#transcript").evaluate(SELECT_FIRST_SENTENCE)
+        assert selected, "no message text left on the page to select (held too late?)"
         page.locator("#transcript").dispatch_event("mouseup")  # copied into the pin form
         sentence = page.input_value("form.pin-sentence input[name=text]")
         assert sentence and sentence == " ".join(selected.split())

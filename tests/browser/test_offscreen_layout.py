@@ -28,7 +28,7 @@ def skipped_is(state: bool) -> str:
 def test_a_compaction_out_of_the_drawers_view_is_skipped_until_scrolled_back(
         page: Page, stack: Stack) -> None:
     page.add_init_script(NOTE_SKIPPED)
-    finished_session(page, stack, "long-1000", window=8000)
+    finished_session(page, stack, "sales-report", window=6000)
     page.reload()
     newest = page.locator("#compactions-recent article.compaction").first
     expect(newest).to_be_visible()

@@ -9,7 +9,7 @@ from django.db import connection
 
 from taskos.runs import launcher
 from taskos.runs.management.commands.runtask import ProgressBar
-from taskos.runs.management.commands.up import ensure_admin
+from taskos.runs.management.commands.up import ensure_admin, services_env
 from taskos.runs.models import Session
 
 pytestmark = pytest.mark.django_db
@@ -237,3 +237,11 @@ def test_runtask_runs_sub_agents_inline_and_shows_what_they_added(sim_profile,
     parent = Session.objects.get(parent__isnull=True)
     assert parent.status == "finished" and parent.children.count() == 3
     assert children["cost_with_children"] == round(parent.cost_with_children(), 6)
+
+
+def test_up_paces_the_simulated_model_for_watching_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("TASKOS_SIM_LATENCY_MS", raising=False)
+    env = services_env("redis://127.0.0.1:6390/0")
+    assert env["TASKOS_SIM_LATENCY_MS"] == "200" and env["REDIS_URL"] == "redis://127.0.0.1:6390/0"
+    monkeypatch.setenv("TASKOS_SIM_LATENCY_MS", "0")
+    assert services_env("redis://x")["TASKOS_SIM_LATENCY_MS"] == "0"

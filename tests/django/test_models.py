@@ -162,3 +162,13 @@ def test_the_local_profile_asks_for_weak_model_requests_and_paid_ones_do_not():
                                        base_url="https://api.openai.com/v1").to_engine()
     # the cache-stable summary request and the system messages as they are (C17)
     assert not paid.tool_free_summaries and not paid.single_system_message
+
+
+def test_the_sim_latency_setting_paces_only_the_simulated_profile(settings):
+    settings.TASKOS_SIM_LATENCY_MS = 150.0
+    assert ModelProfile.objects.get(name="sim").to_engine().sim_latency_ms == 150.0
+    real = ModelProfile.objects.create(name="ds2", model="deepseek-chat", api_key_env="",
+                                       base_url="https://api.deepseek.com/v1")
+    assert real.to_engine().sim_latency_ms == 0.0
+    settings.TASKOS_SIM_LATENCY_MS = 0.0
+    assert ModelProfile.objects.get(name="sim").to_engine().sim_latency_ms == 0.0

@@ -91,3 +91,34 @@ def test_a_refused_request_is_a_recorded_call_counted_over_window_and_in_the_pea
     assert [c for c in report["model_calls"] if c.get("refused")]
     assert out.run.status == "finished", out.run.result.error  # recovered after the refusal
     assert max(out.transport.prompt_tokens) + 0 <= 5_000
+
+
+def test_the_simulated_model_takes_its_latency_on_answers_and_refuses_at_once(monkeypatch):
+    import agents.sim.transport as transport_module
+    slept = []
+    monkeypatch.setattr(transport_module.time, "sleep", slept.append)
+    http, transport = sim_http_client(SCENARIO, 2000, latency_s=0.25)
+    model = ModelClient(ModelProfile(name="sim", context_size=2000), http_client=http,
+                        base_url="http://sim.taskos.invalid/v1")
+    messages = [{"role": "user", "content": "word " * 1500}]
+    with pytest.raises(ContextOverflow):
+        model.complete(messages, None, max_tokens=600)
+    assert slept == []  # a refusal comes back at once
+    model.complete([{"role": "user", "content": "hello"}], None, max_tokens=50)
+    assert slept == [0.25]
+
+
+def test_a_profile_s_sim_latency_paces_every_call_of_a_run(monkeypatch, tmp_path):
+    import agents.sim.transport as transport_module
+    from agents.config import ContextConfig
+    from agents.events import ListSink
+    from agents.memory_store import MemoryStore
+    from agents.runner import run_session
+    slept = []
+    monkeypatch.setattr(transport_module.time, "sleep", slept.append)
+    run = run_session(session_id="paced", goal="", scenario=SCENARIO, config=ContextConfig(),
+                      profile=ModelProfile(name="sim", context_size=16_000, sim_latency_ms=40),
+                      store=MemoryStore(), events=ListSink(), workspace=tmp_path)
+    calls = run.report["model_calls"]
+    assert run.result.status == "finished" and len(calls) >= 2
+    assert slept == [0.04] * len(calls)

@@ -14,6 +14,9 @@ from taskos.runs.launcher import Launcher, LaunchError
 from taskos.runs.models import Session
 
 ADMIN_USERNAME = "admin"
+# The simulated model's answer time on this command (TASKOS_SIM_LATENCY_MS overrides it):
+# at 0 a whole demo run ends before a person has found the drawer.
+DEMO_SIM_LATENCY_MS = "200"
 
 
 def ensure_admin() -> str:
@@ -35,6 +38,14 @@ def ensure_admin() -> str:
         return f"{ADMIN_USERNAME} with the password from TASKOS_ADMIN_PASSWORD"
     return (f"{ADMIN_USERNAME} with the password printed on the first start "
             f"(reset it with `python manage.py changepassword {ADMIN_USERNAME}`)")
+
+
+def services_env(redis_url: str) -> dict[str, str]:
+    """The worker's and web server's environment: this one, with the Redis in use and the
+    demo's simulated-model pace unless TASKOS_SIM_LATENCY_MS is set."""
+    return {"TASKOS_SIM_LATENCY_MS": DEMO_SIM_LATENCY_MS, **os.environ, "REDIS_URL": redis_url,
+            "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE",
+                                                     "taskos.settings")}
 
 
 def resume_interrupted(redis_url: str) -> int:
@@ -96,10 +107,7 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             login = ensure_admin()
             redis_url = launcher.resolve_redis(os.environ.get("REDIS_URL"))
-            env = {**os.environ, "REDIS_URL": redis_url,
-                   "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE",
-                                                            "taskos.settings")}
-            launcher.start_services(env)
+            launcher.start_services(services_env(redis_url))
             if launcher.started_own_redis:
                 resumed = resume_interrupted(redis_url)
                 if resumed:
