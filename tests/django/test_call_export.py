@@ -36,8 +36,8 @@ class RawRecordingTransport(sim_transport.SimTransport):
 def recorded_run(monkeypatch, sim_profile, django_user_model, client):
     transports: list[RawRecordingTransport] = []
 
-    def sim_http_client(scenario, window, summarizer=None):
-        transport = RawRecordingTransport(scenario, window, summarizer)
+    def sim_http_client(scenario, window, summarizer=None, latency_s=0.0):
+        transport = RawRecordingTransport(scenario, window, summarizer, latency_s)
         transports.append(transport)
         return (sim_transport.httpx2.Client(transport=transport,
                                             base_url="http://sim.taskos.invalid/v1"), transport)
