@@ -11,7 +11,7 @@ from agents.config import ModelProfile
 from agents.context import Request
 from agents.events import Event, EventType
 from agents.interrupt import CallDeadline, run_interruptible
-from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.model import ContextOverflow, ModelClient, ModelError, ModelReply, OutputOverflow
 from agents.prompt_count import read_back
 
 
@@ -94,9 +94,13 @@ class CallRunner:
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None)
         except ContextOverflow as exc:
+            # Counted exactly, a request the server saw as longer than it was grew with the
+            # model's own output inside the server (OutputOverflow).
+            if figures is not None and exc.requested > figures.tokens:
+                exc = OutputOverflow(exc, figures.tokens)
             self._refused("agent", exc, request.total, limit, request.zones,
                           request.described(), turn, sent, count_kind, figures)
-            raise
+            raise exc
         reply = self._record("agent", reply, request.total, limit, request.zones, request.described(),
                      turn, sent=sent, count_kind=count_kind, figures=figures)
         return reply
@@ -227,6 +231,12 @@ class CallRunner:
                  sent: dict[str, Any], count_kind: str = "", figures=None) -> None:
         """A request the provider refused as too long is still a call that was made: it is
         recorded with the provider's own count, so peaks and over-window totals show it."""
+        if isinstance(exc, OutputOverflow):  # what was sent fitted; nothing to learn
+            reply = ModelReply(content="", finish_reason="refused", input_tokens=exc.sent_tokens)
+            self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
+                         refused=True, error=str(exc), count_kind=count_kind, figures=figures,
+                         output_overflow=True)
+            return
         reply = ModelReply(content="", finish_reason="refused",
                            input_tokens=max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
@@ -244,11 +254,13 @@ class CallRunner:
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
                 sent: dict[str, Any], refused: bool = False, error: str = "",
-                count_kind: str = "", figures=None) -> ModelReply:
+                count_kind: str = "", figures=None, output_overflow: bool = False) -> ModelReply:
         """Emit the call's MODEL_CALL; return the reply as the engine reads it."""
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
         extra = {"refused": True, "error": error} if refused else {}
+        if output_overflow:
+            extra["overflow"] = "output"
         if self.calibration is not None:  # the engine's figure as it stood before this call
             if kind == "agent":
                 self.calibration.agent_kind = count_kind
@@ -276,7 +288,8 @@ class CallRunner:
             "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
             "finish_reason": reply.finish_reason, "latency_ms": round(reply.latency_ms, 2),
             "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
-            "over_window": refused or input_tokens > limit, "limit": limit, **extra,
+            "over_window": (refused and not output_overflow) or input_tokens > limit,
+            "limit": limit, **extra,
             "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
             # The answer itself, tool calls included: what a replay plays back (SPEC E2).
             "reply": {"content": reply.content, "tool_calls": reply.tool_calls,

@@ -19,6 +19,7 @@ from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, render, shrink_to
 from agents.tools.notes import render_notes
+from agents.model import OutputOverflow
 from agents.tokens import TOKENS_PER_MESSAGE
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
@@ -205,13 +206,17 @@ class ContextKeeper(CompactionHooks):
                       ctx.zones(hint_msgs))
 
     def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
-        """The provider says we were over (C16): believe its count, compact, rebuild."""
+        """The provider says we were over (C16): believe its count, compact, rebuild.
+
+        When the overflow came from the model's own answer (OutputOverflow) the count is
+        not believed: only the compaction, which changes what the model continues from."""
         ctx = self.ctx
         if 0 < exc.limit < ctx.window:
             ctx.window = exc.limit
-        if our_tokens and exc.requested:
+        believed = not isinstance(exc, OutputOverflow)
+        if believed and our_tokens and exc.requested:
             ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
-        elif our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
+        elif believed and our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
             ctx.correction = max(ctx.correction, ctx.window / (our_tokens * 0.85
                                                                + ctx.budget().reserve))
         self.preflight()  # the window just shrank: the fixed parts may no longer fit

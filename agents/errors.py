@@ -16,6 +16,13 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "than the budget allowed, or the window is set larger than the model's real one).",
         "TaskOS compacted the history and retried. If it repeats, set the profile's "
         "context_size to the model's real window or lower trigger_ratio."),
+    "output_overflow": ErrorAdvice(
+        "The model's answer filled the window: the request fitted (the server's own count "
+        "says so), but the server writes tool-call arguments without a length limit "
+        "(llama-cpp-python's chatml-function-calling format) and the model looped in them.",
+        "TaskOS compacted the history, so the model continues from a shorter, different "
+        "conversation, and asked again; its count of the window is unchanged. If it "
+        "repeats, lower the temperature or use a stronger model."),
     "finish_reason_length": ErrorAdvice(
         "The answer hit the output limit (max_tokens) and was cut off.",
         "TaskOS raised the output reserve and asked the model to continue; raise the "

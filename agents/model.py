@@ -44,10 +44,29 @@ class ModelError(RuntimeError):
 class ContextOverflow(ModelError):
     """The provider refused the request as longer than its window (SPEC C16)."""
 
-    def __init__(self, limit: int, requested: int, message: str) -> None:
-        super().__init__("context_length_exceeded", message)
+    def __init__(self, limit: int, requested: int, message: str,
+                 code: str = "context_length_exceeded") -> None:
+        super().__init__(code, message)
         self.limit = limit
         self.requested = requested
+
+
+class OutputOverflow(ContextOverflow):
+    """The window ran out while the server wrote the answer, not while it read the request.
+
+    llama-cpp-python's chatml-function-calling format writes tool-call arguments without
+    any max_tokens and then completes again from the prompt plus what it wrote: a small
+    model looping inside its arguments fills the window, and the refusal names more prompt
+    tokens than were sent. Read as our miscount, it would shrink the window for good."""
+
+    def __init__(self, overflow: ContextOverflow, sent_tokens: int) -> None:
+        super().__init__(overflow.limit, overflow.requested,
+                         f"The model's answer ran out of the window: the request was "
+                         f"{sent_tokens} tokens by the server's own count, the server reported "
+                         f"{overflow.requested} after writing part of its answer (tool-call "
+                         f"arguments, which max_tokens does not bound there). Server: {overflow}",
+                         code="output_overflow")
+        self.sent_tokens = sent_tokens
 
 
 @dataclass

@@ -22,7 +22,8 @@ engine):
   kept in `tokenized`, so tests can see how often the engine asks).
 
 The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
-`agent_script` (one entry per agent call: a tool call, or "answer"). Without tools it copies
+`agent_script` (one entry per agent call: a tool call, "answer", or a "runaway" tool call
+whose arguments fill the window, refused as the real server refuses it). Without tools it copies
 the form of the latest assistant turn in the prompt: after `functions.NAME:` turns it writes
 one more such call as text. With no assistant turn to copy it does what a small instruct
 model does with material and a request: numbered questions get each the material line that
@@ -173,7 +174,8 @@ class ChatmlServer:
             self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens,
                                   "tokenized_before": len(self.tokenized)})
             if tools and choice not in (None, "none"):
-                return 200, self._agent_turn(prompt)
+                answer = self._agent_turn(prompt)
+                return answer.pop("_status", 200), answer
         return 200, completion(self._without_tools(prompt), tokens)
 
     # --- the model
@@ -184,6 +186,14 @@ class ChatmlServer:
             text = step[1] if step[0] == "say" else \
                 f"Done. The last figure I read: {html.unescape(found)}"
             return completion(text, count(prompt + "message:\n"))
+        if step[0] == "runaway":  # ("runaway", name): arguments written until the window
+            # is full (the server sets no max_tokens there), then completed again from the
+            # prompt plus them, which the library refuses.
+            tokens = self.n_ctx + 1
+            self.refused.append(tokens)
+            return {"_status": 400, "error": {"message": f"Requested tokens ({tokens}) exceed "
+                                                        f"context window of {self.n_ctx}",
+                                              "code": 400}}
         # ("tool", name, args), or ("tools", [(name, args), ...]) for several calls at once
         pairs = step[1] if step[0] == "tools" else [(step[1], step[2])]
         calls, reported = [], 0

@@ -36,7 +36,7 @@ def part(i: int) -> str:
 
 def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = None,
             max_turns: int = 12, answer: str | None = None,
-            tools: tuple[str, ...] = ("list_files", "read_file")):
+            tools: tuple[str, ...] = ("list_files", "read_file"), events: list | None = None):
     script = script or [("tool", "list_files", {})] + [
         ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(parts)] + ["answer"]
     profile_kw = dict(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
@@ -50,6 +50,8 @@ def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = 
         run = run_session(session_id="weak", goal=GOAL, scenario=None, profile=profile,
                           config=ContextConfig(max_rounds=1, max_turns=max_turns), store=MemoryStore(),
                           events=sink, workspace=Path(tmp), tools=list(tools))
+    if events is not None:
+        events.extend(sink.events)
     calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
     compactions = [e.payload for e in sink.of_type(EventType.COMPACTION)  # those that fold
                    if not e.payload.get("noop") and e.payload["trigger"] != "anchor"]
@@ -181,3 +183,28 @@ def test_llama_cpp_pythons_tokenizer_counts_the_text_as_its_template_renders_it_
         # the tool list is written with `tojson`, which keeps its quotes
         schemas = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
         assert counter.tools(schemas) == TokenCounter().tools(schemas)
+
+
+def test_an_answer_that_fills_the_window_is_not_read_as_our_request_being_too_long():
+    # The server writes tool-call arguments without max_tokens; a looping model fills the
+    # window with them and the refusal names more tokens than the request had (real lane,
+    # 2026-12-02: a 2 430-token request "refused" at 4 096 + output).
+    script = [("tool", "list_files", {}), ("tool", "read_file", {"path": "part0.txt"}),
+              ("runaway", "read_file")] + [
+        ("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(1, 4)] + ["answer"]
+    events: list = []
+    run, server, calls, _ = session(fresh=True, single=True, parts=4, script=script,
+                                    events=events)
+    assert run.status == "finished", run.result.error
+    assert server.refused == [4097]
+    [refused] = [c for c in calls if c.get("refused")]
+    assert refused["overflow"] == "output" and not refused["over_window"]
+    assert refused["input_tokens"] == refused["estimated_tokens"] < 4096  # what was sent
+    [error] = [e.payload for e in events if e.type == EventType.ERROR]
+    assert error["code"] == "output_overflow" and "max_tokens does not bound" in error["message"]
+    assert "compacted the history" in error["action"]
+    # The engine's window is not shrunk by a count that was not of its request (believed,
+    # 4 097 / 1 015 would have divided it by four).
+    # The summary of the compaction that follows had 790 tokens then.
+    after = [c["limit"] for c in calls[calls.index(refused) + 1:]]
+    assert len(after) > 3 and min(after) > 0.95 * calls[0]["limit"]

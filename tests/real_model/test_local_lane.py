@@ -77,7 +77,17 @@ def evidence(name: str, run, sink: ListSink) -> dict:
         "tool_calls": [(e.payload["name"], e.payload["args"])
                        for e in sink.of_type(EventType.TOOL_CALL)],
         "calls": len(calls), "summary_calls": sum(c["kind"] == "summary" for c in calls),
-        "refused_by_server": sum(bool(c.get("refused")) for c in calls),
+        # Requests the engine sent over the window; an answer that filled it (the model
+        # looping in tool-call arguments the server does not bound) is counted apart.
+        "refused_by_server": sum(bool(c.get("refused")) and c.get("overflow") != "output"
+                                 for c in calls),
+        "output_overflows": sum(c.get("overflow") == "output" for c in calls),
+        # What the engine counted and allowed for each refused request, and what the server
+        # said: a refusal with exact counting is an engine bug, and this is where to start.
+        "refused_calls": [{k: c.get(k) for k in ("kind", "turn", "count_kind", "engine_tokens",
+                                                 "estimated_tokens", "limit", "overflow",
+                                                 "zones", "error")}
+                          for c in calls if c.get("refused")],
         "peak_server_prompt": max((c["input_tokens"] for c in answered), default=0),
         "counting_error": [round(e, 4) for e in errors],
         "counting_error_by_call": [(c["kind"], c.get("count_kind"), c.get("engine_tokens"),
