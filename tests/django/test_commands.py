@@ -245,3 +245,21 @@ def test_up_paces_the_simulated_model_for_watching_unless_told_otherwise(monkeyp
     assert env["TASKOS_SIM_LATENCY_MS"] == "200" and env["REDIS_URL"] == "redis://127.0.0.1:6390/0"
     monkeypatch.setenv("TASKOS_SIM_LATENCY_MS", "0")
     assert services_env("redis://x")["TASKOS_SIM_LATENCY_MS"] == "0"
+
+
+@pytest.mark.parametrize("argv", [["runtask", "--scenario", "sales-report"],
+                                  ["bench", "--recall-rows", "0"], ["replay", "1"]])
+def test_commands_on_an_unmigrated_database_say_to_migrate(argv, monkeypatch):
+    from django.db.migrations.executor import MigrationExecutor
+    planned = MigrationExecutor.migration_plan
+    # The plan a fresh database has: every migration, none applied.
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: planned(
+        self, targets, clean_start=True))
+    with pytest.raises(CommandError, match=r"migration\(s\) not applied yet. Run `python "
+                                           r"manage.py migrate` first"):
+        call_command(*argv, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_a_migrated_database_passes_the_check(db):
+    from taskos.runs.management.migrated import require_migrated
+    require_migrated()

@@ -11,6 +11,7 @@ from django.db import connection
 
 from agents.bench import run_bench
 from taskos.runs import db_path_bench
+from taskos.runs.management.migrated import require_migrated
 from taskos.runs.recall_bench import measure
 
 DB_PATH_TARGET = 2.0  # issue 8: runtask's median turn at most twice the in-memory one
@@ -42,6 +43,8 @@ class Command(BaseCommand):
             raise CommandError("--recall-rows must be 0 (skip) or at least 100.")
         if options["db_runs"] < 0:
             raise CommandError("--db-runs must be 0 (skip) or more.")
+        if options["db_runs"] or rows:
+            require_migrated()
         path, plot = options["json_path"], options["plot_path"]
         for target in (path, plot):
             if target and not Path(target).resolve().parent.is_dir():

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from taskos.runs.compare import compare
 from taskos.runs.lease import headless_lease
 from taskos.runs.management.commands.runtask import ProgressBar
+from taskos.runs.management.migrated import require_migrated
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.replays import create_replay, parse_settings
 from taskos.runs.services import SessionError
@@ -33,6 +34,7 @@ class Command(BaseCommand):
                             help="print the report as one JSON object on stdout")
 
     def handle(self, *args, **options):
+        require_migrated()
         source = Session.objects.select_related("profile").filter(
             pk=options["session_id"]).first()
         if source is None:

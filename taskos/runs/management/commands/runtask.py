@@ -7,9 +7,10 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from taskos.runs.delegation import execute_tree
+from taskos.runs.management.migrated import require_migrated
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
-from taskos.runs.delegation import execute_tree
 
 
 class ProgressBar:
@@ -62,6 +63,7 @@ class Command(BaseCommand):
                             help="print the run report as one JSON object on stdout")
 
     def handle(self, *args, **options):
+        require_migrated()
         profile = ModelProfile.objects.filter(name=options["profile"]).first()
         if profile is None:
             names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
