@@ -231,17 +231,14 @@ class CallRunner:
                  sent: dict[str, Any], count_kind: str = "", figures=None) -> None:
         """A request the provider refused as too long is still a call that was made: it is
         recorded with the provider's own count, so peaks and over-window totals show it."""
-        if isinstance(exc, OutputOverflow):  # what was sent fitted; nothing to learn
-            reply = ModelReply(content="", finish_reason="refused", input_tokens=exc.sent_tokens)
-            self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
-                         refused=True, error=str(exc), count_kind=count_kind, figures=figures,
-                         output_overflow=True)
-            return
-        reply = ModelReply(content="", finish_reason="refused",
-                           input_tokens=max(exc.requested, engine_tokens))
+        output = isinstance(exc, OutputOverflow)  # what was sent fitted: nothing to learn
+        reply = ModelReply(content="", finish_reason="refused", input_tokens=exc.sent_tokens
+                           if output else max(exc.requested, engine_tokens))
         self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
-                     refused=True, error=str(exc), count_kind=count_kind, figures=figures)
-        self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
+                     refused=True, error=str(exc), count_kind=count_kind, figures=figures,
+                     output_overflow=output)
+        if not output:
+            self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
 
     def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str,
                    messages: int) -> None:

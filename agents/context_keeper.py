@@ -15,18 +15,17 @@ from agents.events import Event, EventType
 from agents.history import Msg
 from agents.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.limits import FixedPart, check_request, preflight
+from agents.model import ContextOverflow, OutputOverflow
 from agents.snapshot import render_snapshot
 from agents.errors import error_payload
 from agents.summary import StructuredSummary, render, shrink_to
 from agents.tools.notes import render_notes
-from agents.model import OutputOverflow
 from agents.tokens import TOKENS_PER_MESSAGE
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 
 if TYPE_CHECKING:
     from agents.loop import AgentLoop
-    from agents.model import ContextOverflow
 
 
 class ContextKeeper(CompactionHooks):
@@ -205,7 +204,7 @@ class ContextKeeper(CompactionHooks):
         check_request(ctx.input_tokens(hint_msgs), limit, budget.window, budget.reserve,
                       ctx.zones(hint_msgs))
 
-    def recover_overflow(self, exc: "ContextOverflow", our_tokens: int) -> tuple[Request, int]:
+    def recover_overflow(self, exc: ContextOverflow, our_tokens: int) -> tuple[Request, int]:
         """The provider says we were over (C16): believe its count, compact, rebuild.
 
         When the overflow came from the model's own answer (OutputOverflow) the count is
@@ -213,10 +212,11 @@ class ContextKeeper(CompactionHooks):
         ctx = self.ctx
         if 0 < exc.limit < ctx.window:
             ctx.window = exc.limit
-        believed = not isinstance(exc, OutputOverflow)
-        if believed and our_tokens and exc.requested:
+        if isinstance(exc, OutputOverflow):
+            pass  # its figure counts the model's output too: the correction stays
+        elif our_tokens and exc.requested:
             ctx.correction = max(ctx.correction, exc.requested / our_tokens * 1.02)
-        elif believed and our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
+        elif our_tokens:  # no figures in the text (Ollama): aim 15 % under what was refused
             ctx.correction = max(ctx.correction, ctx.window / (our_tokens * 0.85
                                                                + ctx.budget().reserve))
         self.preflight()  # the window just shrank: the fixed parts may no longer fit

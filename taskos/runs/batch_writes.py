@@ -22,6 +22,7 @@ from django.db import connection
 
 SEPARATOR = ";\n"  # between the statements of a batch's one query
 
+
 class BatchWrites:
     """One per connection (for_connection); `start()` when a batch opens, `stop()` once
     it is committed or rolled back. On any database but PostgreSQL writes run at once."""

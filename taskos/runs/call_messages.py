@@ -36,30 +36,33 @@ META = ANNOTATIONS  # the engine's annotations of a message, not sent to the mod
 # The texts this process archived lately, by ref, exactly as stored: a call made soon
 # after sends them again (a tool result the turn before, the person's new message).
 RECENT_ARCHIVED = 256
-_archived: OrderedDict[str, str] = OrderedDict()
+# ref -> (session pk, row id, text)
+_archived: OrderedDict[str, tuple[str, int, str]] = OrderedDict()
 
 
-def remember_archived(ref: str, text: str) -> None:
-    """The store archived `text` as it is under `ref` (taskos/runs/store.py). A ref names
-    one new row, so insertion order is age order: the oldest go first."""
-    _archived[ref] = text
+def remember_archived(ref: str, session_pk: int, row_id: int, text: str) -> None:
+    """The store archived `text` as it is, as row `row_id` of the session (taskos/runs/
+    store.py). A ref names one new row, so insertion order is age order: the oldest go."""
+    _archived[ref] = (str(session_pk), row_id, text)
     while len(_archived) > RECENT_ARCHIVED:
         _archived.popitem(last=False)
+
+
+def _swapped(message: dict[str, Any], old: str, new: str, value: Any) -> dict[str, Any]:
+    """`message` with key `old` replaced by `new` holding `value`, in the same place (the
+    stored key order is how the body is rebuilt byte for byte)."""
+    return {(new if key == old else key): (value if key == old else kept)
+            for key, kept in message.items()}
 
 
 def _by_ref(message: dict[str, Any], ref: str, session: str) -> dict[str, Any]:
     """The message with its text replaced by the row of the session's own archive holding
     it, when it is one (the rebuild reads only that archive)."""
     text = message.get("content")
-    archived = _archived.get(ref) if ref and isinstance(text, str) else None
-    if archived is None or not (archived is text or archived == text):
+    found = _archived.get(ref) if ref and isinstance(text, str) else None
+    if found is None or found[0] != session or not (found[2] is text or found[2] == text):
         return message
-    prefix, _, row_id = ref.rpartition(":")
-    if prefix != f"arc:{session}" or not row_id.isdigit():
-        return message
-    return {("content_ref" if key == "content" else key): (int(row_id) if key == "content"
-                                                           else value)
-            for key, value in message.items()}  # the same place: key orders are kept
+    return _swapped(message, "content", "content_ref", found[1])
 
 
 class CallCompactor:
@@ -158,9 +161,8 @@ class MessageResolver:
         if wanted := refs - self._texts.keys():
             self._texts.update(ArchivedTurn.objects.filter(
                 session_id=self.session_pk, pk__in=wanted).values_list("id", "content"))
-        return [{("content" if k == "content_ref" else k):
-                 (self._texts.get(v, f"[archive row {v} is no longer stored]")
-                  if k == "content_ref" else v) for k, v in m.items()}
+        return [_swapped(m, "content_ref", "content", self._texts.get(
+                    m["content_ref"], f"[archive row {m['content_ref']} is no longer stored]"))
                 if "content_ref" in m else m for m in messages]
 
     def _load(self, seqs: Iterable[int]) -> None:

@@ -80,7 +80,10 @@ class Lease:
 
     def check(self) -> None:
         if self.lost:
-            raise LeaseLost(f"session {self.session_pk} is run by another worker now")
+            raise self.lost_error()
+
+    def lost_error(self) -> LeaseLost:
+        return LeaseLost(f"session {self.session_pk} is run by another worker now")
 
     def release(self) -> None:
         self._stop.set()

@@ -93,7 +93,7 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
                 row_id)
         ref = ArchivedTurn(pk=row_id, session_id=pk).ref
         if not is_binary:  # a call that sends it again is stored by this ref
-            remember_archived(ref, content)
+            remember_archived(ref, pk, row_id, content)
         return ref
 
     def read_ref(self, session_id, ref) -> str | None:

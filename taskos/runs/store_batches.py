@@ -7,7 +7,6 @@ import logging
 from django.db import IntegrityError, transaction
 
 from . import batch_writes, sqlite_checkpoint
-from .lease import LeaseLost
 
 log = logging.getLogger("taskos.runs")
 
@@ -57,8 +56,7 @@ class Batches:
         over wrote those seqs: this one lost its lease and stops, marking nothing failed."""
         if isinstance(exc, IntegrityError) and self.lease is not None and not self.lease.held():
             self.lease.lost = True
-            raise LeaseLost(f"session {self.lease.session_pk} is run by another worker "
-                            "now") from exc
+            raise self.lease.lost_error() from exc
 
     def mark_turn_saved(self) -> None:
         """The batch holds a finished turn's state: a rollback goes back to here, no
