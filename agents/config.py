@@ -111,11 +111,11 @@ class ModelProfile:
     top_p: float | None = None
     # Counting (issue 11): the provider/engine token ratio learnt by earlier sessions, and
     # whether to count with the server's /tokenize (llama.cpp, llama-cpp-python).
-    token_ratio: float = 1.0  # the slope of agents.calibration's fit
+    token_ratio: float = 1.0  # the slope of agents.counting.calibration's fit
     token_ratio_calls: int = 0
     token_overheads: dict[str, float] = field(default_factory=dict)  # per request kind
     server_tokenizer: bool = False
-    # E3 probe questions after each compaction (agents.probes): one call each, so off
+    # E3 probe questions after each compaction (agents.compaction.probes): one call each, so off
     # unless the profile asks (the local profile does).
     probe_questions: bool = False
     # llama-cpp-python's chatml-function-calling template renders a "tool" message without

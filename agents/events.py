@@ -28,7 +28,7 @@ Payload shapes (keys every consumer may rely on):
 - AUDIT             {"compaction_seq", "compaction_turn", "call", "ok": bool,
                      "statements_checked", "missing_statements": [str],
                      "unsupported_figures": [str], "unsupported_count"}: the E3 audit of
-                     the first agent request sent after a compaction (agents/audit.py)
+                     the first agent request sent after a compaction (agents/compaction/source_audit.py)
 - HINT_BLOCK        {"kind": "time"|"tasks"|"context"|"tool_error"|"tool_repeat", "text"}
 - ANCHOR_CHANGED    {"id", "tier", "old", "new", "source": "user"|"tool"|"admin"|"pin",
                      "action": "added"|"changed"|"removed", "old_id"?: the replaced

@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
-from agents.delegation import DelegationLimits, DelegationPlan, delegate_tool
+from agents.loop.delegations import DelegationLimits, DelegationPlan, delegate_tool
 from agents.events import EventSink
-from agents.loop import AgentLoop, RunResult, SessionSpec
-from agents.model import ModelClient
-from agents.report_sink import ZERO_SUMS, ReportSink  # noqa: F401 - ZERO_SUMS re-exported
-from agents.retry import RetryBudget
+from agents.loop.agent_loop import AgentLoop, RunResult, SessionSpec
+from agents.provider.client import ModelClient
+from agents.report import ZERO_SUMS, ReportSink  # noqa: F401 - ZERO_SUMS re-exported
+from agents.loop.retry import RetryBudget
 from agents.scenarios import Scenario, load_scenario
-from agents.session_spec import generic_scenario, prepare_workspace
+from agents.loop.spec import generic_scenario, prepare_workspace
 from agents.sim.transport import sim_http_client
-from agents.store import Store
+from agents.store.interface import Store
 from agents.tools.registry import default_registry
 
 
@@ -90,7 +90,7 @@ def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
               "token_overheads": loop.calibration.learnt_overheads()
               if loop.calibration is not None else {},
               "model_calls": sink.model_calls,
-              # Calls whose whole prompt was counted exactly (agents.prompt_count), and why
+              # Calls whose whole prompt was counted exactly (agents.counting.llama_cpp.prompt_count), and why
               # exact counting stopped when a server's report disagreed.
               "exact_prompts": loop.calls.served.confirmed if loop.calls.served else 0,
               "count_mismatch": loop.calls.served.mismatch if loop.calls.served else "",

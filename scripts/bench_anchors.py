@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents.anchors import extract_anchors  # noqa: E402
+from agents.words.anchors import extract_anchors  # noqa: E402
 
 SIZE = 20_000
 INPUTS = {

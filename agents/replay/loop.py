@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agents.delegation import Delegations, Delivery
+from agents.loop.delegations import Delegations, Delivery
 from agents.errors import error_payload
 from agents.events import Event, EventType
-from agents.loop import AgentLoop
-from agents.model import ModelReply
+from agents.loop.agent_loop import AgentLoop
+from agents.provider.client import ModelReply
 from agents.replay.recording import Recording
 from agents.replay.transport import ReplayTransport
 from agents.tools.base import Pending, ToolContext, ToolError, ToolOutcome, ToolReply

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.events import EventSink
-from agents.store import Store
+from agents.store.interface import Store
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 
-from agents.tokens import count_text
+from agents.counting.tokens import count_text
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError
 from agents.tools.workspace import resolve_in_workspace
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.events import Event, EventSink, EventType
-from agents.store import Store
+from agents.store.interface import Store
 
 
 @dataclass

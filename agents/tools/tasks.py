@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from agents.events import Event, EventType
-from agents.store import TaskRecord
+from agents.store.interface import TaskRecord
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError
 
 STATES = ("pending", "in_progress", "completed")

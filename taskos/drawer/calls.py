@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents.calls import canonical_keys
-from agents.context import ANNOTATIONS  # the engine's, never part of what was sent
-from agents.tokens import REPLY_PRIMING, TokenCounter
+from agents.loop.calls import canonical_keys
+from agents.context.working import ANNOTATIONS  # the engine's, never part of what was sent
+from agents.counting.tokens import REPLY_PRIMING, TokenCounter
 from taskos.drawer.events import MODEL_CALL, call_payload
 from taskos.runs.models import Session, SessionEvent
 

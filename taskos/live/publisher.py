@@ -38,7 +38,7 @@ def _event_time(event: Event) -> dt.datetime:
 class ChannelsPublisher:
     """EventSink for one session: SessionEvent row first, then the channel layer.
 
-    Between `hold()` and `release()` (the engine's commit points, agents/commits.py)
+    Between `hold()` and `release()` (the engine's commit points, agents/loop/commits.py)
     events get their seq at once but are stored by `flush()`: one bulk insert and one
     counter update in the caller's transaction, sent after its commit in one hop to the
     send loop. A MODEL_CALL is stored as what is new since the previous
@@ -86,7 +86,7 @@ class ChannelsPublisher:
 
     def flush(self, announce: bool = True) -> None:
         """Store the held events in one go, in the caller's transaction; send after commit.
-        Not `announce`d (agents/commits.py), the batch's newest event is sent with the next
+        Not `announce`d (agents/loop/commits.py), the batch's newest event is sent with the next
         announced batch or event instead — or alone, when nothing newer came: its seq
         covers every event stored before it."""
         events = self._held or []

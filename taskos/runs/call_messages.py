@@ -1,7 +1,7 @@
 """MODEL_CALL rows store what is new in a request, not the whole prompt every time.
 
 Between two compactions a request is the previous one plus a few messages (the layout
-keeps the prefix stable for the provider's cache, agents/context.py), so storing every
+keeps the prefix stable for the provider's cache, agents/context/working.py), so storing every
 request whole made event storage grow with calls × window. A stored MODEL_CALL payload
 now holds in "messages" only the messages no earlier row holds (as sent, without the
 engine's annotations, which "message_meta" keeps per message), and in "message_parts"
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterable
 
-from agents.context import ANNOTATIONS
+from agents.context.working import ANNOTATIONS
 
 from .models import ArchivedTurn, SessionEvent
 

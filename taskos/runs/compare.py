@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from django.db.models import F
 
-from agents.context import ANNOTATIONS
+from agents.context.working import ANNOTATIONS
 from agents.replay.runner import differences
 from agents.runner import ReportSink
 from agents.scenarios import ScenarioError, load_scenario

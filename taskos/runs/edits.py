@@ -8,7 +8,7 @@ make — the admin, a pin from the drawer, a shell — bumps `Session.person_edi
 (post_save / post_delete, so the edit is stored no later than the bump: a reader that sees
 the new count sees the edit). The engine reads the count with its per-turn poll, and
 fresh before a batch of its own anchor writes; only a count that moved is followed by
-the full read (agents/anchor_book.py).
+the full read (agents/words/book.py).
 """
 from __future__ import annotations
 

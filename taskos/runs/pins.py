@@ -1,7 +1,7 @@
 """Pins (issue 13): a person makes any sentence of the transcript a hard constraint.
 
 A pin is an active tier-1 Anchor row with source "pin". The engine reloads anchors at the
-start of every turn (agents.anchor_book.AnchorBook.sync), the same path an admin edit
+start of every turn (agents.words.book.AnchorBook.sync), the same path an admin edit
 takes, so a pin is in the frozen snapshot of the very next model call; unpinning
 deactivates the row, which stays in the database, and the next call no longer has it.
 """

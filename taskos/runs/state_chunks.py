@@ -1,6 +1,6 @@
 """The engine state saved in pieces, so a turn writes only what changed (issue 8).
 
-The loop hands over its whole state every turn (agents/loop.py). Saved as one JSON value
+The loop hands over its whole state every turn (agents/loop/agent_loop.py). Saved as one JSON value
 that was ~100 kB by mid-session: the recent history, the summary (twice: as data and as
 text), the audit's figures and the person's messages, rewritten by every turn although
 a turn only appends a round to the history and the rest changes once per compaction.
@@ -72,7 +72,7 @@ class MessageMemo:
     A turn's state holds ~20 history messages of which one or two are new; dumping and
     hashing all of them was most of a state save's own time. A saved message is
     {"data", "tokens", "turn", "ref"} around the engine's message dict, which is never
-    changed in place (agents/history.py: a changed message is a new Msg): the same dict
+    changed in place (agents/context/history.py: a changed message is a new Msg): the same dict
     object with the same other fields dumps to the same text. Entries of messages that
     left the history are dropped at each save, so an id is never mistaken for a new
     dict's (the entry holds its dict alive until then).

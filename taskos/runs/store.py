@@ -1,4 +1,4 @@
-"""The engine's Store protocol (agents/store.py) over the ORM.
+"""The engine's Store protocol (agents/store/interface.py) over the ORM.
 
 The worker only ever updates the Session columns it owns (never `session.save()` of the
 whole row), so an admin edit or a cancel request made meanwhile is not overwritten.
@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.store import AnchorRecord, ArchiveHit, TaskRecord
+from agents.store.interface import AnchorRecord, ArchiveHit, TaskRecord
 
 from . import search, state_chunks, turn_sql
 from .call_messages import remember_archived
@@ -45,7 +45,7 @@ def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
 
 
 class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
-    """Every method of agents.store.Store; session ids are Session primary keys as str.
+    """Every method of agents.store.interface.Store; session ids are Session primary keys as str.
 
     With a `lease` (taskos/runs/lease.py) every write of the loop is fenced: an executor
     that lost the session to another one raises LeaseLost instead of writing.
@@ -53,7 +53,7 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
 
     def __init__(self, lease=None) -> None:
         self.lease = lease
-        self._batch = None  # the open transaction of a turn's batch (agents/commits.py)
+        self._batch = None  # the open transaction of a turn's batch (agents/loop/commits.py)
         self._saved_turn = None  # the savepoint after the batch's state save, if any
         # Ids ahead of the rows, so a batch's inserts wait for nothing (batch_writes.py)
         self._archive_ids = RowIds(ArchivedTurn._meta.db_table)
@@ -218,7 +218,7 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
         # turn's last writes, its new state pieces and the head that names them are one
         # transaction. A worker that dies before that commit leaves nothing of the batch
         # and the old state: the re-run discards what the turn's earlier commit points
-        # wrote (agents/loop.py).
+        # wrote (agents/loop/agent_loop.py).
         pk = session_pk(session_id)
         head, chunks = state_chunks.split(state, self._memos.setdefault(
             pk, state_chunks.MessageMemo()))

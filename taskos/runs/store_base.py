@@ -40,7 +40,7 @@ def relaxed_commits():
     (PostgreSQL synchronous_commit off; SQLite in WAL mode with synchronous=NORMAL behaves
     so anyway) except the one of a batch holding a state save, which flushes every
     earlier commit with it: a crash of the database server loses at most the turn in
-    flight, which the engine redoes (agents/loop.py)."""
+    flight, which the engine redoes (agents/loop/agent_loop.py)."""
     relaxed = connection.vendor == "postgresql"
     if relaxed:
         with connection.cursor() as cursor:

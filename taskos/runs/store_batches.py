@@ -1,5 +1,5 @@
 """The turn's batch of the Django Store: one transaction from one wait to the next
-(agents/commits.py), its writes sent together on PostgreSQL (taskos/runs/batch_writes.py)."""
+(agents/loop/commits.py), its writes sent together on PostgreSQL (taskos/runs/batch_writes.py)."""
 from __future__ import annotations
 
 import logging

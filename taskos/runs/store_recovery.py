@@ -1,5 +1,5 @@
 """Undoing what a turn wrote before its worker died, so the turn can be run again
-(SPEC T1, agents/loop.py): the Django Store's part of exactly-once."""
+(SPEC T1, agents/loop/agent_loop.py): the Django Store's part of exactly-once."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""The same Store assertions against MemoryStore and DjangoStore (agents/store.py protocol)."""
+"""The same Store assertions against MemoryStore and DjangoStore (agents/store/interface.py protocol)."""
 from __future__ import annotations
 
 import base64
@@ -7,8 +7,8 @@ from typing import Callable
 
 import pytest
 
-from agents.memory_store import MemoryStore
-from agents.store import AnchorRecord, TaskRecord
+from agents.store.memory import MemoryStore
+from agents.store.interface import AnchorRecord, TaskRecord
 from taskos.runs import services
 from taskos.runs.store import DjangoStore
 

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import agents.runner
-from agents.context import ANNOTATIONS
+from agents.context.working import ANNOTATIONS
 from taskos.drawer.events import call_payload
 from taskos.runs import services
 from taskos.runs.compare import agent_requests

@@ -1,10 +1,10 @@
 """Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
 import pytest
 
-from agents.anchor_merge import AnchorChange, merge_anchors, render_anchors, roll_off
-from agents.anchors import clip_text, extract_anchors
-from agents.conclusions import extract_conclusions
-from agents.store import AnchorRecord
+from agents.words.merge import AnchorChange, merge_anchors, render_anchors, roll_off
+from agents.words.anchors import clip_text, extract_anchors
+from agents.words.conclusions import extract_conclusions
+from agents.store.interface import AnchorRecord
 
 
 def only(text):
@@ -246,7 +246,7 @@ def test_a_rule_inside_a_longer_sentence_keeps_its_own_clause():
 
 
 def test_long_runs_without_a_break_are_classified_in_bounded_pieces():
-    from agents.anchors import MAX_CLAUSE_CHARS, _bounded, _clauses
+    from agents.words.anchors import MAX_CLAUSE_CHARS, _bounded, _clauses
     run = "word " * 1000
     pieces = _bounded(run)
     assert "".join(pieces) == run and all(len(p) <= MAX_CLAUSE_CHARS for p in pieces)
@@ -267,7 +267,7 @@ def test_a_pathological_twenty_thousand_character_message_is_extracted():
 
 
 def test_supersedes_needs_explicit_words():
-    from agents.anchors import supersedes
+    from agents.words.anchors import supersedes
     for text in ("Use 80k instead.", "From now on, at most 3 pages.", "Change the budget to 80k.",
                  "预算改为8万。", "从现在起只用英文。", "We no longer need a table."):
         assert supersedes(text), text

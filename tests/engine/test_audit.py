@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.audit import SourceAudit, binding_statements
+from agents.compaction.source_audit import SourceAudit, binding_statements
 from agents.events import Event, EventType, ListSink
-from agents.loop import AgentLoop
-from agents.memory_store import MemoryStore
+from agents.loop.agent_loop import AgentLoop
+from agents.store.memory import MemoryStore
 
 from .helpers import run_scenario
 

@@ -1,6 +1,6 @@
 import json
 
-from agents.bench import SEED_MANAGED_4000, run_bench
+from agents.bench.workloads import SEED_MANAGED_4000, run_bench
 
 
 def test_bench_compares_managed_with_unmanaged_and_writes_json(tmp_path):
@@ -38,7 +38,7 @@ def test_bench_json_has_the_cost_keys_and_the_targets(tmp_path):
 
 
 def test_targets_name_what_is_met_and_what_is_missed():
-    from agents.bench import targets
+    from agents.bench.workloads import targets
     results = {"long-200": {"cost_ratio": {"openai-like": 0.2, "anthropic-like": 0.6},
                             "peak_window_share": 0.2, "over_window_requests": 0,
                             "anchor_survival": 1.0, "summary_calls": 21}}

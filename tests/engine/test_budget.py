@@ -1,6 +1,6 @@
 import pytest
 
-from agents.budget import plan_budget
+from agents.context.budget import plan_budget
 from agents.config import ConfigError, ContextConfig, ModelProfile
 
 

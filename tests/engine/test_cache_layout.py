@@ -94,7 +94,7 @@ def test_unmanaged_runs_append_only_without_snapshot_or_hints():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
     from agents.runner import run_session
     from agents.sim.transport import sim_http_client
 
@@ -160,8 +160,8 @@ def test_a_request_stays_within_the_sum_of_its_zone_budgets_tail_included():
 
 
 def test_the_since_then_block_is_counted_exactly_encoding_only_its_new_lines():
-    from agents.context import WorkingContext
-    from agents.tokens import TokenCounter
+    from agents.context.working import WorkingContext
+    from agents.counting.tokens import TokenCounter
 
     class Recording(TokenCounter):
         def encode_count(self, text):
@@ -193,10 +193,10 @@ def test_the_tool_schemas_are_written_out_once_per_session_not_per_call(monkeypa
     import json
     import types
 
-    import agents.calls
+    import agents.loop.calls
     dumped = []
     counting = types.SimpleNamespace(dumps=lambda obj, **kw: dumped.append(obj) or json.dumps(obj, **kw))
-    monkeypatch.setattr(agents.calls, "json", counting)
+    monkeypatch.setattr(agents.loop.calls, "json", counting)
     out = run_scenario(docs(8), window=128_000)
     calls = out.payloads(EventType.MODEL_CALL)
     assert len(calls) == 9 and json.loads(calls[0]["request"]["tools"])  # stored in full once

@@ -3,7 +3,7 @@ import json
 
 from agents.config import ContextConfig
 from agents.events import EventType
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.tools.registry import default_registry
 
 from .helpers import run_scenario, summary_instruction
@@ -60,7 +60,7 @@ def test_model_calls_compress_context_and_the_next_turn_compacts():
 
 
 def test_hooks_wrap_compaction_in_onion_order():
-    import agents.loop as loop_module
+    import agents.loop.agent_loop as loop_module
 
     order = []
 
@@ -107,7 +107,7 @@ def test_results_far_over_their_limits_stay_bounded_and_readable():
 
 
 def test_tool_result_limit_is_enforced_in_tokens_in_the_request():
-    from agents.tokens import TokenCounter
+    from agents.counting.tokens import TokenCounter
     counter = TokenCounter()
     scenario = {"name": "big", "goal": "Read.", "steps": [
         {"tool": "fetch_document", "args": {"tokens": 1800, "topic": "grid storage"}},

@@ -2,7 +2,7 @@
 encoded again, whatever object holds it, and a different text never takes its count."""
 from __future__ import annotations
 
-from agents.tokens import DIGEST_FROM_CHARS, TokenCounter, content_key
+from agents.counting.tokens import DIGEST_FROM_CHARS, TokenCounter, content_key
 
 
 def test_the_same_text_is_encoded_once():
@@ -28,10 +28,10 @@ def test_long_texts_are_keyed_by_a_digest_and_never_confused():
 
 
 def test_the_engine_encodes_each_distinct_text_of_a_run_once(monkeypatch):
-    import agents.loop
+    import agents.loop.agent_loop
     from tests.engine.helpers import run_scenario
     made = []
-    original_make = agents.loop.make_counter
+    original_make = agents.loop.agent_loop.make_counter
 
     def make_counter(profile):
         made.append(original_make(profile))
@@ -45,7 +45,7 @@ def test_the_engine_encodes_each_distinct_text_of_a_run_once(monkeypatch):
             asked.append(value)
         return original_text(self, value)
 
-    monkeypatch.setattr(agents.loop, "make_counter", make_counter)
+    monkeypatch.setattr(agents.loop.agent_loop, "make_counter", make_counter)
     monkeypatch.setattr(TokenCounter, "text", text)
     result = run_scenario("retrieval-6x1600", window=4000)
     assert result.run.report["compactions"] >= 2

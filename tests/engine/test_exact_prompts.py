@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.fresh_requests import answer_text
-from agents.prompt_count import ServedPromptCounter
-from agents.reply_vetting import copies_tool_errors, draws_on
-from agents.served_prompt import escape, render_chatml_function_calling, tojson
+from agents.compaction.fresh_requests import answer_text
+from agents.counting.llama_cpp.prompt_count import ServedPromptCounter
+from agents.loop.reply_vetting import copies_tool_errors, draws_on
+from agents.counting.llama_cpp.served_prompt import escape, render_chatml_function_calling, tojson
 from agents.tools.registry import all_tools
 
 from . import chatml_server

@@ -3,10 +3,10 @@ re-checked after every shrink, caps honoured (issue 13 §2)."""
 import pytest
 
 from agents.config import ContextConfig
-from agents.context import WorkingContext
+from agents.context.working import WorkingContext
 from agents.events import EventType
-from agents.history import Msg
-from agents.tokens import TokenCounter
+from agents.context.history import Msg
+from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 
@@ -73,8 +73,8 @@ def test_fit_never_sends_a_request_it_could_not_shrink(monkeypatch):
 def test_summary_requests_are_rechecked_after_squeezing_parallel_calls_with_long_arguments():
     import json
 
-    from agents.compaction import Compactor
-    from agents.model import ModelReply
+    from agents.compaction.compactor import Compactor
+    from agents.provider.client import ModelReply
 
     ctx = WorkingContext(counter=COUNTER, config=ContextConfig(), window=4000, system_prompt="s")
     calls = [{"id": f"call_0_{i}", "type": "function", "function": {
@@ -120,7 +120,7 @@ def test_preflight_counts_the_person_words_that_no_compaction_can_drop():
 
 
 def test_the_person_words_minimum_is_only_their_constraint_sentences():
-    from agents.person_words import PersonWords
+    from agents.words.person import PersonWords
 
     chatter = "We talked about the weather and the new office for a while. " * 40
     words = PersonWords()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.runner import run_session
 
 

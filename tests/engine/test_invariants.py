@@ -3,7 +3,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from agents.config import ContextConfig
 from agents.events import EventType
-from agents.tokens import TokenCounter
+from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 

@@ -2,8 +2,8 @@
 
 from agents.config import ContextConfig
 from agents.events import EventType
-from agents.summary import TRUNCATION_MARKER
-from agents.tokens import TokenCounter
+from agents.compaction.summary import TRUNCATION_MARKER
+from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario, summary_instruction
 
@@ -165,7 +165,7 @@ def test_cut_answer_is_continued_not_returned_cut():
 
 
 def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
     import agents.sim.transport as sim
 
     store = MemoryStore()
@@ -214,7 +214,7 @@ def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
 
 
 def test_an_admin_edit_mid_turn_is_not_overwritten_by_the_engine():
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
 
     class EditingStore(MemoryStore):
         """A person edits the oldest tool finding while the engine is mid-turn."""

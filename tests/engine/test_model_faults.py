@@ -17,9 +17,9 @@ import httpx2
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.memory_store import MemoryStore
-from agents.model import retry_after_seconds
-from agents.retry import RetryBudget
+from agents.store.memory import MemoryStore
+from agents.provider.client import retry_after_seconds
+from agents.loop.retry import RetryBudget
 from agents.runner import run_session
 from agents.scenarios import load_scenario
 from agents.sim.transport import SUMMARY_MARKER, sim_http_client

@@ -1,15 +1,15 @@
 """The person's words block (issue 13): the person's messages stay in every request."""
 
 from agents.config import ContextConfig
-from agents.context import WorkingContext
+from agents.context.working import WorkingContext
 from agents.events import ZONES, EventType
-from agents.person_words import PersonMessage, PersonWords, condense
-from agents.tokens import TokenCounter
+from agents.words.person import PersonMessage, PersonWords, condense
+from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 
 COUNTER = TokenCounter()
-# No pattern in agents/anchors.py reads this as a constraint: only the block keeps it.
+# No pattern in agents/words/anchors.py reads this as a constraint: only the block keeps it.
 UNPATTERNED = "Stay away from the legacy folder entirely, it belongs to another team."
 
 

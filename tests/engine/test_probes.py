@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agents.config import ModelProfile
 from agents.events import EventType
-from agents.probes import Probe, answers_by_number, build_probes, figure_lines, grade
+from agents.compaction.probes import Probe, answers_by_number, build_probes, figure_lines, grade
 from agents.scenarios import load_scenario
 
 from .helpers import run_scenario
@@ -108,7 +108,7 @@ def test_unnumbered_answers_are_read_one_per_line():
 
 def test_an_answer_that_only_echoes_the_questions_own_words_recovers_nothing():
     # SmolLM2-135M's answers on the real lane, graded recovered before this rule
-    from agents.probes import Probe, recovered
+    from agents.compaction.probes import Probe, recovered
 
     question = "What rule did the person set that mentions: delete, file, write? Quote it."
     probe = Probe("constraint", question, "Never write or delete any file")

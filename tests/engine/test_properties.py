@@ -5,7 +5,7 @@ MemoryStore): a window from 2 048 to 1 M tokens, a system prompt up to 90 % of i
 parallel tool calls a turn, hard constraints in English and Chinese (colliding ones and
 prohibitions among them), each summarizer mode, and providers whose real window is smaller
 than the profile says (they refuse). The invariants, checked with the provider's own
-counting (agents/sim/counting.py) and the audit's own statement rules (agents/audit.py):
+counting (agents/sim/counting.py) and the audit's own statement rules (agents/compaction/source_audit.py):
 
 1. no request is sent over window − max_tokens: the provider refused nothing unless its
    window was smaller than the profile's, and every refusal is in the report;
@@ -26,7 +26,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.audit import binding_statements
+from agents.compaction.source_audit import binding_statements
 from agents.events import EventType
 from agents.scenarios import parse_scenario
 from agents.sim import counting

@@ -1,4 +1,4 @@
-"""Vetting a Chinese final answer (agents.reply_vetting): is it drawn from the tool results,
+"""Vetting a Chinese final answer (agents.loop.reply_vetting): is it drawn from the tool results,
 or does it only copy a tool's error?
 
 Chinese has no spaces, so a whole sentence was one `\\w+` "word": an answer that used the
@@ -9,8 +9,8 @@ and a copied run is eight characters (a CJK character weighs half a word).
 """
 from __future__ import annotations
 
-from agents.memory_store import keywords
-from agents.reply_vetting import _WORDS, copies_tool_errors, draws_on, echoed
+from agents.store.memory import keywords
+from agents.loop.reply_vetting import _WORDS, copies_tool_errors, draws_on, echoed
 
 from . import test_weak_requests
 from .test_weak_requests import session

@@ -6,7 +6,7 @@ import pytest
 
 from agents.events import EventType
 from agents.sim.summarizer import SummaryPlayer, build_summary
-from agents.summary import SUMMARY_INSTRUCTIONS, StructuredSummary, parse_model_summary, render
+from agents.compaction.summary import SUMMARY_INSTRUCTIONS, StructuredSummary, parse_model_summary, render
 
 from .helpers import run_scenario
 

@@ -5,11 +5,11 @@ import pytest
 
 from agents.config import ModelProfile
 from agents.events import EventType
-from agents.model import ContextOverflow, ModelClient, parse_overflow
+from agents.provider.client import ContextOverflow, ModelClient, parse_overflow
 from agents.scenarios import parse_scenario
 from agents.sim import counting
 from agents.sim.transport import sim_http_client
-from agents.tokens import TokenCounter
+from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 
@@ -112,7 +112,7 @@ def test_a_profile_s_sim_latency_paces_every_call_of_a_run(monkeypatch, tmp_path
     import agents.sim.transport as transport_module
     from agents.config import ContextConfig
     from agents.events import ListSink
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
     from agents.runner import run_session
     slept = []
     monkeypatch.setattr(transport_module.time, "sleep", slept.append)

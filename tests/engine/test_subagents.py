@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agents.config import ContextConfig, ModelProfile
-from agents.delegation import DelegationLimits
+from agents.loop.delegations import DelegationLimits
 from agents.events import ListSink
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.scenarios import SCENARIO_DIR, ScenarioError, parse_scenario
 from agents.subagents import run_tree
 

@@ -4,8 +4,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agents.compaction_audit import audit_compaction
-from agents.summary import (FIELDS, SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
+from agents.compaction.self_check import audit_compaction
+from agents.compaction.summary import (FIELDS, SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
                             SummaryError, merge, parse_model_summary,
                             parse_rendered, render, shrink_to)
 

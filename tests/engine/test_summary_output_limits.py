@@ -3,11 +3,11 @@ asked again with the window's room, then split into smaller chunks, before trunc
 import json
 import re
 
-from agents.compaction import Compactor
+from agents.compaction.compactor import Compactor
 from agents.config import ContextConfig
-from agents.context import WorkingContext
-from agents.model import ModelReply
-from agents.tokens import TokenCounter
+from agents.context.working import WorkingContext
+from agents.provider.client import ModelReply
+from agents.counting.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 SUMMARY = json.dumps({"task_overview": ["Read the reports."],

@@ -13,13 +13,13 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.memory_store import MemoryStore
-from agents.model import ModelClient
-from agents.overflow import parse_overflow
-from agents.reply_vetting import echoed, text_tool_calls
+from agents.store.memory import MemoryStore
+from agents.provider.client import ModelClient
+from agents.provider.overflow import parse_overflow
+from agents.loop.reply_vetting import echoed, text_tool_calls
 from agents.runner import run_session
-from agents.summary import parse_model_summary
-from agents.tokens import TokenCounter
+from agents.compaction.summary import parse_model_summary
+from agents.counting.tokens import TokenCounter
 
 from .fake_provider import FakeProvider
 
@@ -296,7 +296,7 @@ def test_a_fixed_overhead_plus_a_ratio_is_learnt_to_within_two_percent_after_thr
 
 
 def test_each_kind_of_request_learns_its_own_overhead():
-    from agents.calibration import TokenCalibration
+    from agents.counting.calibration import TokenCalibration
     calibration = TokenCalibration()
     counter = lambda e, kind: round((300 if kind == "auto:3/900" else -500) + 1.1 * e)
     for engine in (2000, 2300, 2700):

@@ -14,12 +14,12 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL
-from agents.memory_store import MemoryStore
-from agents.model import wire_messages
+from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL
+from agents.store.memory import MemoryStore
+from agents.provider.client import wire_messages
 from agents.runner import run_session
-from agents.summary import SummaryError, parse_model_summary
-from agents.tokens import TokenCounter
+from agents.compaction.summary import SummaryError, parse_model_summary
+from agents.counting.tokens import TokenCounter
 
 from .chatml_server import TOOLS_INTRO, ChatmlServer
 
@@ -171,7 +171,7 @@ def test_one_system_message_merges_the_leading_ones_in_order_and_sends_a_later_o
 
 
 def test_llama_cpp_pythons_tokenizer_counts_the_text_as_its_template_renders_it_escaped():
-    from agents.server_tokens import probe_server_counter
+    from agents.counting.server_tokens import probe_server_counter
 
     from .chatml_server import count, esc
 

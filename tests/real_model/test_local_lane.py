@@ -15,7 +15,7 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.runner import run_session
 
 from .conftest import N_CTX

@@ -64,7 +64,7 @@ def test_a_decision_the_new_context_cannot_support_is_reported_at_its_turn():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
     from agents.replay.runner import replay_session
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +103,7 @@ def test_a_replay_past_the_end_of_its_recording_fails_clearly():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.memory_store import MemoryStore
+    from agents.store.memory import MemoryStore
     from agents.replay.runner import replay_session
     from agents.scenarios import load_scenario
     scenario = load_scenario("retrieval-6x1600")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.events import ListSink
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.scenarios import DATA_DIR
 from agents.tools.base import ToolContext, ToolOutcome
 from agents.tools.registry import ToolRegistry, default_registry

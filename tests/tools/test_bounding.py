@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.memory_store import MemoryStore
+from agents.store.memory import MemoryStore
 from agents.tools.base import Table, Tool, ToolBoundary, ToolContext
 from agents.tools.bounding import bound_rendered, bound_text
 from agents.tools.registry import ToolRegistry

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from agents.tokens import count_text
+from agents.counting.tokens import count_text
 from agents.tools.documents import synthetic_document
 
 

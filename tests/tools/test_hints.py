@@ -6,8 +6,8 @@ import datetime as dt
 import pytest
 
 from agents.config import ConfigError, ContextConfig
-from agents.hints import Hint, HintInjector
-from agents.store import TaskRecord
+from agents.context.hints import Hint, HintInjector
+from agents.store.interface import TaskRecord
 
 T0 = dt.datetime(2026, 11, 2, 6, 5, tzinfo=dt.timezone.utc)
 QUIET = {"input_tokens": 1000, "compaction_at": 102_400, "warning_line": 76_800}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from agents.events import EventType
-from agents.store import TaskRecord
+from agents.store.interface import TaskRecord
 
 
 def states(store):

@@ -1,7 +1,7 @@
 """Compactions: one row per COMPACTION with zones before → after, summary diff and audit.
 
 The audit shown is the E3 audit of the request sent after the compaction (an AUDIT event,
-agents/audit.py, checked against the archive); sessions recorded before it existed show
+agents/compaction/source_audit.py, checked against the archive); sessions recorded before it existed show
 the engine's own check from the COMPACTION payload instead.
 """
 from __future__ import annotations

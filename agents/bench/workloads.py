@@ -1,0 +1,205 @@
+"""The benchmark (SPEC E1): bundled scenarios run managed and unmanaged, side by side."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from agents.config import ContextConfig, ModelProfile
+from agents.store.memory import MemoryStore
+from agents.counting.pricing import PRICE_TABLES
+from agents.runner import run_session
+from agents.scenarios import load_scenario
+
+# AgentScope's published figures for the 6 × 1600 retrieval workload (seed 000).
+SEED_UNMANAGED = [144, 1652, 3160, 4668, 6176, 7684, 9192]
+SEED_MANAGED_4000 = [144, 1652, 3160, 4936, 258, 1766, 3542, 258, 1766]
+BENCH_SCENARIOS = [("retrieval-6x1600", 4000), ("sales-report", 128_000), ("long-200", 128_000),
+                   ("long-1000", 128_000)]
+# Unmanaged, long-1000 would send ~800M tokens: only its engine cost is measured.
+MANAGED_ONLY = {"long-1000"}
+UNLIMITED_WINDOW = 100_000_000
+
+
+class _NullSink:
+    def emit(self, event) -> None:
+        pass
+
+
+def run_once(name: str, window: int, *, managed: bool, summarizer: str | None = None) -> Any:
+    """One run; unmanaged is the same agent with an append-only history, no snapshot, no
+    hints and no compaction (a window nothing reaches), like a naive peer. `summarizer`:
+    the simulated model's summary mode (faithful by default; lossy and hostile drop and
+    invent facts, agents/sim/summarizer.py)."""
+    scenario = load_scenario(name)
+    config = ContextConfig(max_turns=max(ContextConfig().max_turns, len(scenario.model_steps)))
+    profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW)
+    with tempfile.TemporaryDirectory() as tmp:
+        return run_session(session_id="bench", goal=scenario.goal, scenario=scenario,
+                           profile=profile, config=config, store=MemoryStore(),
+                           events=_NullSink(), workspace=Path(tmp), unmanaged=not managed,
+                           summarizer=summarizer)
+
+
+def engine_tenths(run: Any) -> dict[str, float]:
+    """Engine ms per model call in the first and the last tenth of the turns: flat or not."""
+    ms, calls = run.engine_ms, run.engine_calls
+    if len(ms) < 20:
+        return {}
+    tenth = len(ms) // 10
+
+    def per_call(part_ms, part_calls):
+        return round(sum(part_ms) / max(1, sum(part_calls)), 3)
+
+    first, last = per_call(ms[:tenth], calls[:tenth]), per_call(ms[-tenth:], calls[-tenth:])
+    return {"engine_ms_per_call_first_tenth": first, "engine_ms_per_call_last_tenth": last,
+            "engine_tenth_ratio": round(last / first, 3) if first else None}
+
+
+def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True,
+                   summarizer: str | None = None) -> dict[str, Any]:
+    managed = run_once(name, window, managed=True, summarizer=summarizer)
+    report = dict(managed.report)
+    report.update({"scenario": name, "window": window,
+                   "input_sequence": [c["input_tokens"] for c in report["model_calls"]]})
+    report.update(engine_tenths(managed))
+    report["peak_window_share"] = round(report["peak_input_tokens"] / window, 4)
+    if not with_unmanaged:
+        return report
+    unmanaged = run_once(name, window, managed=False)
+    unmanaged_inputs = [c["input_tokens"] for c in unmanaged.report["model_calls"]]
+    total = sum(unmanaged_inputs)
+    report.update({
+        "scenario": name, "window": window,
+        "unmanaged_total_input_tokens": total,
+        "unmanaged_peak_input_tokens": max(unmanaged_inputs, default=0),
+        "unmanaged_first_overflow_call": next(
+            (i + 1 for i, t in enumerate(unmanaged_inputs) if t > window), None),
+        "reduction": round(1 - report["total_input_tokens"] / total, 4) if total else None,
+        "unmanaged_sequence": unmanaged_inputs,
+        "unmanaged_cached_input_tokens": unmanaged.report["cached_input_tokens"],
+        "unmanaged_output_tokens": unmanaged.report["output_tokens"],
+        "unmanaged_cost": unmanaged.report["cost"],
+        "unmanaged_cost_sequence": cost_sequence(unmanaged.report["model_calls"]),
+        "cost_sequence": cost_sequence(report["model_calls"]),
+        "cost_sequences": {t: cost_sequence(report["model_calls"], t) for t in PRICE_TABLES},
+        "unmanaged_cost_sequences": {t: cost_sequence(unmanaged.report["model_calls"], t)
+                                     for t in PRICE_TABLES},
+        "cost_ratio": {table: round(report["cost"][table] / unmanaged.report["cost"][table], 3)
+                       for table in PRICE_TABLES if unmanaged.report["cost"][table]},
+    })
+    return report
+
+
+def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") -> list[float]:
+    """Cumulative cost after each call under one price table (for the plot)."""
+    prices, total, out = PRICE_TABLES[table], 0.0, []
+    for c in calls:
+        total += prices.cost(c["input_tokens"], c.get("cached_tokens", 0), c.get("output_tokens", 0))
+        out.append(round(total, 6))
+    return out
+
+
+def run_bench(json_path: str | None = None, out: Callable[[str], None] = print,
+              scenarios: list[tuple[str, int]] | None = None,
+              plot_path: str | None = None, plot_scenario: str = "long-200",
+              summarizer: str | None = None) -> dict[str, Any]:
+    """Every scenario managed and (but long-1000) unmanaged; the unmanaged run never
+    compacts, so `summarizer` changes only the managed one."""
+    results = {name: bench_scenario(name, window, with_unmanaged=name not in MANAGED_ONLY,
+                                    summarizer=summarizer)
+               for name, window in scenarios or BENCH_SCENARIOS}
+    out(format_table(results))
+    results["targets"] = targets(results)
+    out(format_targets(results["targets"]))
+    if plot_path and plot_scenario in results:
+        from agents.bench.plot import plot_scenario as draw
+        draw(results[plot_scenario], plot_path)
+        out(f"wrote {plot_path} ({plot_scenario})")
+    if "retrieval-6x1600" in results:
+        r = results["retrieval-6x1600"]
+        out("retrieval-6x1600 input tokens per call (window 4000, trigger 0.8):")
+        out(f"  TaskOS managed   : {r['input_sequence']}")
+        out(f"  seed (AgentScope): {SEED_MANAGED_4000}")
+        out(f"  TaskOS unmanaged : {r['unmanaged_sequence']}")
+        out(f"  seed unmanaged   : {SEED_UNMANAGED}")
+    for name, r in results.items():
+        if "engine_ms_per_call_first_tenth" in r:
+            out(f"{name}: engine ms per model call, first tenth of the turns "
+                f"{r['engine_ms_per_call_first_tenth']} vs last tenth "
+                f"{r['engine_ms_per_call_last_tenth']} (flat = a turn does not cost more as "
+                "the session grows)")
+    if json_path:
+        Path(json_path).write_text(json.dumps(results, indent=2, ensure_ascii=False))
+        out(f"wrote {json_path}")
+    return results
+
+
+def _money(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_table(results: dict[str, dict[str, Any]]) -> str:
+    """Tokens, cache, summary calls, money (managed vs unmanaged) and engine time."""
+    head = (f"{'scenario':<17}{'window':>7}{'calls':>6}{'sum.':>5}{'input':>10}{'cached':>7}"
+            f"{'unmanaged':>11}{'cached':>7}{'peak':>7}{'over':>5}{'anch.':>6}"
+            f"{'$ oai':>7}{'$ unm':>7}{'$ ant':>7}{'$ unm':>7}{'ms/call':>8}{'ms/turn':>8}")
+    rows = [head, "-" * len(head)]
+    for name, r in results.items():
+        survival = "-" if r["anchor_survival"] is None else f"{r['anchor_survival']:.2f}"
+        unmanaged = r.get("unmanaged_total_input_tokens")
+        unm_cost = r.get("unmanaged_cost") or {}
+
+        def share(cached, total):
+            return f"{100 * cached / total:.0f}%" if total else "-"
+
+        rows.append(
+            f"{name:<17}{r['window']:>7}{len(r['model_calls']):>6}{r['summary_calls']:>5}"
+            f"{r['total_input_tokens']:>10}"
+            f"{share(r['cached_input_tokens'], r['total_input_tokens']):>7}"
+            f"{unmanaged if unmanaged is not None else '-':>11}"
+            f"{share(r.get('unmanaged_cached_input_tokens', 0), unmanaged or 0):>7}"
+            f"{r['peak_input_tokens']:>7}{r['over_window_requests']:>5}{survival:>6}"
+            f"{_money(r['cost']['openai-like']):>7}{_money(unm_cost.get('openai-like')):>7}"
+            f"{_money(r['cost']['anthropic-like']):>7}"
+            f"{_money(unm_cost.get('anthropic-like')):>7}"
+            f"{r['engine_ms_per_call'] or 0:>8.3f}{r['engine_ms_per_turn_median'] or 0:>8.3f}")
+    return "\n".join(rows)
+
+
+# Issue 8's targets: (scenario, key in its result, how it is checked, the limit).
+TARGETS = [
+    ("long-200", "cost_ratio.openai-like", "<=", 0.5),
+    ("long-200", "cost_ratio.anthropic-like", "<=", 0.5),
+    ("long-200", "peak_window_share", "<=", 0.25),
+    ("long-200", "over_window_requests", "<=", 0),
+    ("long-200", "anchor_survival", ">=", 1.0),
+    ("long-200", "summary_calls", "<=", 20),
+    ("long-1000", "engine_tenth_ratio", "<=", 1.2),
+    ("long-1000", "engine_ms_per_call", "<=", 4.0),
+]
+
+
+def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target of the scenarios that ran: the measured value and whether it holds."""
+    out = []
+    for scenario, key, check, limit in TARGETS:
+        if scenario not in results:
+            continue
+        value: Any = results[scenario]
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        met = None if value is None else (value <= limit if check == "<=" else value >= limit)
+        out.append({"scenario": scenario, "key": key, "value": value,
+                    "target": f"{check} {limit}", "met": met})
+    return out
+
+
+def format_targets(rows: list[dict[str, Any]]) -> str:
+    lines = ["targets (issue 8):"]
+    for row in rows:
+        verdict = {True: "met", False: "MISSED", None: "n/a"}[row["met"]]
+        lines.append(f"  {row['scenario']:<10} {row['key']:<26} {row['value']!s:>9} "
+                     f"(target {row['target']}): {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""Numbers in text for the compaction audit (SPEC E3), cheap enough for every compaction.
+
+The audit reads every number of the compacted messages and of the previous summary: tens
+of kB, often thousands of numbers, per compaction. Each distinct number is converted once
+(an LRU of conversions), the value set of a source text is remembered by content, and a
+summary's numbers are read line by line, so a summary that gained a few lines costs those.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from decimal import Decimal
+from functools import lru_cache
+
+from agents.counting.tokens import content_key
+
+NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+                    r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
+SCALE = {"k": 1000, "m": 1_000_000, "万": 10_000, "亿": 100_000_000, "千": 1000}
+# Archive references come from the engine, not from the model's memory of the data.
+REFS = re.compile(r"arc:[^\s,;)\]]+|\b(?:archive\s+)?turns?\s+\d+(?:\s*(?:[-–—]|to|and|,)\s*\d+)*"
+                  r"|第\s*\d+\s*轮", re.I)
+
+
+def without_refs(text: str) -> str:
+    # Every ref has "arc:", "turn" or "第" in it: most texts have none, and the regex
+    # costs ~10 ms on 50 kB (it cannot skip ahead to a first character).
+    if not text or ("arc:" not in text and "第" not in text and "turn" not in text.lower()):
+        return text or ""
+    return REFS.sub(" ", text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _values(number: str, suffix: str) -> tuple[str, str]:
+    raw = Decimal(number.replace(",", ""))
+    scaled = raw * SCALE.get(suffix.strip().lower(), 1)
+    return format(raw.normalize(), "f"), format(scaled.normalize(), "f")
+
+
+def numbers_in(text: str) -> list[tuple[str, str, str]]:
+    """(as written, value, scaled value) of each number, archive refs excluded: "1,234.0"
+    is 1234; "50k" is 50 and 50000; "12%" is 12. Read line by line (no number or ref
+    goes on past a line's end): a compaction reads the new summary's numbers three times
+    (its audit, the report's figures, the source audit at the next call), and a summary
+    keeps most of its lines from one compaction to the next, so only new lines are read."""
+    out: list[tuple[str, str, str]] = []
+    for line in (text or "").split("\n"):
+        if line:
+            out.extend(_numbers_of(line))
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _numbers_of(line: str) -> tuple[tuple[str, str, str], ...]:
+    return tuple((m.group(0).strip(), *_values(m.group(1), m.group(2) or ""))
+                 for m in NUMBER.finditer(without_refs(line)))
+
+
+# values_in per text, by content: the source audit reads each archived row when the next
+# compaction comes, and the compaction audit reads the same tool results again when they
+# are folded a few compactions later (tens of kB each time). Keyed by a digest, so the
+# cache does not keep long texts alive.
+VALUES_CACHE_SIZE = 4096
+_values_cache: OrderedDict[str | bytes, frozenset[str]] = OrderedDict()
+
+
+def values_in(text: str) -> frozenset[str]:
+    """Every value and scaled value of numbers_in(text), each distinct number once."""
+    key = content_key(text or "")
+    hit = _values_cache.get(key)
+    if hit is not None:
+        _values_cache.move_to_end(key)
+        return hit
+    out: set[str] = set()
+    for number, suffix in set(NUMBER.findall(without_refs(text or ""))):
+        out.update(_values(number, suffix))
+    found = _values_cache[key] = frozenset(out)
+    if len(_values_cache) > VALUES_CACHE_SIZE:
+        _values_cache.popitem(last=False)
+    return found
+
+
+known_values = values_in  # the compaction audit's name; the cache keeps what it read
+
+
+@lru_cache(maxsize=4)
+def summary_values(text: str) -> frozenset[str]:
+    """values_in(text) for a summary: read from its numbers, which the audit of the
+    compaction that wrote it already listed (numbers_in keeps the last texts' lists)."""
+    return frozenset(v for _, raw, scaled in numbers_in(text) for v in (raw, scaled))

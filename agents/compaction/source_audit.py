@@ -1,0 +1,173 @@
+"""The compaction audit (SPEC E3), checked against the source of truth, not the engine's memory.
+
+What the audit believes comes from the Store's archive, read back by ref: the person's own
+messages and the raw tool results and assistant turns. It does not read the anchor book,
+and it classifies the person's sentences with its own small rules (none of
+agents/words/anchors.py), so an extraction that misses a constraint cannot also hide the miss.
+
+After each compaction it checks the next agent request actually sent (the MODEL_CALL
+messages, as the provider received them):
+
+- every tier-1 statement the person made is literally there (case and spacing aside),
+  unless the person explicitly replaced it later ("instead", "change of plan", "改为" …)
+  or edited it in the admin;
+- every figure in the summary occurs in an archived raw message or tool result. An earlier
+  summary is no support, so an invented figure is flagged by every audit until it is gone.
+
+The result is an AUDIT event after that request; a failed one counts in `audit_failures`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from agents.events import Event, EventType
+from agents.compaction.numbers import numbers_in, values_in
+
+# Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
+# compacted messages and summaries, so they are no support for anything).
+RAW_ROLES = ("user", "assistant", "tool")
+PERSON_SOURCES = ("goal", "scenario", "user")
+MAX_FLAGGED = 50  # figures listed per AUDIT event; the count is exact
+
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|[\r\n]+")
+_CLAUSES = re.compile(r",\s+|，|、(?=\S{4})|:\s+|：|;\s+|；")
+# A statement binds the work: an obligation, a prohibition, a limit or a cutoff.
+_BINDING = re.compile(
+    r"\bmust(?:n't)?\b|\bnever\b|\bdo\s+not\b|\bdon't\b|\bonly\b|\balways\b|\bat\s+(?:most|least)\b"
+    r"|\bno\s+(?:more|less|fewer|later|earlier)\s+than\b|\bnot\s+(?:exceed|more\s+than)\b"
+    r"|\brequired\b|\bmandatory\b|\bforbidden\b|\bprohibited\b|\bnot\s+allowed\b|\bshall\b"
+    r"|必须|务必|一定要|不得|不要|不能|不准|不许|严禁|禁止|只能|只用|仅限|至多|最多|至少|不超过"
+    r"|不少于|截止|截至|以内|始终|永远不", re.I)
+# The person says the new statement replaces an old one; only this retires a statement.
+_REPLACES = re.compile(r"\binstead\b|\bchange\s+of\s+plan\b|\bfrom\s+now\s+on\b|\bno\s+longer\b"
+                       r"|\bchange[sd]?\b.{1,60}?\bto\b|\breplac\w*\b|改为|改成|换成|调整为|不再|改用",
+                       re.I | re.S)
+_WORD = re.compile(r"[a-z]{4,}|[\u4e00-\u9fff]{2}", re.I)
+_COMMON = set("must never only always least most more less than with that this from have "
+              "will should report data change plan instead longer".split())
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def binding_statements(text: str) -> list[str]:
+    """The clauses of `text` that bind the work, as written, trailing punctuation removed."""
+    out: list[str] = []
+    for sentence in _SENTENCES.split(text or ""):
+        for clause in _CLAUSES.split(sentence):
+            clause = clause.strip().rstrip(".!?;。！？；").strip()
+            if clause and _BINDING.search(clause) and clause not in out:
+                out.append(clause)
+    return out
+
+
+def _topic(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text) if w.casefold() not in _COMMON}
+
+
+class SourceAudit:
+    """Reads the archive as the engine writes it and audits the request after a compaction."""
+
+    state_key = "audit"
+
+    def __init__(self, store: Any, session_id: str, emit: Callable[[Event], None]) -> None:
+        self.store, self.session_id, self.emit = store, session_id, emit
+        self.unread: list[list[str]] = []  # [ref, kind]: kind "person" or "raw"
+        self.statements: list[str] = []  # the person's binding statements still in force
+        self.known: set[str] = set()  # figure values found in archived raw rows
+        self.pending: dict[str, Any] | None = None  # a compaction waiting for its request
+        self.failures = 0
+        self.flagged: list[str] = []  # every figure ever flagged, in order
+        self._known_saved: list[str] | None = None  # `known` as saved; rebuilt when it grows
+
+    # --- what happened
+    def observe(self, event: Event) -> None:
+        kind, payload = event.type, event.payload
+        if kind == EventType.USER_MESSAGE and payload.get("ref"):
+            person = payload.get("source") in PERSON_SOURCES
+            self.unread.append([payload["ref"], "person" if person else "raw"])
+        elif kind in (EventType.TOOL_RESULT, EventType.ASSISTANT_MESSAGE) and payload.get("ref"):
+            self.unread.append([payload["ref"], "raw"])
+        elif kind == EventType.ANCHOR_CHANGED and payload.get("source") == "admin":
+            self._retire_edited(payload)
+        elif kind == EventType.COMPACTION and not payload.get("noop"):
+            self.read_archive()
+            self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,
+                            "summary": payload.get("summary_after") or ""}
+        elif (kind == EventType.MODEL_CALL and payload.get("kind") == "agent"
+              and not payload.get("refused") and self.pending is not None):
+            self.read_archive()
+            self._audit(payload, event.turn)
+
+    def read_archive(self) -> None:
+        """Read every row archived since the last look, by its ref, from the Store."""
+        many = getattr(self.store, "read_refs", None)  # one statement on a database
+        texts = many(self.session_id, [r for r, _ in self.unread]) if many and self.unread else {}
+        for ref, kind in self.unread:
+            text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
+            text = text or ""
+            self.known.update(values_in(text))
+            self._known_saved = None
+            if kind == "person":
+                self._add_statements(text)
+        self.unread = []
+
+    def _add_statements(self, text: str) -> None:
+        for sentence in _SENTENCES.split(text):
+            new = binding_statements(sentence)
+            if new and _REPLACES.search(sentence):
+                topic = _topic(sentence)
+                self.statements = [s for s in self.statements if not (_topic(s) & topic)]
+            self.statements += [s for s in new if s not in self.statements]
+
+    def _retire_edited(self, payload: dict[str, Any]) -> None:
+        """A person edited or removed an anchor in the admin: what it said is theirs to drop."""
+        self.read_archive()  # the statement it changes may not have been read yet
+        old = _plain(payload.get("old") or "")
+        if old and payload.get("action") in ("changed", "removed"):
+            self.statements = [s for s in self.statements
+                               if not (_plain(s) in old or old in _plain(s))]
+
+    # --- the audit
+    def _audit(self, call: dict[str, Any], turn: int) -> None:
+        pending, self.pending = self.pending, None
+        messages = call.get("messages") or []
+        sent = _plain("\n".join(str(m.get("content") or "") for m in messages))
+        missing = [s for s in self.statements if _plain(s) not in sent]
+        # The summary sent is nearly always the one the compaction wrote: read it once.
+        summary = "\n".join(dict.fromkeys([pending["summary"]] + [
+            str(m.get("content") or "") for m in messages if m.get("zone") == "summary"]))
+        unsupported: list[str] = []
+        for written, raw, scaled in numbers_in(summary):
+            if scaled not in self.known and raw not in self.known and written not in unsupported:
+                unsupported.append(written)
+        self.flagged += [f for f in unsupported if f not in self.flagged]
+        ok = not missing and not unsupported
+        self.failures += not ok
+        self.emit(Event(EventType.AUDIT, {
+            "compaction_seq": pending["compaction_seq"],
+            "compaction_turn": pending["compaction_turn"], "call": call.get("call"),
+            "ok": ok, "statements_checked": len(self.statements),
+            "missing_statements": missing, "unsupported_figures": unsupported[:MAX_FLAGGED],
+            "unsupported_count": len(unsupported)}, turn=turn))
+
+    # --- resume
+    def to_state(self) -> dict[str, Any]:
+        # Saved every turn but it changes only when the archive is read (per compaction):
+        # the list is kept, so an unchanged audit saves as the same text.
+        if self._known_saved is None:
+            self._known_saved = list(self.known)
+        return {"unread": self.unread, "statements": self.statements,
+                "known": self._known_saved, "pending": self.pending,
+                "failures": self.failures, "flagged": self.flagged}
+
+    def from_state(self, state: dict[str, Any]) -> None:
+        self.unread = [list(x) for x in state.get("unread", [])]
+        self.statements = list(state.get("statements", []))
+        self.known = set(state.get("known", []))
+        self._known_saved = None
+        self.pending = state.get("pending")
+        self.failures = int(state.get("failures", 0))
+        self.flagged = list(state.get("flagged", []))

@@ -1,0 +1,285 @@
+"""The working context (SPEC C1, C5, C17): what goes into the next request, zone by zone.
+
+Layout by attention and by cache (C17). Providers bill a request's prefix that repeats an
+earlier request at 10–25 % of the price, so what stays the same between compactions
+comes first and what changes every turn comes last:
+
+    stable  system prompt · (tools) · task snapshot as of the last compaction ·
+            the person's words (their messages no longer whole in the recent turns) ·
+            summary · recent turns, append-only
+    tail    "since then" (what changed in the snapshot since it was frozen) · hints
+
+Between two compactions every request starts with the previous request minus its tail,
+so all of it but the newest round and the tail is billed as cached. The snapshot is
+frozen again at each compaction (when everything after the system prompt changes anyway),
+when a hard constraint or a person's anchor changes (they must be in the snapshot, not
+only in the tail), and when the "since then" block outgrows its budget.
+
+Every message carries its token count from the moment it arrives, so building and
+measuring a request is a sum over a short list, not a re-encode of the history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.context.budget import Budget, plan_budget
+from agents.config import ContextConfig
+from agents.context.history import Msg, Unit, group_units
+from agents.words.person import PersonWords
+from agents.counting.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TextCache, TokenCounter
+
+# What the engine adds to each message of a MODEL_CALL (Request.described): never sent.
+ANNOTATIONS = ("zone", "tokens", "ref")
+CUT_NOTE = "[… {cut} tokens cut here to fit the context; the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]"
+# Shorter notes for small caps: the long note alone costs about 47 tokens.
+CUT_NOTES = (CUT_NOTE, "[… {cut} tokens cut; full text: {ref} …]", "[… cut: {ref}]", "[…]")
+
+
+@dataclass
+class Request:
+    """One request as it will be sent, with each message's zone and token count."""
+
+    messages: list[dict[str, Any]]
+    zones_of: list[str]
+    tokens_of: list[int]
+    tools: list[dict[str, Any]]
+    zones: dict[str, int]
+    total: int
+    refs_of: list[str] = field(default_factory=list)  # each message's archive ref, or ""
+
+    def described(self) -> list[dict[str, Any]]:
+        """Messages with their zone, tokens and archive ref: what the drawer's inspector
+        shows, and how a stored call points at an archived text instead of copying it."""
+        refs = self.refs_of or [""] * len(self.messages)
+        return [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
+                for m, z, t, r in zip(self.messages, self.zones_of, self.tokens_of, refs)]
+
+
+@dataclass
+class WorkingContext:
+    """The three in-context layers: system + snapshot, summary, recent history."""
+
+    counter: TokenCounter
+    config: ContextConfig
+    window: int
+    system_prompt: str
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Msg] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    summary_text: str = ""
+    snapshot_text: str = ""  # the frozen snapshot, in the stable part of every request
+    live_snapshot: str = ""  # the snapshot as rendered this turn
+    final_phase: bool = False
+    extra_reserve: int = 0
+    correction: float = 1.0  # provider's count / ours, raised after an overflow error
+    hard_constraints: list[str] = field(default_factory=list)  # kept when words condense
+    words_floor: bool = False  # over the limit: the words block keeps only constraints
+
+    def __post_init__(self) -> None:
+        self.count = TextCache(self.counter)
+        self._system_msg = Msg.build(self.counter, {"role": "system", "content": self.system_prompt})
+        self._tools_tokens = self.counter.tools(self.tools)
+        self._snapshot_msg: Msg | None = None
+        self._since_msg: Msg | None = None
+        self._summary_msg: Msg | None = None
+        self._budget_key: tuple | None = None
+        self._budget: Budget | None = None
+        self.person = PersonWords()
+        self._words_msg: Msg | None = None
+        self._words_text = ""
+        self.set_summary(self.summary, self.summary_text)
+
+    # --- budget
+    def budget(self) -> Budget:
+        """The budget for the current window and phase; recomputed only when those change."""
+        key = (self.window, self.correction, self.final_phase, self.extra_reserve)
+        if self._budget_key != key:
+            self._budget_key = key
+            self._budget = plan_budget(int(self.window / self.correction), self.config,
+                                       final_phase=self.final_phase,
+                                       extra_reserve=self.extra_reserve)
+        return self._budget
+
+    # --- the layers
+    def set_snapshot(self, text: str) -> None:
+        """Take this turn's snapshot; what differs from the frozen one goes to the tail."""
+        if self._snapshot_msg is None:
+            self.live_snapshot = text
+            self.freeze_snapshot()
+            return
+        if text == self.live_snapshot:
+            return
+        self.live_snapshot = text
+        lines = since_lines(self.snapshot_text, text)
+        # The block gains a line or two a turn: counted line by line, only new lines encode.
+        self._since_msg = (Msg.build(self.counter, {"role": "user", "content": "\n".join(lines)},
+                                     content_tokens=self.count.lines(lines))
+                           if lines else None)
+
+    def freeze_snapshot(self) -> None:
+        """Put this turn's snapshot into the stable part (a new cached prefix starts here)."""
+        self.snapshot_text = self.live_snapshot
+        self._snapshot_msg = Msg.build(self.counter, {"role": "system",
+                                                      "content": self.snapshot_text})
+        self._since_msg = None
+
+    def add_person(self, turn: int, ref: str, text: str, source: str) -> None:
+        """A message the person wrote: kept in every request from now on (issue 13)."""
+        self.person.add(turn, ref, text, source)
+
+    def words_msg(self) -> Msg | None:
+        """The person's words block as it stands: their messages that are not whole in the
+        history. Rendering is cached, so asking again costs a scan of the history."""
+        history = {m.ref: m.text for m in self.history
+                   if m.ref and m.data.get("role") == "user"}
+        budget = 0 if self.words_floor else self.budget().words
+        text = self.person.render(history, budget, self.hard_constraints, self.count,
+                                  snapshot=self.snapshot_text)
+        if text != self._words_text:
+            self._words_text = text
+            self._words_msg = (Msg.build(self.counter, {"role": "system", "content": text})
+                               if text else None)
+        return self._words_msg
+
+    def since_tokens(self) -> int:
+        return self._since_msg.tokens if self._since_msg else 0
+
+    def set_summary(self, summary: dict[str, Any] | None, text: str) -> None:
+        self.summary, self.summary_text = summary, text
+        # The compactor has just counted this rendering (TextCache): no second encode.
+        self._summary_msg = (Msg(data={"role": "system", "content": text},
+                                 tokens=self.count(text) + self.count("system")
+                                 + TOKENS_PER_MESSAGE) if text else None)
+
+    def add(self, data: dict[str, Any], turn: int, ref: str = "", cap: int | None = None) -> Msg:
+        """Append a message, cutting its text to `cap` tokens (the raw text stays at `ref`)."""
+        msg = Msg.build(self.counter, data, turn, ref)
+        if cap is not None and msg.tokens > cap and isinstance(data.get("content"), str):
+            msg = self.shortened(msg, cap)
+        self.history.append(msg)
+        return msg
+
+    def shortened(self, msg: Msg, cap: int) -> Msg:
+        """A copy of `msg` whose content keeps head and tail so the message costs ≤ cap.
+
+        The cut note shrinks with the cap, down to "[…]"; only when the message's framing
+        alone (role, ids, tool calls) exceeds the cap is the content emptied and the cap
+        missed by that framing, which no cut of the content can help.
+        """
+        text = msg.text
+        total = self.counter.text(text)
+        room = cap - (msg.tokens - total)  # content tokens allowed: framing is additive
+        ref = msg.ref or "the archive"
+        tokens = self.counter.encoding.encode(text, disallowed_special=())
+        for template in CUT_NOTES:
+            note = template.format(cut=max(0, total - room), ref=ref)
+            keep = room - self.counter.text(note) - 2  # two newlines around the note
+            if keep < 0:
+                continue
+            while True:
+                head = self.counter.encoding.decode(tokens[: keep * 2 // 3])
+                tail = self.counter.encoding.decode(tokens[len(tokens) - keep // 3:]) \
+                    if keep // 3 else ""
+                new_text = f"{head}\n{note}\n{tail}" if keep > 0 else note
+                candidate = Msg.build(self.counter, {**msg.data, "content": new_text},
+                                      msg.turn, msg.ref)
+                if candidate.tokens <= cap:
+                    return candidate
+                if keep <= 0:
+                    break
+                keep = int(keep * 0.9) - 1  # a decoded cut can re-encode a token longer
+        return Msg.build(self.counter, {**msg.data, "content": ""}, msg.turn, msg.ref)
+
+    def units(self) -> list[Unit]:
+        return group_units(self.history)
+
+    # --- measuring and building
+    def tools_tokens(self) -> int:
+        return self._tools_tokens
+
+    def fixed_tokens(self) -> int:
+        """System prompt, tool schemas and reply priming: what no compaction can shrink."""
+        return REPLY_PRIMING + self._system_msg.tokens + self._tools_tokens
+
+    def zones(self, hints: list[Msg] | None = None) -> dict[str, int]:
+        budget = self.budget()
+        return {
+            "system": self.fixed_tokens(),
+            "snapshot": self._snapshot_msg.tokens if self._snapshot_msg else 0,
+            "words": words.tokens if (words := self.words_msg()) else 0,
+            "summary": self._summary_msg.tokens if self._summary_msg else 0,
+            "history": sum(m.tokens for m in self.history),
+            "since": self.since_tokens(),
+            "hints": sum(m.tokens for m in hints or ()),
+            "reserve": budget.reserve,
+        }
+
+    def stable_head(self) -> list[tuple[str, Msg]]:
+        """The part before the history, in order: identical in every request until the
+        next compaction or freeze, and the start of every summary request too."""
+        parts: list[tuple[str, Msg]] = [("system", self._system_msg)]
+        if self._snapshot_msg is not None:
+            parts.append(("snapshot", self._snapshot_msg))
+        # The person's words: stable between compactions, like the snapshot before it.
+        if (words := self.words_msg()) is not None:
+            parts.append(("words", words))
+        if self._summary_msg is not None:
+            parts.append(("summary", self._summary_msg))
+        return parts
+
+    def input_tokens(self, hints: list[Msg] | None = None) -> int:
+        zones = self.zones(hints)
+        return sum(v for k, v in zones.items() if k != "reserve")
+
+    def build(self, hints: list[Msg] | None = None) -> Request:
+        parts = self.stable_head()
+        parts.extend(("history", m) for m in self.history)
+        if self._since_msg is not None:
+            parts.append(("since", self._since_msg))
+        parts.extend(("hints", m) for m in hints or ())
+        zones = self.zones(hints)
+        return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
+                       tokens_of=[m.tokens for _, m in parts], tools=self.tools, zones=zones,
+                       total=sum(v for k, v in zones.items() if k != "reserve"),
+                       refs_of=[m.ref for _, m in parts])
+
+    # --- persistence (resume, SPEC T8)
+    def to_state(self) -> dict[str, Any]:
+        return {"history": [m.to_state() for m in self.history], "summary": self.summary,
+                "snapshot": self.snapshot_text,
+                "summary_text": self.summary_text, "final_phase": self.final_phase,
+                "extra_reserve": self.extra_reserve, "correction": self.correction,
+                "window": self.window, "person": self.person.to_state()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.history = [Msg.from_state(m) for m in state.get("history", [])]
+        self.set_summary(state.get("summary"), state.get("summary_text", ""))
+        if state.get("snapshot"):  # the frozen snapshot, so the cached prefix stays the same
+            self.live_snapshot = state["snapshot"]
+            self.freeze_snapshot()
+        self.final_phase = state.get("final_phase", False)
+        self.extra_reserve = state.get("extra_reserve", 0)
+        self.correction = state.get("correction", 1.0)
+        self.window = state.get("window", self.window)
+        self.person.restore(state.get("person", []))
+
+
+SINCE_OPEN = "<snapshot-update>"
+SINCE_INTRO = "Changes since the task snapshot above was written (these lines win over it):"
+
+
+def since_lines(frozen: str, live: str) -> list[str]:
+    """The "since then" block's lines: the snapshot lines new since `frozen`, wrapped in
+    the block's tags; [] when there are none.
+
+    Only additions: a line that left the snapshot (an older finding rolled out of its
+    budget) is still true, and one that was corrected has its newer line here, which the
+    intro says wins. Hard constraints never rely on this block (the snapshot is frozen
+    anew when they change).
+    """
+    before = set(frozen.splitlines())
+    added = [line for line in live.splitlines() if line not in before and not line.startswith("<")]
+    if not added:
+        return []
+    return [SINCE_OPEN, SINCE_INTRO, *added, "</snapshot-update>"]

@@ -1,0 +1,206 @@
+"""Counting per model (SPEC C2, issue 11): the engine's figure corrected by the provider's.
+
+The engine counts with tiktoken (cl100k when the model's own encoding is unknown), or
+with the server's tokenizer per text (agents.counting.server_tokens). Neither sees the text a
+server wraps around the request: llama.cpp renders the tools into the system prompt in
+its own words, drops them when tool_choice is "none", and frames every message its own
+way. A single provider/engine ratio cannot follow that (10–55 % off on llama-cpp-python),
+so the provider's count is modelled as
+
+    provider = overhead[kind] + slope × engine
+
+with one slope (the tokenizers' ratio on text) shared by every request and a fixed
+overhead per kind of request (which tools, which tool_choice: what the server adds).
+Both are fitted by least squares over the recent (kind, engine, provider) triples from
+`usage.prompt_tokens`; with one call there is nothing to separate and the fit is the
+plain ratio. The working context divides the window by `correction(window)`, the divisor
+that puts the provider's count of a full request at the window less a small margin.
+
+The source of the figure, shown in the drawer's Budget panel:
+
+- exact       the server's own tokenizer counts the text (llama.cpp's /tokenize), or the
+              simulated provider, which counts with the engine's tokenizer;
+- calibrated  the engine's count corrected by the fit learnt from this profile's calls;
+- estimate    the engine's count before any call has reported usage.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+COUNT_MARGIN = 0.02  # kept free on top of the fit: the fit varies a little by content
+RECENT_CALLS = 40  # the fit is taken over this many recent calls
+MIN_RATIO, MAX_RATIO = 0.2, 3.0  # a pair outside this is a misreport, not a tokenizer
+MIN_SPREAD = 25  # engine tokens of spread within a kind before an overhead is separable
+
+
+def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None,
+                 messages: list[dict[str, Any]] | None = None) -> str:
+    """What a server adds depends on the tools offered, whether they may be called, and
+    how many system messages carry them: "auto:3/1204/s2" is three tools, 1 204
+    characters of schemas, tool_choice auto, two system messages (llama-cpp-python's
+    chatml-function-calling renders the tools into every system message, so a second one
+    — the truncation marker — costs the tools a second time)."""
+    if not tools:
+        return "no-tools"
+    size = len(json.dumps(tools, ensure_ascii=False, sort_keys=True))
+    systems = sum(1 for m in messages or () if m.get("role") == "system")
+    return f"{tool_choice or 'auto'}:{len(tools)}/{size}" + (f"/s{systems}" if systems > 1 else "")
+
+
+class TokenCalibration:
+    """provider ≈ overhead[kind] + slope × engine, learnt from the calls' usage."""
+
+    state_key = "token_calibration"
+
+    def __init__(self, *, prior: float = 1.0, prior_calls: int = 0, exact: bool = False,
+                 margin: float = COUNT_MARGIN,
+                 prior_overheads: dict[str, float] | None = None) -> None:
+        self.prior, self.prior_calls = prior, prior_calls  # learnt by earlier sessions
+        self.prior_overheads = dict(prior_overheads or {})
+        self.exact = exact
+        self.margin = margin
+        self.pairs: list[tuple[str, int, int]] = []  # (kind, engine, provider)
+        # With the server's tokenizer the text is already counted as the server counts it
+        # (slope 1): what is left is the overhead per kind and the framing per message
+        # (llama.cpp's <|im_start|>role … <|im_end|> is not the engine's 3 + role).
+        self.messages: list[int] = []  # message count of each pair, same order
+        self.calls = 0  # pairs observed in this session
+        self.agent_kind = ""  # the kind of the latest agent request: what budgets are for
+        self.agent_messages = 0  # and its number of messages
+        self._fit: tuple[float, dict[str, float]] | None = None
+        self._frame: tuple[float, dict[str, float]] | None = None
+
+    def observe(self, engine_tokens: int, provider_tokens: int, kind: str = "",
+                messages: int = 0) -> bool:
+        """Record one call's two figures; False when the pair is unusable."""
+        if engine_tokens <= 0 or provider_tokens <= 0:
+            return False
+        if not MIN_RATIO <= provider_tokens / engine_tokens <= MAX_RATIO:
+            return False
+        self.pairs = (self.pairs + [(kind, engine_tokens, provider_tokens)])[-RECENT_CALLS:]
+        self.messages = (self.messages + [messages])[-RECENT_CALLS:]
+        self.calls += 1
+        self._fit = self._frame = None
+        return True
+
+    # --- the fit
+    def fit(self) -> tuple[float, dict[str, float]]:
+        """(slope, overhead per kind): least squares with one intercept per kind."""
+        if self._fit is None:
+            self._fit = self._solve()
+        return self._fit
+
+    def _solve(self) -> tuple[float, dict[str, float]]:
+        if not self.pairs:
+            return self.prior, dict(self.prior_overheads)
+        if self.exact:
+            return 1.0, {}
+        groups: dict[str, list[tuple[int, int]]] = {}
+        for kind, engine, provider in self.pairs:
+            groups.setdefault(kind, []).append((engine, provider))
+        # The slope from the variation inside each kind, where the overhead cancels out.
+        sxy, sxx = _within_kind_sums(groups)
+        spread = max((max(e for e, _ in r) - min(e for e, _ in r) for r in groups.values()),
+                     default=0)
+        if spread >= MIN_SPREAD and sxx > 0 and MIN_RATIO <= sxy / sxx <= MAX_RATIO:
+            slope = sxy / sxx
+        else:  # every request about the same size: only the plain ratio can be told
+            slope = sum(p for _, _, p in self.pairs) / sum(e for _, e, _ in self.pairs)
+            if not self.prior_overheads:
+                return slope, {}
+        overheads = dict(self.prior_overheads)
+        for kind, rows in groups.items():
+            overheads[kind] = sum(p - slope * e for e, p in rows) / len(rows)
+        return slope, overheads
+
+    def framing_fit(self) -> tuple[float, dict[str, float]]:
+        """Exact counting: (tokens per message, overhead per kind) of provider − engine,
+        least squares with one intercept per kind, as `_solve` does for the slope."""
+        groups: dict[str, list[tuple[int, int]]] = {}
+        for (kind, engine, provider), count in zip(self.pairs, self.messages):
+            groups.setdefault(kind, []).append((count, provider - engine))
+        sxy, sxx = _within_kind_sums(groups)
+        per_message = sxy / sxx if sxx > 0 and abs(sxy / sxx) <= 50 else 0.0
+        return per_message, {kind: sum(r - per_message * n for n, r in rows) / len(rows)
+                             for kind, rows in groups.items()}
+
+    def overhead(self, kind: str, messages: int = 0) -> float:
+        if self.exact and self.pairs:
+            per_message, overheads = self._framing()
+            return self._nearest(kind, overheads) + per_message * messages
+        return self._nearest(kind, self.fit()[1])
+
+    def _framing(self) -> tuple[float, dict[str, float]]:
+        if self._frame is None:
+            self._frame = self.framing_fit()
+        return self._frame
+
+    @staticmethod
+    def _nearest(kind: str, overheads: dict[str, float]) -> float:
+        if kind in overheads:
+            return overheads[kind]
+        # A kind not seen yet: the same tool_choice with other tools is the best guess.
+        choice = kind.split(":")[0]
+        alike = [a for k, a in overheads.items() if k.split(":")[0] == choice]
+        return alike[-1] if alike else 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.fit()[0]
+
+    @property
+    def source(self) -> str:
+        if self.exact:
+            return "exact"
+        return "calibrated" if self.pairs or self.prior_calls else "estimate"
+
+    def estimate(self, engine_tokens: int, kind: str = "", messages: int = 0) -> int:
+        """The provider's figure for a request the engine counted `engine_tokens`."""
+        return max(1, round(self.overhead(kind, messages) + self.ratio * engine_tokens))
+
+    def correction(self, window: int | None = None) -> float:
+        """What the working context divides the window by: a request of window/correction
+        engine tokens is counted window/(1+margin) by the provider."""
+        slope = self.ratio
+        if not window:
+            return slope * (1 + self.margin)
+        engine_limit = (window / (1 + self.margin)
+                        - self.overhead(self.agent_kind, self.agent_messages)) / slope
+        # An overhead eating most of the window is a misfit, not room: cap the divisor.
+        return min(window / max(engine_limit, window * 0.25), 4.0)
+
+    def learnt(self) -> tuple[float, int]:
+        """(slope, calls) to store on the profile, so the next session starts calibrated."""
+        return round(self.ratio, 4), self.prior_calls + self.calls
+
+    def learnt_overheads(self) -> dict[str, float]:
+        return {k: round(v, 1) for k, v in self.fit()[1].items()}
+
+    def to_state(self) -> dict[str, Any]:
+        return {"pairs": [list(p) for p in self.pairs], "calls": self.calls,
+                "agent_kind": self.agent_kind, "messages": self.messages,
+                "agent_messages": self.agent_messages}
+
+    def from_state(self, state: dict[str, Any]) -> None:
+        # States saved before kinds existed hold (engine, provider) pairs.
+        self.pairs = [(str(p[0]), int(p[1]), int(p[2])) if len(p) == 3 else ("", int(p[0]),
+                                                                              int(p[1]))
+                      for p in state.get("pairs", [])]
+        self.calls = int(state.get("calls", 0))
+        self.agent_kind = state.get("agent_kind", "")
+        self.messages = [int(n) for n in state.get("messages", [])] or [0] * len(self.pairs)
+        self.agent_messages = int(state.get("agent_messages", 0))
+        self._fit = self._frame = None
+
+
+def _within_kind_sums(groups: dict[str, list[tuple[int, int]]]) -> tuple[float, float]:
+    """Σ(x − x̄)(y − ȳ) and Σ(x − x̄)² with the means taken per kind: least squares for one
+    slope shared by all kinds and one intercept per kind (the slope is their ratio)."""
+    sxy = sxx = 0.0
+    for rows in groups.values():
+        mean_x = sum(x for x, _ in rows) / len(rows)
+        mean_y = sum(y for _, y in rows) / len(rows)
+        sxy += sum((x - mean_x) * (y - mean_y) for x, y in rows)
+        sxx += sum((x - mean_x) ** 2 for x, _ in rows)
+    return sxy, sxx

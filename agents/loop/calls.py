@@ -1,0 +1,297 @@
+"""Model calls with their accounting: every call becomes a MODEL_CALL event (SPEC W9)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agents.counting.calibration import request_kind
+from agents.config import ModelProfile
+from agents.context.working import Request
+from agents.events import Event, EventType
+from agents.loop.interrupt import CallDeadline, run_interruptible
+from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply, OutputOverflow
+from agents.counting.llama_cpp.prompt_count import read_back
+
+
+# The key order of the messages the engine builds (loop.py): what a reader of a stored
+# call assumes unless the call noted another order for a message.
+MESSAGE_KEY_ORDER = ("role", "tool_call_id", "content", "name", "tool_calls")
+
+
+def canonical_keys(message: dict[str, Any]) -> list[str]:
+    """The keys of `message` in MESSAGE_KEY_ORDER, unknown keys after them as they come."""
+    known = [key for key in MESSAGE_KEY_ORDER if key in message]
+    return known + [key for key in message if key not in MESSAGE_KEY_ORDER]
+
+
+@dataclass
+class CallLedger:
+    """Counts calls and the engine's own time per turn (model and tools excluded; the
+    snapshot, triggers, compaction bookkeeping and the state save included)."""
+
+    calls: int = 0
+    turn_ms: list[float] = field(default_factory=list)
+    turn_calls: list[int] = field(default_factory=list)  # model calls in each turn
+    _mark: float = field(default_factory=time.perf_counter)
+    _outside: float = 0.0  # time spent in the model or tools since the mark
+    _calls_at_mark: int = 0
+
+    @property
+    def engine_ms(self) -> list[float]:
+        return self.turn_ms
+
+    def start(self) -> None:
+        self._mark, self._outside = time.perf_counter(), 0.0
+        self._calls_at_mark = self.calls
+
+    def outside(self, seconds: float) -> None:
+        self._outside += seconds
+
+    def lap(self) -> None:
+        """Close one turn's engine time and start the next."""
+        now = time.perf_counter()
+        self.turn_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
+        self.turn_calls.append(self.calls - self._calls_at_mark)
+        self._mark, self._outside, self._calls_at_mark = now, 0.0, self.calls
+
+    def per_call_ms(self, first: int = 0, last: int | None = None) -> float | None:
+        """Mean engine time per model call over turns [first, last), summary calls counted."""
+        ms, calls = self.turn_ms[first:last], self.turn_calls[first:last]
+        return sum(ms) / sum(calls) if sum(calls) else None
+
+
+class CallRunner:
+    def __init__(self, model: ModelClient, profile: ModelProfile, ledger: CallLedger,
+                 emit: Callable[[Event], None],
+                 should_stop: Callable[[], bool] | None = None) -> None:
+        self.model = model
+        self.profile = profile
+        self.ledger = ledger
+        self.emit = emit
+        self.should_stop = should_stop  # read while a call is in flight: cancel cuts it short
+        # The session's RetryBudget: a summary call that meets a transient fault waits and
+        # asks again like an agent call, instead of falling back to truncation at once.
+        self.retries = None
+        # Commit points (agents/loop/commits.py): nothing stays open while the model works;
+        # each MODEL_CALL commits with the next wait's batch or the turn's state save.
+        self.pause: Callable[[], None] = lambda: None
+        self.resume: Callable[[], None] = lambda: None
+        self._last_tools: tuple[int, list[dict[str, Any]]] | None = None  # (call, schemas)
+        self._dumped_tools: tuple[list[dict[str, Any]], str] | None = None  # (list, its JSON)
+        # Counting per model: every provider count teaches the ratio (agents.counting.calibration);
+        # on_correction tells the loop to hand the new window divisor to the working context.
+        self.calibration = None
+        self.on_correction: Callable[[], None] | None = None
+        # Exact counts of whole requests (agents.counting.llama_cpp.prompt_count), where the server allows.
+        self.served = None
+
+    def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
+        sent = self._sent(request.messages, request.tools, max_tokens, None, None)
+        count_kind = request_kind(request.tools, "auto", request.messages)
+        figures = self._exact(request.messages, request.tools, "auto")
+        try:
+            reply = self._timed(request.messages, request.tools, max_tokens, None)
+        except ContextOverflow as exc:
+            # Counted exactly, a request the server saw as longer than it was grew with the
+            # model's own output inside the server (OutputOverflow).
+            if figures is not None and exc.requested > figures.tokens:
+                exc = OutputOverflow(exc, figures.tokens)
+            self._refused("agent", exc, request.total, limit, request.zones,
+                          request.described(), turn, sent, count_kind, figures)
+            raise exc
+        reply = self._record("agent", reply, request.total, limit, request.zones, request.described(),
+                     turn, sent=sent, count_kind=count_kind, figures=figures)
+        return reply
+
+    def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
+                     max_tokens: int, turn: int,
+                     tools: list[dict[str, Any]] | None = None) -> ModelReply:
+        """A summary request; with `tools` it repeats the agent's prefix, tools offered but
+        not callable (tool_choice "none"), so the provider's cache still matches."""
+        model = self.profile.summary_model or None
+        described = [{**m, "zone": "summary_request"} for m in messages]
+        sent = self._sent(messages, tools, max_tokens, model, "none" if tools else None)
+        figures = self._exact(messages, tools, "none" if tools else None)
+        try:
+            reply = self._summary_with_retries(messages, tools, max_tokens, model)
+        except ContextOverflow as exc:
+            self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
+                          described, turn, sent, request_kind(tools, "none", messages), figures)
+            raise
+        reply = self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
+                     turn, sent=sent, count_kind=request_kind(tools, "none", messages),
+                     figures=figures)
+        return reply
+
+    def probe_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
+                   max_tokens: int, turn: int) -> ModelReply:
+        """The probe questions after a compaction (agents.compaction.probes): no tools, no retries —
+        a probe that fails is reported, it never holds the session up."""
+        model = self.profile.summary_model or None
+        described = [{**m, "zone": "probe"} for m in messages]
+        sent = self._sent(messages, None, max_tokens, model, None)
+        figures = self._exact(messages, None, None)
+        try:
+            reply = self._timed(messages, None, max_tokens, model)
+        except ContextOverflow as exc:
+            self._refused("probe", exc, tokens, limit, {"probe": tokens}, described, turn,
+                          sent, request_kind(None, None), figures)
+            raise
+        reply = self._record("probe", reply, tokens, limit, {"probe": tokens}, described, turn,
+                     sent=sent, count_kind=request_kind(None, None), figures=figures)
+        return reply
+
+    def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
+        while True:
+            try:
+                reply = self._timed(messages, tools, max_tokens, model,
+                                    tool_choice="none" if tools else None)
+            except ModelError as exc:
+                if self.retries is None or not exc.transient:
+                    raise
+                self.retries.wait_or_give_up(exc, self.emit, self.should_stop or (lambda: False))
+            else:
+                if self.retries is not None:
+                    self.retries.succeeded()
+                return reply
+
+    def _exact(self, messages, tools, tool_choice):
+        """The request's exact figures as the server will render it (PromptCount), or None
+        where exact counting is off."""
+        wire = getattr(self.model, "wire", None)
+        if self.served is None or wire is None:
+            return None
+        return self.served.count(wire(messages), tools or None, tool_choice if tools else None)
+
+    def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
+        """The request's parameters other than the messages, in the order they are sent.
+
+        Tool schemas repeat on nearly every call, so once a call recorded them the next
+        calls record {"tools_of_call": N} instead of a copy (see _stored_request).
+        """
+        params_of = getattr(self.model, "request_params", None)
+        if params_of is None:  # a stand-in model in tests: nothing to reconstruct from
+            return {}
+        params = params_of(messages, tools, max_tokens, model, tool_choice)
+        # The messages are stored beside this, annotated; only their place in the body here.
+        sent = {key: ("<messages>" if key == "messages" else value)
+                for key, value in params.items()}
+        # A JSONB column keeps no key order: tool schemas are kept as text, and a message
+        # whose keys are not in MESSAGE_KEY_ORDER (one restored from a saved state) has its
+        # order noted, so the body can be rebuilt byte for byte.
+        if sent.get("tools"):
+            sent["tools"] = self._tools_text(sent["tools"])
+        orders = {str(i): list(m) for i, m in enumerate(messages) if list(m) != canonical_keys(m)}
+        if orders:
+            sent["key_orders"] = orders
+        return sent
+
+    def _tools_text(self, tools: list[dict[str, Any]]) -> str:
+        # The session's schema list is built once and never changed in place (its token
+        # count is cached the same way, agents/context/working.py): dumped once, not every call.
+        if self._dumped_tools is None or self._dumped_tools[0] is not tools:
+            self._dumped_tools = (tools, json.dumps(tools, ensure_ascii=False))
+        return self._dumped_tools[1]
+
+    def _stored_request(self, call: int, sent: dict[str, Any]) -> dict[str, Any]:
+        tools = sent.get("tools")
+        if tools is None:
+            return sent
+        if self._last_tools is not None and self._last_tools[1] == tools:
+            return {**sent, "tools": {"tools_of_call": self._last_tools[0]}}
+        self._last_tools = (call, tools)
+        return sent
+
+    def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
+        self.pause()
+        started = time.perf_counter()
+        try:
+            return self._interruptible(messages, tools, max_tokens, model, tool_choice)
+        except ModelError as exc:
+            exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
+            raise
+        finally:
+            self.ledger.outside(time.perf_counter() - started)
+            self.resume()
+
+    def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
+        """One call, cut short by a cancel request or the profile's total call_timeout."""
+        extra = {"tool_choice": tool_choice} if tool_choice else {}
+        try:
+            return run_interruptible(
+                lambda: self.model.complete(messages, tools, max_tokens, model=model, **extra),
+                deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
+        except CallDeadline as exc:
+            raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
+
+    def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
+                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
+                 sent: dict[str, Any], count_kind: str = "", figures=None) -> None:
+        """A request the provider refused as too long is still a call that was made: it is
+        recorded with the provider's own count, so peaks and over-window totals show it."""
+        output = isinstance(exc, OutputOverflow)  # what was sent fitted: nothing to learn
+        reply = ModelReply(content="", finish_reason="refused", input_tokens=exc.sent_tokens
+                           if output else max(exc.requested, engine_tokens))
+        self._record(kind, reply, engine_tokens, limit, zones, messages, turn, sent=sent,
+                     refused=True, error=str(exc), count_kind=count_kind, figures=figures,
+                     output_overflow=output)
+        if not output:
+            self._calibrate(engine_tokens, exc.requested, count_kind, len(messages))
+
+    def _calibrate(self, engine_tokens: int, provider_tokens: int, count_kind: str,
+                   messages: int) -> None:
+        if self.calibration is None or not self.calibration.observe(
+                engine_tokens, provider_tokens, count_kind, messages):
+            return
+        if self.on_correction is not None:
+            self.on_correction()
+
+    def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
+                zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
+                sent: dict[str, Any], refused: bool = False, error: str = "",
+                count_kind: str = "", figures=None, output_overflow: bool = False) -> ModelReply:
+        """Emit the call's MODEL_CALL; return the reply as the engine reads it."""
+        self.ledger.calls += 1
+        input_tokens = reply.input_tokens or engine_tokens
+        extra = {"refused": True, "error": error} if refused else {}
+        if output_overflow:
+            extra["overflow"] = "output"
+        if self.calibration is not None:  # the engine's figure as it stood before this call
+            if kind == "agent":
+                self.calibration.agent_kind = count_kind
+                self.calibration.agent_messages = len(messages)
+            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind,
+                                                                    len(messages)),
+                         count_source=self.calibration.source, count_kind=count_kind)
+            served = None if figures is None or refused else self.served.check(
+                figures, reply.content, reply.tool_calls, reply.input_tokens)
+            if refused and figures is not None:
+                extra.update(estimated_tokens=figures.tokens, count_source="exact")
+            if served is not None:  # the whole request rendered and counted: exact
+                extra.update(estimated_tokens=figures.tokens, count_source="exact",
+                             served_tokens=served)
+                # The framing fit learns from the figure that must fit the window.
+                self._calibrate(engine_tokens, figures.tokens, count_kind, len(messages))
+                reply = read_back(reply)  # recorded as read, so a replay reads the same
+            elif not refused:
+                if figures is not None:  # this call showed the rendering is not the server's
+                    extra.update(count_mismatch=self.served.mismatch)
+                self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
+        self.emit(Event(EventType.MODEL_CALL, {
+            "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
+            "engine_tokens": engine_tokens, "zones": zones,
+            "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
+            "finish_reason": reply.finish_reason, "latency_ms": round(reply.latency_ms, 2),
+            "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
+            "over_window": (refused and not output_overflow) or input_tokens > limit,
+            "limit": limit, **extra,
+            "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
+            # The answer itself, tool calls included: what a replay plays back (SPEC E2).
+            "reply": {"content": reply.content, "tool_calls": reply.tool_calls,
+                      "finish_reason": reply.finish_reason},
+            # The rest of the request body (model, max_tokens, tools...), so the inspector
+            # can rebuild byte for byte what the provider received.
+            "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
+        return reply

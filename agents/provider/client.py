@@ -1,0 +1,267 @@
+"""The model client (SPEC T7): one chat-completion call through the `openai` SDK.
+
+This is the only module that imports `openai`. The simulated model is reached through
+the same SDK with an in-process HTTP transport, so every run exercises this code path.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import openai
+
+from agents.config import ModelProfile
+from agents.provider.overflow import parse_overflow
+from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
+
+# Codes worth asking again after a wait; anything else ends the session at once.
+TRANSIENT_CODES = frozenset({"rate_limited", "provider_error", "connection",
+                             "deadline_exceeded", "malformed_response"})
+
+
+class ModelError(RuntimeError):
+    """A model call failed; `code` classifies it for the error reference (W8).
+
+    The message is redacted here, where the error becomes text, so a provider that echoes
+    the API key cannot carry it into an event, the session row or a log line."""
+
+    def __init__(self, code: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(redact(message))
+        self.code = code
+        self.retry_after = retry_after  # seconds the provider asked us to wait, if it did
+        self.elapsed_s = 0.0  # how long the failed call took (set by the caller that timed it)
+
+    @property
+    def transient(self) -> bool:
+        return self.code in TRANSIENT_CODES
+
+
+class ContextOverflow(ModelError):
+    """The provider refused the request as longer than its window (SPEC C16)."""
+
+    def __init__(self, limit: int, requested: int, message: str,
+                 code: str = "context_length_exceeded") -> None:
+        super().__init__(code, message)
+        self.limit = limit
+        self.requested = requested
+
+
+class OutputOverflow(ContextOverflow):
+    """The window ran out while the server wrote the answer, not while it read the request.
+
+    llama-cpp-python's chatml-function-calling format writes tool-call arguments without
+    any max_tokens and then completes again from the prompt plus what it wrote: a small
+    model looping inside its arguments fills the window, and the refusal names more prompt
+    tokens than were sent. Read as our miscount, it would shrink the window for good."""
+
+    def __init__(self, overflow: ContextOverflow, sent_tokens: int) -> None:
+        super().__init__(overflow.limit, overflow.requested,
+                         f"The model's answer ran out of the window: the request was "
+                         f"{sent_tokens} tokens by the server's own count, the server reported "
+                         f"{overflow.requested} after writing part of its answer (tool-call "
+                         f"arguments, which max_tokens does not bound there). Server: {overflow}",
+                         code="output_overflow")
+        self.sent_tokens = sent_tokens
+
+
+@dataclass
+class ModelReply:
+    content: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"id", "name", "arguments"}
+    finish_reason: str = "stop"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class ModelClient:
+    """Chat completions against an OpenAI-compatible endpoint or the simulated model."""
+
+    def __init__(self, profile: ModelProfile, *, http_client: Any = None,
+                 base_url: str | None = None, api_key: str | None = None) -> None:
+        self.profile = profile
+        self._key_error: ModelError | None = None
+        if api_key is None:
+            try:
+                api_key = resolve_api_key(profile)
+            except KeyEnvRefused as exc:
+                # Raised at the first call, so the session ends with a clear ERROR event.
+                self._key_error = ModelError("key_env_refused", str(exc))
+        register_secret(api_key)
+        # max_retries=0: the loop retries within the session's budget; SDK retries on top
+        # would multiply every wait (120 s x 3 tries x 4 loop tries made 24 minutes).
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=base_url or profile.base_url or None,
+            http_client=http_client, max_retries=0, timeout=client_timeout(profile))
+
+    def request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                       max_tokens: int, model: str | None = None,
+                       tool_choice: str | None = None) -> dict[str, Any]:
+        """The SDK's keyword arguments for one call: what the inspector reconstructs from."""
+        kwargs: dict[str, Any] = {"model": model or self.profile.model,
+                                  "messages": self.wire(messages), "max_tokens": max_tokens}
+        kwargs.update(self.profile.sampling())
+        if tools:
+            kwargs["tools"] = tools
+            # Sent always: llama-cpp-python's function-calling format drops every tool
+            # silently when no tool_choice is given.
+            kwargs["tool_choice"] = tool_choice or "auto"
+        if self.profile.num_ctx:
+            kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
+        return kwargs
+
+    def wire(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages as this profile sends them (see wire_messages)."""
+        return wire_messages(messages, self.profile.tool_results_as_user,
+                             self.profile.single_system_message)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 max_tokens: int, model: str | None = None,
+                 tool_choice: str | None = None) -> ModelReply:
+        kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice)
+        if self._key_error is not None:
+            raise self._key_error
+        started = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as exc:
+            text = _error_text(exc)
+            window = parse_overflow(text)
+            if window:
+                raise ContextOverflow(window[0], window[1], text) from exc
+            raise ModelError(_classify_status(exc.status_code, text), text,
+                             retry_after=retry_after_seconds(exc.response)) from exc
+        except openai.APITimeoutError as exc:
+            raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError("connection", f"cannot reach the model endpoint: {exc}") from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            # A body cut off mid-JSON (or not JSON at all): the next try is usually whole.
+            raise ModelError("malformed_response",
+                             f"the model endpoint sent a malformed response: {exc}") from exc
+        latency = (time.perf_counter() - started) * 1000
+        return _to_reply(response, latency)
+
+
+def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = False,
+                  single_system_message: bool = False) -> list[dict[str, Any]]:
+    """The messages as sent: an assistant message never carries `content: null` (llama.cpp's
+    Python server answers it with HTTP 500); "" means the same to every other server. With
+    `tool_results_as_user`, tool results go as user messages naming the tool they came from
+    (by its name, not the call's id: SmolLM2 copied llama-cpp-python's long ids,
+    "call__0_list_files_cmpl-82886b52-…", into the paths it asked for). With
+    `single_system_message`, the leading system messages (prompt, snapshot, words, summary,
+    truncation marker) go as one, in order, and a later system message as a user message:
+    a template that writes the tools into each system message then writes them once. The
+    merged text starts with the system prompt, so a prefix cache still matches."""
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # call id -> tool name, from the assistant turns so far
+    for m in messages:
+        if "content" in m and m["content"] is None:
+            m = {**m, "content": ""}
+        for call in m.get("tool_calls") or ():
+            names[call.get("id", "")] = (call.get("function") or {}).get("name", "")
+        if tool_results_as_user and m.get("role") == "tool":
+            call_id = m.get("tool_call_id", "")
+            m = {"role": "user", "content": f"[result of tool call {names.get(call_id) or call_id}]"
+                                            f"\n{m.get('content') or ''}"}
+        if single_system_message and m.get("role") == "system" and out:
+            if len(out) == 1 and out[0].get("role") == "system":
+                out[0] = {**out[0], "content": f"{out[0].get('content') or ''}\n\n"
+                                               f"{m.get('content') or ''}"}
+                continue
+            m = {**m, "role": "user"}
+        out.append(m)
+    return out
+
+
+def resolve_api_key(profile: ModelProfile) -> str | None:
+    """The key from the variable the profile names, after checking the name is allowed."""
+    if profile.simulated or not profile.api_key_env:
+        return None  # the simulated model and keyless local servers read no variable
+    check_key_env(profile.api_key_env)
+    return os.environ.get(profile.api_key_env) or None
+
+
+def client_timeout(profile: ModelProfile) -> httpx2.Timeout:
+    """Connect and read limits from the profile; the total per call is watched by the caller."""
+    return httpx2.Timeout(profile.read_timeout, connect=profile.connect_timeout)
+
+
+def retry_after_seconds(response: Any) -> float | None:
+    """The wait a 429/503 asked for (`Retry-After` seconds or HTTP date, `retry-after-ms`)."""
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return max(0.0, (when - dt.datetime.now(dt.timezone.utc)).total_seconds())
+
+
+def _error_text(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(exc)
+
+
+def _classify_status(status: int, text: str) -> str:
+    lowered = text.lower()
+    if "kv cache" in lowered or "failed to allocate" in lowered or "out of memory" in lowered:
+        return "kv_cache_allocation"
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limited"
+    if status >= 500:
+        return "provider_error"
+    return "bad_request"
+
+
+def _to_reply(response: Any, latency_ms: float) -> ModelReply:
+    if isinstance(response, str):  # the SDK hands back the text of a non-JSON body
+        raise ModelError("malformed_response",
+                         f"the model endpoint answered with non-JSON text: {response[:200]!r}")
+    if not getattr(response, "choices", None):
+        raise ModelError("malformed_response", "the model returned no choices")
+    choice = response.choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ModelError("malformed_response", "the model returned a choice without a message")
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
+             for c in (message.tool_calls or []) if getattr(c, "function", None)]
+    usage = response.usage
+    cached = 0
+    if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
+        cached = usage.prompt_tokens_details.cached_tokens or 0
+    return ModelReply(
+        content=message.content or "", tool_calls=calls,
+        finish_reason=choice.finish_reason or "stop",
+        input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cached_tokens=cached, latency_ms=latency_ms)

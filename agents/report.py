@@ -1,0 +1,226 @@
+"""The run report's sink: every event forwarded, what `runtask --json` reports kept.
+
+Running totals only (calls, tokens, cost, compactions, audits, sub-agents), so saving it
+with the loop state every turn costs the same at turn 10 and at turn 1000.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from agents.config import ModelProfile
+from agents.events import Event, EventSink, EventType
+from agents.counting.pricing import CostMeter
+from agents.compaction.numbers import numbers_in
+
+
+ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
+             "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
+             "over_window_requests": 0}
+
+
+class ReportSink:
+    """Forwards every event and keeps what the run report needs (the runtask keys).
+
+    Everything is a running total updated per event, so saving it with the loop state
+    every turn costs the same at turn 10 and at turn 1000 (the per-call list stays in
+    memory and is never part of the saved state).
+    """
+
+    def __init__(self, inner: EventSink, expect_tier1: list[str],
+                 profile: ModelProfile | None = None) -> None:
+        self.inner = inner
+        self.expect = expect_tier1
+        # Per call, for this process's report (bench sequences, plots); not saved with the
+        # state: a save per turn would copy every call ever made (O(calls) per turn).
+        self.model_calls: list[dict[str, Any]] = []
+        self.sums = dict(ZERO_SUMS)  # running totals: what the state saves and resumes
+        self.compactions = 0
+        self.summaries: dict[str, int] = {"model": 0, "fallback": 0}
+        self.probes: list[dict[str, Any]] = []  # one small dict per probed compaction
+        self.stated_turn: dict[str, int] = {}
+        # per expected anchor: [calls that should show it, calls that did]
+        self.present: dict[str, list[int]] = {s: [0, 0] for s in expect_tier1}
+        self.meter = CostMeter(profile or ModelProfile())
+        # Sub-agents (T6): per delegate answer, the child and the tokens it added here.
+        self.delegated: list[dict[str, Any]] = []
+        self.agent_inputs: list[int] = []  # input tokens per agent call (the children report)
+        self.audit_failures = 0
+        self.flagged: list[str] = []  # figures any audit found without support, in order
+        # Figures as written in any summary that was made or sent: an invented figure
+        # that shows up here must be in `flagged`.
+        self.summary_figures: set[str] = set()
+        self._noted = ""  # the summary text last read for figures: it changes per compaction
+        self._figures_list: list[str] | None = None
+
+    def emit(self, event: Event) -> None:
+        payload = event.payload
+        if event.type == EventType.MODEL_CALL:
+            cached, output = int(payload.get("cached_tokens") or 0), int(payload.get("output_tokens") or 0)
+            call = {"input_tokens": payload["input_tokens"], "kind": payload["kind"],
+                    "over_window": payload["over_window"], "cached_tokens": cached,
+                    "output_tokens": output,
+                    **({"refused": True} if payload.get("refused") else {})}
+            self.model_calls.append(call)
+            self._add(call)
+            if payload["kind"] == "agent" and not payload.get("refused"):
+                self.agent_inputs.append(payload["input_tokens"])
+            if payload.get("refused"):  # never sent on to the model: nothing to check in it
+                return self.inner.emit(event)
+            self.meter.add(payload["input_tokens"], cached, output)
+            if payload["kind"] == "agent":
+                self._note_figures("\n".join(str(m.get("content") or "")
+                                              for m in payload["messages"]
+                                              if m.get("zone") == "summary"))
+            if self.expect:
+                text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
+                for expected in self.expect:
+                    stated = self.stated_turn.get(expected)
+                    if stated is not None and event.turn >= stated:
+                        self.present[expected][0] += 1
+                        self.present[expected][1] += expected in text
+        elif event.type == EventType.TOOL_RESULT and payload.get("child"):
+            self.delegated.append({
+                "child": payload["child"], "status": payload.get("child_status"),
+                "answer_tokens": payload.get("kept_tokens"), "error": payload.get("error"),
+                "child_input_tokens": payload.get("child_input_tokens"),
+                "child_cost": payload.get("child_cost"),
+                "parent_calls_before": len(self.agent_inputs)})
+        elif event.type == EventType.COMPACTION and not payload.get("noop"):
+            self.compactions += 1
+            # Visible in runtask's report: how many model summaries were usable, and how.
+            self.summaries["fallback" if payload.get("fallback") else "model"] += 1
+            if payload.get("probe") is not None:
+                probe = payload["probe"]
+                self.probes.append({"compaction": self.compactions, "turn": event.turn,
+                                    "rate": probe.get("rate"), "asked": probe.get("asked"),
+                                    "recovered": probe.get("recovered"),
+                                    **({"error": probe["error"]} if probe.get("error") else {})})
+            for form in payload.get("summary_forms") or ():
+                self.summaries[f"read_as_{form}"] = self.summaries.get(f"read_as_{form}", 0) + 1
+            self._note_figures(payload.get("summary_after") or "")
+        elif event.type == EventType.AUDIT:
+            self.audit_failures += not payload.get("ok")
+            self.flagged += [f for f in payload.get("unsupported_figures") or []
+                             if f not in self.flagged]
+        elif event.type == EventType.USER_MESSAGE:
+            for expected in self.expect:
+                if expected in payload["text"] and expected not in self.stated_turn:
+                    self.stated_turn[expected] = event.turn
+        self.inner.emit(event)
+
+    def _note_figures(self, text: str) -> None:
+        # Every agent call carries the same summary until the next compaction: read once.
+        if text and text != self._noted:
+            self._noted = text
+            self.summary_figures.update(written for written, _, _ in numbers_in(text))
+
+    def unflagged(self, invented: list[str]) -> list[str]:
+        """Figures a summarizer made up that reached a summary without an audit flag."""
+        return [f for f in invented if f in self.summary_figures and f not in self.flagged]
+    def __getattr__(self, name: str) -> Any:
+        # The inner sink's batching (hold, flush, release, drop_held) where it has it.
+        if name in ("hold", "flush", "release", "drop_held"):
+            return getattr(self.inner, name)
+        raise AttributeError(name)
+
+    def discard_after(self, seq: int) -> int:
+        discard = getattr(self.inner, "discard_after", None)
+        return discard(seq) if discard else 0
+
+    # The report survives a resume: the loop saves this with its own state every turn.
+    state_key = "report"
+
+    def _add(self, call: dict[str, Any]) -> None:
+        sums = self.sums
+        sums["calls"] += 1
+        sums["total_input_tokens"] += call["input_tokens"]
+        sums["peak_input_tokens"] = max(sums["peak_input_tokens"], call["input_tokens"])
+        sums["cached_input_tokens"] += call["cached_tokens"]
+        sums["output_tokens"] += call["output_tokens"]
+        sums["summary_calls"] += call["kind"] == "summary"
+        sums["over_window_requests"] += bool(call["over_window"])
+
+    def to_state(self) -> dict[str, Any]:
+        # Sizes that do not grow with the session: totals, never the list of calls.
+        return {"sums": self.sums, "compactions": self.compactions, "summaries": self.summaries,
+                "probes": self.probes,
+                "stated_turn": self.stated_turn, "present": self.present,
+                "cost": self.meter.totals, "delegated": self.delegated,
+                "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
+                "audit_failures": self.audit_failures,
+                "flagged": self.flagged, "summary_figures": self._figures_saved()}
+
+    def _figures_saved(self) -> list[str]:
+        # Saved every turn, changed per compaction: the same sorted list until it grows.
+        if self._figures_list is None or len(self._figures_list) != len(self.summary_figures):
+            self._figures_list = sorted(self.summary_figures)
+        return self._figures_list
+
+    def from_state(self, state: dict[str, Any]) -> None:
+        self.model_calls = []  # the calls of this process; the sums carry the earlier ones
+        for call in state.get("model_calls", []):  # a state saved before the sums existed
+            self.model_calls.append(call)
+            self._add({**call, "cached_tokens": call.get("cached_tokens", 0),
+                       "output_tokens": call.get("output_tokens", 0)})
+        for name, value in (state.get("sums") or {}).items():
+            if name in self.sums and isinstance(value, int):
+                self.sums[name] = value
+        self.compactions = state.get("compactions", 0)
+        self.summaries = {"model": 0, "fallback": 0, **(state.get("summaries") or {})}
+        self.probes = list(state.get("probes") or [])
+        self.delegated = list(state.get("delegated", []))
+        self.agent_inputs = [int(n) for n in state.get("agent_inputs", [])]
+        self.stated_turn = dict(state.get("stated_turn", {}))
+        self.audit_failures = int(state.get("audit_failures", 0))
+        self.flagged = list(state.get("flagged", []))
+        self.summary_figures = set(state.get("summary_figures", []))
+        self._figures_list = None
+        for key, pair in state.get("present", {}).items():
+            if (key in self.present and isinstance(pair, list) and len(pair) == 2
+                    and all(isinstance(x, int) for x in pair)):
+                self.present[key] = [int(pair[0]), int(pair[1])]
+        for name, value in (state.get("cost") or {}).items():
+            if name in self.meter.totals:
+                self.meter.totals[name] = float(value)
+
+    def anchor_survival(self) -> float | None:
+        if not self.expect:
+            return None
+        survived = sum(1 for expected in self.expect
+                       if self.present[expected][0] and
+                       self.present[expected][1] == self.present[expected][0])
+        return survived / len(self.expect)
+
+    def totals(self) -> dict[str, Any]:
+        sums = self.sums
+        return {name: sums[name] for name in ("total_input_tokens", "peak_input_tokens",
+                                              "cached_input_tokens", "output_tokens",
+                                              "summary_calls", "over_window_requests")} | {
+                "model_call_count": sums["calls"], "compactions": self.compactions,
+                "summaries": dict(self.summaries), "probe_recovery": list(self.probes),
+                "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
+                "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
+                **({"children": self.children_report()} if self.delegated else {})}
+
+    def children_report(self) -> dict[str, Any]:
+        """What sub-agents cost this context: each answer's tokens against the child's own
+        input, and the agent call input before and after the answers arrived."""
+        # Saved with the state (one int per agent call): a waiting parent resumes in a new
+        # process, whose model_calls list starts empty.
+        agent = self.agent_inputs
+        growth = []
+        for mark in sorted({d["parent_calls_before"] for d in self.delegated}):
+            if 0 < mark < len(agent):
+                answers = sum(int(d["answer_tokens"] or 0) for d in self.delegated
+                              if d["parent_calls_before"] == mark)
+                growth.append({"input_before": agent[mark - 1], "input_after": agent[mark],
+                               "answers_tokens": answers})
+        return {"sessions": [{k: v for k, v in d.items() if k != "parent_calls_before"}
+                             for d in self.delegated],
+                "children_input_tokens": sum(int(d["child_input_tokens"] or 0)
+                                             for d in self.delegated),
+                "answers_tokens": sum(int(d["answer_tokens"] or 0) for d in self.delegated),
+                "parent_agent_input_tokens": list(agent),
+                "growth_at_resume": growth,
+                "cost_with_children": round(self.meter.totals["profile"] + sum(
+                    float(d["child_cost"] or 0) for d in self.delegated), 6)}

@@ -1,0 +1,161 @@
+"""The person's words (issue 13): what the person wrote stays in every request, verbatim.
+
+Anchor extraction is a list of patterns, and the next way a person says "don't" will slip
+past it. The person's own messages (the goal and every later message) are small next to
+tool results, so the engine does not depend on extraction to keep them: each one is in
+every request, either in the recent history, while it is there whole, or in this block,
+once compaction has folded it away (or a cap cut it), unless the frozen task snapshot
+holds it verbatim (the goal always is). Keeping only those avoids sending a message twice, and the block then changes only when compaction or a cut changes the
+history, which restarts the cached prefix anyway (context.py).
+
+Over its budget the block is condensed, oldest message first and visibly: a condensed
+message keeps every sentence that holds a hard constraint (extracted, pinned or set by a
+person) and says how many sentences were left out and under which archive ref they are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from agents.words.anchors import extract_anchors, sentences
+
+OPEN = "<person-words>"
+INTRO = ("The person's own messages that are no longer in the recent turns below, verbatim "
+         "and oldest first (where two differ, the later one wins):")
+CLOSE = "</person-words>"
+CONDENSED = ("[… {left} of {total} sentences of this message left out to fit the context; "
+             "the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]")
+
+
+@dataclass
+class PersonMessage:
+    turn: int
+    ref: str
+    text: str
+    source: str = "user"  # goal | user | scenario
+
+    def to_state(self) -> dict:
+        # Saved every turn for every message: a plain dict, not asdict's deep copy.
+        return {"turn": self.turn, "ref": self.ref, "text": self.text, "source": self.source}
+
+
+def _label(msg: PersonMessage) -> str:
+    kind = "goal" if msg.source == "goal" else "message"
+    return f"[turn {msg.turn} · {kind} · {msg.ref or 'not archived'}]"
+
+
+def holds_constraint(sentence: str, hard: tuple[str, ...]) -> bool:
+    """True when `sentence` states a hard constraint: one extraction finds, or one that is
+    active now (pinned or edited by a person), whose text it contains."""
+    flat = " ".join(sentence.split()).casefold()
+    if any(text and text in flat for text in hard):
+        return True
+    return any(a.tier == 1 for a in extract_anchors(sentence))
+
+
+def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
+    """The message reduced to its sentences that hold hard constraints, with a marker."""
+    parts = [s.strip() for s in sentences(msg.text) if s.strip()]
+    kept = [s for s in parts if holds_constraint(s, hard)]
+    if len(kept) == len(parts):
+        return msg.text
+    marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
+    return " ".join(kept + [marker])
+
+
+def _normalise(hard: list[str]) -> tuple[str, ...]:
+    return _normalised(tuple(hard))
+
+
+@lru_cache(maxsize=64)
+def _normalised(hard: tuple[str, ...]) -> tuple[str, ...]:
+    # Asked at every measure of the context (a dozen times a turn), for the same constraints.
+    return tuple(" ".join(h.rstrip("…").split()).casefold() for h in hard)
+
+
+def _block(messages: list[PersonMessage], bodies: list[str]) -> str:
+    entries = [f"{_label(m)} {body}" for m, body in zip(messages, bodies)]
+    return "\n".join([OPEN, INTRO, *entries, CLOSE])
+
+
+class PersonWords:
+    """The person's messages of this session, and the block for those out of the history."""
+
+    def __init__(self) -> None:
+        self.messages: list[PersonMessage] = []
+        self._key: tuple | None = None
+        self._text = ""
+        self._condensed: dict[tuple, str] = {}
+        self._minimum_key: tuple | None = None
+        self._minimum = 0
+
+    def add(self, turn: int, ref: str, text: str, source: str = "user") -> None:
+        self.messages.append(PersonMessage(turn, ref, text, source))
+
+    def outside(self, history_texts: dict[str, str], snapshot: str = "") -> list[PersonMessage]:
+        """Messages not whole in the history (`history_texts`: ref → text there) nor in the
+        frozen `snapshot` (the goal is there verbatim, so is a message an anchor holds
+        word for word): each of the person's words is sent once per request."""
+        return [m for m in self.messages
+                if (history_texts.get(m.ref) != m.text or not m.ref)
+                and not (m.text.strip() and m.text.strip() in snapshot)]
+
+    def render(self, history_texts: dict[str, str], budget: int, hard: list[str],
+               count: Callable[[str], int], snapshot: str = "") -> str:
+        """The block ("" when every message is whole in the history or the snapshot);
+        cached, so the same state always gives the same text and costs nothing to ask for
+        again."""
+        shown = self.outside(history_texts, snapshot)
+        hard_norm = _normalise(hard)
+        key = (tuple(m.ref for m in shown), budget, hard_norm)
+        if key == self._key:
+            return self._text
+        self._key, self._text = key, self._build(shown, budget, hard_norm, count)
+        return self._text
+
+    def minimum_tokens(self, hard: list[str], count: Callable[[str], int],
+                       snapshot: str = "") -> int:
+        """Tokens of the block with every message condensed to its hard-constraint
+        sentences: no compaction can go below this (the preflight's part). A message still
+        whole in the history takes at least as much there, so this bounds both places;
+        one the `snapshot` holds word for word (the goal) is counted there instead."""
+        shown = self.outside({}, snapshot)
+        if not shown:
+            return 0
+        hard_norm = _normalise(hard)
+        key = (tuple(m.ref for m in shown), hard_norm)
+        if key != self._minimum_key:
+            bodies = [self._condense(m, hard_norm) for m in shown]
+            self._minimum_key = key
+            self._minimum = count(_block(shown, bodies))
+        return self._minimum
+
+    def _condense(self, msg: PersonMessage, hard: tuple[str, ...]) -> str:
+        cache_key = (msg.ref, msg.text, hard)
+        if cache_key not in self._condensed:
+            if len(self._condensed) > 256:
+                self._condensed.clear()
+            self._condensed[cache_key] = condense(msg, hard)
+        return self._condensed[cache_key]
+
+    def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
+               count: Callable[[str], int]) -> str:
+        if not shown:
+            return ""
+        bodies = [m.text for m in shown]
+        cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
+        fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
+        for i, msg in enumerate(shown):  # oldest first, until the block fits
+            if fixed + sum(cost) <= budget:
+                break
+            bodies[i] = self._condense(msg, hard)
+            cost[i] = count(f"{_label(msg)} {bodies[i]}")
+        return _block(shown, bodies)
+
+    def to_state(self) -> list[dict]:
+        return [m.to_state() for m in self.messages]
+
+    def restore(self, raw: list[dict]) -> None:
+        self.messages = [PersonMessage(**m) for m in raw or ()]
+        self._key = self._minimum_key = None
