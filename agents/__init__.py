@@ -1,0 +1,61 @@
+"""TaskOS's engine: long agent tasks with the context window managed as a budget.
+
+This module is the engine's public API; the web app (taskos/) imports only from here.
+What it offers, by concern:
+
+- running a session: `run_session` (and `run_tree` with its sub-agents), its settings
+  (`ContextConfig`, `ModelProfile`) and its report (`SessionRun`, `ReportSink`);
+- what crosses the boundary: `Event` and `EventType` going out, the `Store` protocol
+  and its records coming back;
+- scenarios the simulated model plays, the tools on offer, replay and the benchmark;
+- the small things the drawer shows the engine's way: zones, annotations, token counts,
+  error advice, and redaction of API keys.
+
+Where the code lives: `loop/` the agent loop, `context/` the zones and the request,
+`words/` the person's words and anchors, `compaction/` summaries and their audits,
+`counting/` tokens and money, `provider/` the model client, `tools/`, `store/`, and apart
+from the core: `sim/` (the simulated model), `replay/`, `scenarios/` and `bench/`.
+"""
+from agents.bench import run_bench, run_once
+from agents.config import (
+                           KNOWN_CONTEXT_SIZES,
+                           MAX_INPUT_CHARS,
+                           ConfigError,
+                           ContextConfig,
+                           ModelProfile,
+                           input_too_long,
+)
+from agents.context import ANNOTATIONS
+from agents.counting import REPLY_PRIMING, TokenCounter
+from agents.errors import advise
+from agents.events import ZONES, Event, EventSink, EventType, ListSink
+from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
+from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
+from agents.report import ReportSink
+from agents.runner import SessionRun, run_session
+from agents.scenarios import Scenario, ScenarioError, list_scenarios, load_scenario
+from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact
+from agents.store import (
+                           AnchorRecord,
+                           ArchiveHit,
+                           ChildRecord,
+                           MemoryStore,
+                           Store,
+                           TaskRecord,
+                           excerpt_around,
+                           keywords,
+)
+from agents.subagents import run_tree
+from agents.tools import DelegationLimits, default_registry
+
+__all__ = [
+    "ANNOTATIONS", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS", "REPLY_PRIMING", "ZONES",
+    "AgentLoop", "AnchorRecord", "ArchiveHit", "ChildRecord", "ConfigError", "ContextConfig",
+    "DelegationLimits", "Event", "EventSink", "EventType", "KeyEnvRefused", "ListSink",
+    "MemoryStore", "ModelProfile", "Recording", "RecordingError", "RedactingFilter",
+    "ReportSink", "RunResult", "Scenario", "ScenarioError", "SessionRun", "SessionSpec", "Store",
+    "TaskRecord", "TokenCounter", "advise", "build_recording", "canonical_keys",
+    "check_key_env", "default_registry", "differences", "excerpt_around", "input_too_long",
+    "keywords", "list_scenarios", "load_scenario", "redact", "replay_runner", "run_bench",
+    "run_once", "run_session", "run_tree",
+]

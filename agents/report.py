@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.config import ModelProfile
-from agents.events import Event, EventSink, EventType
-from agents.counting.pricing import CostMeter
 from agents.compaction.numbers import numbers_in
-
+from agents.config import ModelProfile
+from agents.counting.pricing import CostMeter
+from agents.events import Event, EventSink, EventType
 
 ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
              "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,

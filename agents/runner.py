@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
-from agents.loop.delegations import DelegationLimits, DelegationPlan, delegate_tool
 from agents.events import EventSink
 from agents.loop.agent_loop import AgentLoop, RunResult, SessionSpec
+from agents.loop.retry import RetryBudget
+from agents.loop.spec import generic_scenario, prepare_workspace
 from agents.provider.client import ModelClient
 from agents.report import ZERO_SUMS, ReportSink  # noqa: F401 - ZERO_SUMS re-exported
-from agents.loop.retry import RetryBudget
 from agents.scenarios import Scenario, load_scenario
-from agents.loop.spec import generic_scenario, prepare_workspace
 from agents.sim.transport import sim_http_client
 from agents.store.interface import Store
+from agents.tools.delegate import DelegationLimits, DelegationPlan, delegate_tool
 from agents.tools.registry import default_registry
 
 

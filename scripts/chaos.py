@@ -72,8 +72,8 @@ def main() -> int:
     import django
 
     django.setup()
-    from taskos.chaos.run import ChaosPlan, run_chaos, worker_env
     from taskos.chaos.report import summary_text
+    from taskos.chaos.run import ChaosPlan, run_chaos, worker_env
     from taskos.chaos.scenario import write_chaos_scenario
     from taskos.chaos.stack import Stack
     from taskos.chaos.this_process import database_url, using_redis

@@ -28,7 +28,7 @@ def start_session_sweeper(sender=None, **kwargs):
 @after_setup_task_logger.connect
 def redact_keys_in_worker_logs(logger=None, **kwargs):
     """Celery installs its own handlers; mask API key values in their lines too."""
-    from agents.secrets import RedactingFilter
+    from agents import RedactingFilter
 
     for handler in getattr(logger, "handlers", []):
         handler.addFilter(RedactingFilter())

@@ -214,7 +214,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # API key values the engine read are masked in every line and traceback.
-    "filters": {"redact_keys": {"()": "agents.secrets.RedactingFilter"}},
+    "filters": {"redact_keys": {"()": "agents.RedactingFilter"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
                             "filters": ["redact_keys"]}},
     "loggers": {

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import ContextConfig, ModelProfile
-from agents.store.memory import MemoryStore
 from agents.counting.pricing import PRICE_TABLES
 from agents.runner import run_session
 from agents.scenarios import load_scenario
+from agents.store.memory import MemoryStore
 
 # AgentScope's published figures for the 6 × 1600 retrieval workload (seed 000).
 SEED_UNMANAGED = [144, 1652, 3160, 4668, 6176, 7684, 9192]

@@ -10,17 +10,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from agents.context.working import WorkingContext
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
+from agents.compaction.summary import (
+    SUMMARY_INSTRUCTIONS,
+    TRUNCATION_MARKER,
+    StructuredSummary,
+    SummaryError,
+    merge,
+    parse_model_summary,
+    render,
+    render_lines,
+    shrink_to,
+)
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
-from agents.provider.client import ModelError, ModelReply
-from agents.sim.summary_request import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE,
-                                        SUMMARY_MARKER, label_line)
-from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
-                            SummaryError, merge, parse_model_summary, render, render_lines,
-                            shrink_to)
+from agents.context.working import WorkingContext
 from agents.counting.tokens import REPLY_PRIMING
+from agents.protocol import (
+    CONSTRAINTS_LINE,
+    FOLD_LINE,
+    LABELS_LINE,
+    SUMMARY_MARKER,
+    archive_label,
+    label_line,
+)
+from agents.provider.client import ModelError, ModelReply
 
 # summarize(messages, max_tokens, request_tokens, tools) -> reply; raises ModelError
 Summarize = Callable[[list[dict[str, Any]], int, int, list | None], ModelReply]
@@ -260,9 +274,8 @@ class Compactor:
     @staticmethod
     def _prefixed(msg: Msg) -> dict[str, Any]:
         data = dict(msg.data)
-        label = f"[archive turn {msg.turn}, ref {msg.ref}]" if msg.ref else f"[archive turn {msg.turn}]"
         if msg.role in ("user", "tool") or data.get("content"):
-            data["content"] = f"{label}\n{data.get('content') or ''}"
+            data["content"] = f"{archive_label(msg.turn, msg.ref)}\n{data.get('content') or ''}"
         return data
 
     def _squeezed(self, msgs: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from agents.compaction.fresh_requests import probe_request
-from agents.provider.client import ModelError
 from agents.compaction.numbers import numbers_in
+from agents.protocol import PROBE_MARKER
+from agents.provider.client import ModelError
 
-PROBE_MARKER = "[taskos:probe-questions]"
 MAX_CONSTRAINTS, MAX_FIGURES = 4, 3
 ANSWER_TOKENS = 256
 LABEL_CHARS = 60
@@ -176,21 +176,25 @@ def grade(probes: list[Probe], answer_text: str) -> dict[str, Any]:
             "probes": [asdict(p) for p in probes]}
 
 
-def ask_probes(loop: Any, outcome: Any) -> dict[str, Any] | None:
-    """Ask the probe questions against the new context; graded against the archive."""
-    ctx = loop.ctx
-    loop.audit.read_archive()  # the person's statements, as the archive holds them
+def ask_probes(outcome: Any, *, ctx: Any, audit: Any, read_ref: Callable[[str], str | None],
+               tasks: Callable[[], list[Any]], ask: Callable[..., Any],
+               fresh: bool) -> dict[str, Any] | None:
+    """Ask the probe questions against the new context; graded against the archive.
+
+    `audit` gives the person's statements as the archive holds them, `read_ref` and
+    `tasks` read the archive and the task list, `ask(messages, tokens, limit, max_tokens)`
+    makes the call; `fresh` sends a weak model a tool-free request of its own."""
+    audit.read_archive()  # the person's statements, as the archive holds them
     results = [m for m in outcome.compacted if m.role == "tool" and m.ref]
-    texts = [(m.ref, loop.store.read_ref(loop.session_id, m.ref) or "") for m in results]
-    open_tasks = [t.subject for t in loop.store.load_tasks(loop.session_id)
-                  if t.state != "completed"]
-    probes = build_probes(statements=list(loop.audit.statements), compacted_texts=texts,
+    texts = [(m.ref, read_ref(m.ref) or "") for m in results]
+    open_tasks = [t.subject for t in tasks() if t.state != "completed"]
+    probes = build_probes(statements=list(audit.statements), compacted_texts=texts,
                           open_tasks=open_tasks)
     if not probes:
         return None
     request = ctx.build([])
     question = probe_message(probes)
-    if loop.spec.profile.tool_free_summaries:  # no agent turns for a weak model to continue
+    if fresh:  # no agent turns for a weak model to continue
         messages = probe_request(request.messages, question)
         tokens = ctx.counter.request(messages)
     else:
@@ -201,8 +205,7 @@ def ask_probes(loop: Any, outcome: Any) -> dict[str, Any] | None:
         return {"error": f"no room for the probe questions ({tokens} > {limit} tokens)",
                 "asked": len(probes), "recovered": 0, "rate": None}
     try:
-        reply = loop.calls.probe_call(messages, tokens=tokens, limit=limit,
-                                      max_tokens=ANSWER_TOKENS, turn=loop.turn)
+        reply = ask(messages, tokens, limit, ANSWER_TOKENS)
     except ModelError as exc:
         return {"error": f"the probe call failed: {exc}", "asked": len(probes),
                 "recovered": 0, "rate": None}

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from agents.events import Event, EventType
 from agents.compaction.numbers import numbers_in, values_in
+from agents.events import Event, EventType
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).

@@ -13,13 +13,18 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from agents.words.anchors import extract_anchors, supersedes
+from agents.compaction.summary_text import (
+    drop_echoes,
+    prose_items,
+    sections_from_text,
+    tool_call_text,
+    unescape,
+)
 from agents.lenient_json import first_json_object
-from agents.compaction.summary_text import (drop_echoes, prose_items, sections_from_text, tool_call_text,
-                                 unescape)
+from agents.protocol import SUMMARY_MARKER
+from agents.words.anchors import extract_anchors, supersedes
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
-SUMMARY_REQUEST_MARKER = "[taskos:summary-request]"
 
 # (field, heading) in rendering order: the goal first, what to do next near the end.
 SECTIONS = (
@@ -39,7 +44,7 @@ _INTRO = ("Summary of the earlier work on this task. The full messages are archi
 # Shrinking drops the oldest items of these first; the task overview is never dropped.
 _DROP_ORDER = ("ruled_out", "open_questions", "current_state", "next_steps")
 
-SUMMARY_INSTRUCTIONS = f"""{SUMMARY_REQUEST_MARKER}
+SUMMARY_INSTRUCTIONS = f"""{SUMMARY_MARKER}
 You are compacting the history of a long-running agent task. The messages after this one
 are the earlier part of the conversation that is about to leave the context window; a
 previous summary (a <system-info> block) may come first. Update the summary incrementally.

@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.context.budget import Budget, plan_budget
 from agents.config import ContextConfig
+from agents.context.budget import Budget, plan_budget
 from agents.context.history import Msg, Unit, group_units
-from agents.words.person import PersonWords
 from agents.counting.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TextCache, TokenCounter
+from agents.words.person import PersonWords
 
 # What the engine adds to each message of a MODEL_CALL (Request.described): never sent.
 ANNOTATIONS = ("zone", "tokens", "ref")

@@ -1,9 +1,13 @@
-"""The agent loop (SPEC T1): model call → tool calls → results, one committed turn at a time.
+"""The agent loop (feature T1): model call → tool calls → results, one committed turn at a time.
 
 Each iteration reads people's edits, rebuilds the snapshot, applies the triggers (all
 compaction happens here, before the request, never while the model generates), adds
 hints, sends the request and runs the tools. The state is saved at the end of every turn,
-so a worker that dies loses at most the turn in flight.
+so a worker that dies loses at most the turn in flight (feature T8).
+
+The loop owns one `LoopState` and one `LoopDeps` (agents/loop/state.py) and hands its
+collaborators what they use: the ContextKeeper prepares each request, ToolTurns runs the
+tools, Answers takes a reply without tool calls, Delegations waits for sub-agents.
 """
 from __future__ import annotations
 
@@ -11,47 +15,54 @@ import datetime as dt
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from agents.words.book import AnchorBook
-from agents.compaction.source_audit import SourceAudit
-from agents.loop.answers import AnswerHandling
-from agents.loop.calls import CallLedger, CallRunner
-from agents.loop.commits import CommitPoints
 from agents.compaction.compactor import CompactionFailed
+from agents.compaction.fresh_requests import answer_text
+from agents.compaction.source_audit import SourceAudit
 from agents.config import input_too_long
-from agents.context.working import WorkingContext
-from agents.loop.context_keeper import ContextKeeper
-from agents.loop.delegations import Delegations
-from agents.errors import error_payload
-from agents.events import Event, EventSink, EventType
 from agents.context.hints import HintInjector
 from agents.context.limits import PreflightError, RequestTooLarge
-from agents.loop.state import LoopState
-from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply
-from agents.compaction.fresh_requests import answer_text
-from agents.loop.reply_vetting import ERROR_COPY, recover_tool_calls, refusal
-from agents.loop.retry import CallCancelled, RetryBudget
-from agents.secrets import RedactingStore, redact_value
-from agents.loop.spec import DEFAULT_SYSTEM, RunResult, SessionSpec  # noqa: F401 - re-exported
-from agents.store.interface import Store
+from agents.context.working import Request, WorkingContext
 from agents.counting.calibration import TokenCalibration
 from agents.counting.server_tokens import ServerTokenCounter, make_counter
-from agents.loop.tool_turns import TOOL_LOOP_FACTOR, ToolTurns  # noqa: F401 - re-exported
+from agents.errors import error_payload
+from agents.events import Event, EventSink, EventType
+from agents.loop.answers import Answers
+from agents.loop.calls import CallLedger, CallRunner
+from agents.loop.commits import CommitPoints
+from agents.loop.context_keeper import ContextKeeper
+from agents.loop.delegations import Delegations
+from agents.loop.reply_vetting import ERROR_COPY, recover_tool_calls, refusal
+from agents.loop.retry import CallCancelled, RetryBudget
+from agents.loop.spec import RunResult, SessionSpec
+from agents.loop.state import LoopDeps, LoopState, SessionEvents
+from agents.loop.tool_turns import ToolTurns
+from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply
+from agents.secrets import RedactingStore
+from agents.store.interface import Store
 from agents.tools.registry import ToolRegistry
+from agents.words.book import AnchorBook
 
 MAX_OVERFLOW_RETRIES = 3
 
 
-class AgentLoop(AnswerHandling, ToolTurns, LoopState):
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class AgentLoop:
     def __init__(self, *, session_id: str, spec: SessionSpec, store: Store, events: EventSink,
                  model: ModelClient, tools: ToolRegistry, workspace: Path,
                  clock: Callable[[], dt.datetime] | None = None,
                  companions: list | None = None, retries: RetryBudget | None = None) -> None:
-        self.session_id, self.spec, self.events = session_id, spec, events
+        self.state = state = LoopState()
+        self.sink = events  # the raw sink: a resumed run marks what a dead worker left
+        self.events = SessionEvents(session_id, events, state)
         self.store = RedactingStore(store)  # no API key reaches the archive
-        self.tools, self.workspace = tools, workspace
-        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.deps = deps = LoopDeps(session_id=session_id, spec=spec, store=self.store,
+                                    emit=self.events.emit, tools=tools, workspace=workspace,
+                                    clock=clock or utc_now)
         self.counter = make_counter(spec.profile)
         # The simulated provider counts with the engine's own tokenizer: nothing to learn.
         self.calibration = None if spec.profile.simulated else TokenCalibration(
@@ -59,12 +70,12 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
             prior_overheads=spec.profile.token_overheads,
             exact=isinstance(self.counter, ServerTokenCounter))
         self.ledger = CallLedger()
-        self.calls = CallRunner(model, spec.profile, self.ledger, self.emit,
+        self.calls = CallRunner(model, spec.profile, self.ledger, deps.emit,
                                 should_stop=lambda: store.cancel_requested(session_id))
         self.retries = retries or RetryBudget(spec.profile.retry_budget)
         self.calls.retries = self.retries
         # A turn's writes commit together, before each wait and with its state save.
-        self.commits = CommitPoints(self.store.inner, events)
+        self.commits = CommitPoints(store, events)
         self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
         self.calls.calibration = self.calibration
         self.calls.served = getattr(self.counter, "served", None)
@@ -74,27 +85,30 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
                                   system_prompt=spec.system_prompt, tools=tools.schemas())
         if self.calibration is not None:
             self._recalibrated()
-        self.book = AnchorBook(session_id, store, self.emit)
+        self.book = AnchorBook(session_id, store, deps.emit)
         self.hints = HintInjector(spec.config)
-        self.keeper = ContextKeeper(self)
         # E3 from the archive: reads back what the store kept, audits what was sent.
-        self.audit = SourceAudit(self.store, session_id, self.emit)
-        self.turn = 0
-        self.delivered_through = -1  # scenario user messages delivered up to this turn index
-        self.tool_state: dict = {}
-        self.empty_answers = 0
-        self.rejected_answers = 0
-        # (code, why) the session must stop after this turn's commit
-        self.stuck: tuple[str, str] | None = None
-        self.last_request = None  # the request just sent: what the model may echo back
+        self.audit = SourceAudit(self.store, session_id, deps.emit)
+        self.events.observers.append(self.audit.observe)
+        self.keeper = ContextKeeper(deps, state, ctx=self.ctx, book=self.book, hints=self.hints,
+                                    calls=self.calls, audit=self.audit,
+                                    count_source=lambda: self.count_source)
+        self.delegations = self.new_delegations()
+        self.tool_turns = ToolTurns(deps, state, events=self.events, ctx=self.ctx,
+                                    book=self.book, hints=self.hints, commits=self.commits,
+                                    ledger=self.ledger, delegations=self.delegations)
+        self.answers = Answers(deps, state, ctx=self.ctx, keeper=self.keeper, hints=self.hints,
+                               call_agent=self.call_agent,
+                               add_user_message=self.add_user_message, max_turns=self.max_turns)
         self.known_tools = set(tools.names())
-        self.last_seq = 0  # seq of the newest event stored; saved with each committed turn
-        self.finished: str | None = None  # the final answer, once a committed turn gave one
-        self.delegations = Delegations(self)  # delegate calls waiting for sub-agents (T6)
         # Objects with state_key / to_state / from_state saved and resumed with the loop.
         self.companions = list(companions or []) + [self.retries, self.audit]
         if self.calibration is not None:
             self.companions.append(self.calibration)
+
+    def new_delegations(self) -> Delegations:
+        """How this loop's delegate calls are answered (a replay reuses recorded answers)."""
+        return Delegations(self.deps, self.state, ctx=self.ctx, hints=self.hints)
 
     def _recalibrated(self) -> None:
         self.ctx.correction = self.calibration.correction(self.ctx.window)
@@ -103,35 +117,28 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
     def count_source(self) -> str:
         return self.calibration.source if self.calibration is not None else "exact"
 
-    def emit(self, event: Event) -> None:
-        event.turn = event.turn or self.turn
-        event.session_id = self.session_id
-        event.payload = redact_value(event.payload)  # no API key reaches an event
-        self.events.emit(event)
-        self.last_seq = event.seq or self.last_seq
-        self.audit.observe(event)
-
     # --- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunResult:
+        spec, emit, state = self.deps.spec, self.deps.emit, self.state
         resumed = self._resume()
-        if self.finished is not None:  # killed after the last commit, before the report
-            return self._finish(RunResult("finished", self.finished, self.turn))
-        goal_too_long = input_too_long(self.spec.goal, "goal", self.spec.max_input_chars)
-        self.emit(Event(EventType.SESSION_STARTED, {
-            "goal": self.spec.goal[:500] if goal_too_long else self.spec.goal,
-            "profile": self.spec.profile.name,
-            "model": self.spec.profile.model, "window": self.ctx.window,
-            "simulated": self.spec.profile.simulated, "resumed": resumed,
-            "warnings": self.spec.profile.warnings}))
+        if state.finished is not None:  # killed after the last commit, before the report
+            return self._finish(RunResult("finished", state.finished, state.turn))
+        goal_too_long = input_too_long(spec.goal, "goal", spec.max_input_chars)
+        emit(Event(EventType.SESSION_STARTED, {
+            "goal": spec.goal[:500] if goal_too_long else spec.goal,
+            "profile": spec.profile.name,
+            "model": spec.profile.model, "window": self.ctx.window,
+            "simulated": spec.profile.simulated, "resumed": resumed,
+            "warnings": spec.profile.warnings}))
         if goal_too_long:
             return self._finish(self._fail("input_too_long", goal_too_long))
-        if not resumed and self.spec.goal:
-            self.add_user_message(self.spec.goal, source="goal")  # its constraints are anchors
-        if self.delegations.waiting and not self.delegations.deliver():
-            return self._finish(RunResult("waiting", "", self.turn))  # a child still runs
-        total = len(self.spec.scenario.model_steps) if self.spec.scenario else self.max_turns()
+        if not resumed and spec.goal:
+            self.add_user_message(spec.goal, source="goal")  # its constraints are anchors
+        if state.waiting and not self.delegations.deliver():
+            return self._finish(RunResult("waiting", "", state.turn))  # a child still runs
+        total = len(spec.scenario.model_steps) if spec.scenario else self.max_turns()
         try:
-            result = self._iterate(progress, total)
+            result = self.iterate(progress, total)
         except CompactionFailed as exc:
             result = self._fail("compaction_failed", str(exc))
         except (PreflightError, RequestTooLarge) as exc:
@@ -139,23 +146,25 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         except ModelError as exc:
             result = self._fail(exc.code, str(exc))
         except CallCancelled:
-            result = RunResult("cancelled", "", self.turn, "cancelled by a person")
+            result = RunResult("cancelled", "", state.turn, "cancelled by a person")
         return self._finish(result)
 
     def _finish(self, result: RunResult) -> RunResult:
         if result.status == "waiting":  # SESSION_WAITING went out with the committed turn
             return result
-        self.emit(Event(EventType.SESSION_FINISHED, {
+        self.deps.emit(Event(EventType.SESSION_FINISHED, {
             "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
             "error": result.error}))
         return result
 
     def max_turns(self) -> int:
         """The turn cap; a scenario longer than it raises it to fit its steps."""
-        steps = len(self.spec.scenario.model_steps) if self.spec.scenario else 0
-        return max(self.spec.config.max_turns, steps)
+        spec = self.deps.spec
+        steps = len(spec.scenario.model_steps) if spec.scenario else 0
+        return max(spec.config.max_turns, steps)
 
-    def _iterate(self, progress, total) -> RunResult:
+    def iterate(self, progress, total) -> RunResult:
+        """The turns until an answer, a wait or a limit, with the commit points around them."""
         try:
             result = self._turns(progress, total)
         except BaseException as exc:  # a kill included: what the last saved turn left goes
@@ -165,85 +174,94 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
         return result
 
     def _turns(self, progress, total) -> RunResult:
-        while self.turn < self.max_turns():
-            if self.store.cancel_requested(self.session_id):
-                return RunResult("cancelled", "", self.turn, "cancelled by a person")
+        state, deps = self.state, self.deps
+        while state.turn < self.max_turns():
+            if deps.store.cancel_requested(deps.session_id):
+                return RunResult("cancelled", "", state.turn, "cancelled by a person")
             self.ledger.start()
             self.commits.begin()
             answer = self._one_turn()
             self.ledger.lap()
             if progress:
-                progress(min(self.turn, total), total)
-            if self.delegations.waiting:  # the worker is free until the children finish
-                return RunResult("waiting", "", self.turn)
+                progress(min(state.turn, total), total)
+            if state.waiting:  # the worker is free until the children finish
+                return RunResult("waiting", "", state.turn)
             if answer is not None:
-                return RunResult("finished", answer, self.turn)
-            if self.stuck:
-                return self._fail(*self.stuck)
+                return RunResult("finished", answer, state.turn)
+            if state.stuck:
+                return self._fail(*state.stuck)
         return self._fail("turn_limit", f"no final answer after {self.max_turns()} turns")
 
     def _one_turn(self) -> str | None:
-        self.emit(Event(EventType.TURN_STARTED, {"turn": self.turn}))
-        self._take_user_messages()
-        self.book.sync(self.turn)
-        self.book.roll(self.turn)
+        state = self.state
+        self.deps.emit(Event(EventType.TURN_STARTED, {"turn": state.turn}))
+        self.take_user_messages()
+        self.book.sync(state.turn)
+        self.book.roll(state.turn)
         request, limit = self.keeper.prepare()
-        answer_turn = self._answer_turn_due()
-        reply = self._call_agent(self._answer_request(request, limit) if answer_turn
-                                 else request, limit)
+        answer_turn = self.answers.turn_due()
+        reply = self.call_agent(self.answers.request_for(request, limit) if answer_turn
+                                else request, limit)
         if answer_turn:  # an echo is checked against the blocks the agent's request held
-            self.last_request = request
+            state.last_request = request
         answer = self._handle_reply(reply, answer_turn)
-        self.turn += 1
-        self.finished = answer
-        if self.delegations.waiting:  # before the save: part of the committed turn
-            self.emit(self.delegations.pause_event())
+        state.turn += 1
+        state.finished = answer
+        if state.waiting:  # before the save: part of the committed turn
+            self.deps.emit(self.delegations.pause_event())
         self.commits.flush_events()  # stored before the state that names the last seq
         self._save_state()  # into the open batch: it commits at the next wait, durably
         self.commits.end()
         return answer
 
     def _fail(self, code: str, message: str) -> RunResult:
-        self.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
-        return RunResult("failed", "", self.turn, message, code)
+        self.deps.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
+        return RunResult("failed", "", self.state.turn, message, code)
 
     # --- inputs
-    def _take_user_messages(self) -> None:
+    def take_user_messages(self) -> None:
+        """This turn's messages from the scenario script and from people (a replay takes
+        the recorded turn's instead)."""
+        spec, state, deps = self.deps.spec, self.state, self.deps
         texts: list[tuple[str, str]] = []
-        if self.spec.scenario and self.turn > self.delivered_through:
-            texts += [(t, "scenario") for t in self.spec.scenario.user_messages_before(self.turn)]
-            self.delivered_through = self.turn
-        texts += [(t, "user") for t in self.store.take_user_messages(self.session_id,
-                                                                     turn=self.turn)]
+        if spec.scenario and state.turn > state.delivered_through:
+            texts += [(t, "scenario") for t in spec.scenario.user_messages_before(state.turn)]
+            state.delivered_through = state.turn
+        texts += [(t, "user") for t in deps.store.take_user_messages(deps.session_id,
+                                                                     turn=state.turn)]
         for text, source in texts:
-            refused = input_too_long(text, "message", self.spec.max_input_chars)
+            refused = input_too_long(text, "message", spec.max_input_chars)
             if refused:  # reported, never archived
-                self.emit(Event(EventType.ERROR, error_payload("input_too_long", refused,
+                deps.emit(Event(EventType.ERROR, error_payload("input_too_long", refused,
                                                                fatal=False)))
                 continue
             self.add_user_message(text, source)
 
     def add_user_message(self, text: str, source: str = "user") -> None:
-        ref = self.store.archive(self.session_id, self.turn, "user", text,
+        deps, turn = self.deps, self.state.turn
+        ref = deps.store.archive(deps.session_id, turn, "user", text,
                                  tokens=self.counter.text(text))
-        self.ctx.add({"role": "user", "content": text}, self.turn, ref,
+        self.ctx.add({"role": "user", "content": text}, turn, ref,
                      cap=self.ctx.budget().message_cap)
-        self.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
+        deps.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
         if source != "engine":  # the engine's own nudges state no constraints
-            self.ctx.add_person(self.turn, ref, text, source)
-            self.book.from_user(text, self.turn)
+            self.ctx.add_person(turn, ref, text, source)
+            self.book.from_user(text, turn)
 
     # --- the model
-    def _call_agent(self, request, limit) -> ModelReply:
+    def call_agent(self, request: Request, limit: int) -> ModelReply:
+        """One agent call: a request the provider finds too long is compacted and sent
+        again (feature C16), a transient fault waits and asks again within the budget."""
         overflows = 0
         while True:
             budget = self.ctx.budget()
-            self.last_request = request
+            self.state.last_request = request
             try:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
-                                              turn=self.turn)
+                                              turn=self.state.turn)
             except ContextOverflow as exc:
-                self.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc), fatal=False)))
+                self.deps.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc),
+                                                                    fatal=False)))
                 overflows += 1
                 if overflows > MAX_OVERFLOW_RETRIES:
                     raise
@@ -255,8 +273,9 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
             except ModelError as exc:
                 if not exc.transient:
                     raise
-                self.retries.wait_or_give_up(exc, self.emit, lambda: self.store.cancel_requested(
-                    self.session_id))
+                self.retries.wait_or_give_up(exc, self.deps.emit,
+                                             lambda: self.deps.store.cancel_requested(
+                                                 self.deps.session_id))
             else:
                 self.retries.succeeded()
                 return reply
@@ -264,34 +283,87 @@ class AgentLoop(AnswerHandling, ToolTurns, LoopState):
     def _handle_reply(self, reply: ModelReply, answer_turn: bool = False) -> str | None:
         """Record the answer, run its tools; return the final answer when there is one. On
         an answer turn no tool is run: a call written as text is a rejected answer."""
+        state, deps, answers = self.state, self.deps, self.answers
         if not answer_turn:
-            reply = recover_tool_calls(reply, self.known_tools, self.turn)
+            reply = recover_tool_calls(reply, self.known_tools, state.turn)
         else:
             reply = replace(reply, content=answer_text(reply.content))
         if not reply.tool_calls and not reply.content.strip() and reply.finish_reason != "length":
-            return self._empty_answer()
-        self.empty_answers = 0
+            return answers.empty()
+        state.empty_answers = 0
         if not reply.tool_calls:
-            why = refusal(reply.content, self.known_tools, self._injected_texts(),
-                          self._tool_errors())
+            why = refusal(reply.content, self.known_tools, answers.injected_texts(),
+                          answers.tool_errors())
             if why:  # the tool-free answer turn would only be asked the same again
-                return self._rejected_answer(reply, why, last=answer_turn and why == ERROR_COPY)
+                return answers.rejected(reply, why, last=answer_turn and why == ERROR_COPY)
             if answer_turn:
-                self._check_drawn_from_results(reply)
-            self.rejected_answers = 0
-            return self._final_answer(reply)
-        self.rejected_answers = 0
+                answers.check_drawn_from_results(reply)
+            state.rejected_answers = 0
+            return answers.final(reply)
+        state.rejected_answers = 0
         # "" not None: llama-cpp-python's server answers `content: null` with HTTP 500.
         data = {"role": "assistant", "content": reply.content or "", "tool_calls": [
             {"id": c["id"], "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for c in reply.tool_calls]}
-        ref = self.store.archive(self.session_id, self.turn, "assistant",
+        ref = deps.store.archive(deps.session_id, state.turn, "assistant",
                                  json.dumps(data, ensure_ascii=False))
-        self.ctx.add(data, self.turn, ref)
-        self.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
+        self.ctx.add(data, state.turn, ref)
+        deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
                                                       "tool_calls": reply.tool_calls,
                                                       "ref": ref}))
         for call in reply.tool_calls:
-            self._run_tool(call)
+            self.tool_turns.run(call)
         return None
+
+    # --- saving and resuming (feature T8)
+    def _save_state(self) -> None:
+        state, deps = self.state, self.deps
+        deps.store.save_state(deps.session_id, {
+            "turn": state.turn, "delivered_through": state.delivered_through,
+            "events_seq": state.last_seq, "final_answer": state.finished,
+            "context": self.ctx.to_state(), "hints": self.hints.to_state(),
+            "handoff": state.handoff, "calls": self.ledger.calls,
+            "tool_state": dict(state.tool_state), "waiting": dict(state.waiting),
+            "companions": {c.state_key: c.to_state() for c in self.companions}})
+
+    def _resume(self) -> bool:
+        state, deps = self.state, self.deps
+        saved: dict[str, Any] | None = deps.store.load_state(deps.session_id)
+        self._discard_uncommitted((saved or {}).get("turn", 0),
+                                  saved.get("events_seq") if saved else 0)
+        if not saved:
+            return False
+        state.finished = saved.get("final_answer")
+        state.turn = saved.get("turn", 0)
+        state.delivered_through = saved.get("delivered_through", -1)
+        self.ctx.restore(saved.get("context", {}))
+        self.hints.from_state(saved.get("hints", {}))
+        state.handoff = saved.get("handoff") or {}
+        self.ledger.calls = saved.get("calls", 0)
+        state.tool_state = saved.get("tool_state", {})
+        for companion in self.companions:
+            companion.from_state(saved.get("companions", {}).get(companion.state_key, {}))
+        state.waiting = dict(saved.get("waiting") or {})
+        if state.waiting:  # not interrupted: it stopped to wait for sub-agents
+            return True
+        self.add_user_message(
+            f"[resumed] This task was interrupted and resumed at turn {state.turn} from its "
+            "task snapshot, summary and recent turns. Re-check external facts (files, data, "
+            "dates) before relying on them.", source="engine")
+        return True
+
+    def _discard_uncommitted(self, turn: int, events_seq: int | None) -> None:
+        """A worker died inside `turn`: drop what it wrote so the re-run cannot double it."""
+        undone = self.deps.store.discard_uncommitted(self.deps.session_id, turn)
+        discard_events = getattr(self.sink, "discard_after", None)
+        undone["events"] = 0
+        if discard_events and events_seq is not None:  # None: a state saved before seqs
+            undone["events"] = discard_events(events_seq)
+            self.state.last_seq = events_seq
+        if any(undone.values()):
+            self.deps.emit(Event(EventType.ERROR, error_payload(
+                "turn_interrupted",
+                f"turn {turn} was interrupted before it was committed; it runs again "
+                f"({undone['archive_rows']} archive rows removed, {undone['events']} events "
+                f"marked discarded, {undone['messages']} messages given back)", fatal=False)))

@@ -6,14 +6,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from agents.counting.calibration import request_kind
 from agents.config import ModelProfile
 from agents.context.working import Request
+from agents.counting.calibration import request_kind
+from agents.counting.llama_cpp.prompt_count import read_back
 from agents.events import Event, EventType
 from agents.loop.interrupt import CallDeadline, run_interruptible
-from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply, OutputOverflow
-from agents.counting.llama_cpp.prompt_count import read_back
-
+from agents.provider.client import (
+    ContextOverflow,
+    ModelClient,
+    ModelError,
+    ModelReply,
+    OutputOverflow,
+)
 
 # The key order of the messages the engine builds (loop.py): what a reader of a stored
 # call assumes unless the call noted another order for a message.

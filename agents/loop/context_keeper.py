@@ -1,104 +1,115 @@
-"""Before every request: snapshot, triggers, compaction, hints and the final fit (SPEC C3).
+"""Before every request: snapshot, triggers, compaction, hints and the final fit (feature C3).
 
 The three triggers — rolling window, anchor change, budget — are checked here, at the
 start of an iteration and never while the model is generating. Whatever they did, `fit`
 then guarantees the request is within the window minus the output reserve.
+
+Around every compaction run the built-in hooks (feature C14), outermost first: publishing
+(COMPACTION_STARTED, then COMPACTION with the engine's own check and the hand-off note
+archived), the metrics, then the anchor rescue (the snapshot rebuilt and refrozen so
+every tier-1 anchor is back in view); the spec's own hooks run inside them.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from typing import Any, Callable
 
 from agents.compaction.compactor import CompactionOutcome, Compactor
-from agents.compaction.builtin_hooks import CompactionHooks
-from agents.context.working import Request
-from agents.events import Event, EventType
-from agents.context.history import Msg
 from agents.compaction.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
-from agents.context.limits import FixedPart, check_request, preflight
-from agents.provider.client import ContextOverflow, OutputOverflow
-from agents.context.snapshot import render_snapshot
-from agents.errors import error_payload
+from agents.compaction.probes import ask_probes
+from agents.compaction.self_check import audit_compaction
+from agents.compaction.source_audit import SourceAudit
 from agents.compaction.summary import StructuredSummary, render, shrink_to
-from agents.tools.notes import render_notes
+from agents.context.hints import HintInjector
+from agents.context.history import Msg
+from agents.context.limits import FixedPart, check_request, preflight
+from agents.context.snapshot import render_snapshot
+from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
+from agents.errors import error_payload
+from agents.events import Event, EventType
+from agents.loop.calls import CallRunner
+from agents.loop.state import LoopDeps, LoopState
+from agents.provider.client import ContextOverflow, OutputOverflow
+from agents.tools.notes import render_notes
+from agents.words.book import AnchorBook
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 
-if TYPE_CHECKING:
-    from agents.loop.agent_loop import AgentLoop
 
-
-class ContextKeeper(CompactionHooks):
-    def __init__(self, loop: "AgentLoop") -> None:
-        self.loop = loop
-        self.ctx = loop.ctx
+class ContextKeeper:
+    def __init__(self, deps: LoopDeps, state: LoopState, *, ctx: WorkingContext,
+                 book: AnchorBook, hints: HintInjector, calls: CallRunner, audit: SourceAudit,
+                 count_source: Callable[[], str]) -> None:
+        self.deps, self.state, self.ctx = deps, state, ctx
+        self.book, self.hints, self.calls, self.audit = book, hints, calls, audit
+        self.count_source = count_source  # exact / calibrated / estimate, as it stands now
         self.compactor = Compactor(self.ctx, self._summarize,
-                                   fresh=loop.spec.profile.tool_free_summaries)
-        self.handoff: dict[str, Any] = {}
+                                   fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
         self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
-                                          self._anchor_rescue_hook, *loop.spec.compress_hooks]
+                                          self._anchor_rescue_hook, *deps.spec.compress_hooks]
 
     # --- the per-iteration pipeline
     def prepare(self, hints: bool = True) -> tuple[Request, int]:
-        loop, ctx = self.loop, self.ctx
-        if loop.spec.unmanaged:  # the benchmark's baseline: append-only, nothing added
+        deps, ctx, book = self.deps, self.ctx, self.book
+        if deps.spec.unmanaged:  # the benchmark's baseline: append-only, nothing added
             request = ctx.build([])
             return request, ctx.budget().input_limit
-        tasks = loop.book.tasks
+        tasks = book.tasks
         ctx.final_phase = bool(tasks) and all(t.state == "completed" for t in tasks)
-        anchor_changed = loop.book.trigger_pending
-        ctx.hard_constraints = loop.book.hard_constraints()  # never condensed out of words
+        anchor_changed = book.trigger_pending
+        ctx.hard_constraints = book.hard_constraints()  # never condensed out of words
         before = ctx.zones() if anchor_changed else {}
         self.refresh_snapshot()
         self.preflight()
-        manual = loop.store.take_compaction_request(loop.session_id)
+        manual = deps.store.take_compaction_request(deps.session_id)
         if manual is None:  # the model asked through compress_context (C13)
-            manual = loop.tool_state.pop("compaction_request", None)
+            manual = self.state.tool_state.pop("compaction_request", None)
         trigger = "manual" if manual is not None else self.trigger()
         if trigger:  # the summary request repeats the current prefix; it refreezes after
             self.compact(trigger, instructions=manual or "")
         else:
             self.freeze_if_needed()
         if anchor_changed:  # trigger (b): the snapshot was rebuilt; say so in the drawer
-            loop.book.trigger_pending = False
+            book.trigger_pending = False
             self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
                                            summary_after=ctx.summary_text), before)
         hint_msgs = self.hint_messages() if hints else []
         self.fit(hint_msgs)
         request = ctx.build(hint_msgs)
         budget = ctx.budget()
-        loop.emit(Event(EventType.BUDGET, {
+        deps.emit(Event(EventType.BUDGET, {
             "window": budget.window, "zones": request.zones, "budgets": budget.budgets(),
             "input_tokens": request.total, "trigger_line": budget.trigger_line,
             "warning_line": budget.warning_line, "limit": budget.input_limit,
             "free": budget.window - request.total - budget.reserve,
             # Counting per model: exact / calibrated / estimate, and the window divisor.
-            "count_source": loop.count_source, "correction": round(ctx.correction, 4),
+            "count_source": self.count_source(), "correction": round(ctx.correction, 4),
             # SPEC C18: a window that is a guess is said next to it, every turn.
-            **({"window_warning": " ".join(loop.spec.profile.warnings)}
-               if loop.spec.profile.warnings else {})}))
+            **({"window_warning": " ".join(deps.spec.profile.warnings)}
+               if deps.spec.profile.warnings else {})}))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:
         """Render this turn's snapshot (changes show in the tail until the next freeze);
         `minimal` keeps only what never leaves (goal, tier 1, a person's edits)."""
-        loop, ctx = self.loop, self.ctx
-        text = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors,
-                               tasks=loop.book.tasks,
-                               notes_text=render_notes(loop.store.load_notes(loop.session_id)),
+        deps, ctx = self.deps, self.ctx
+        text = render_snapshot(goal=deps.spec.goal, anchors=self.book.anchors,
+                               tasks=self.book.tasks,
+                               notes_text=render_notes(deps.store.load_notes(deps.session_id)),
                                budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
                                count=ctx.count)
         ctx.set_snapshot(text)
 
     def freeze_if_needed(self, force: bool = False) -> None:
         """Write the snapshot into the stable part when it must be there (C17)."""
-        loop, ctx = self.loop, self.ctx
+        ctx = self.ctx
         # Hard constraints and a person's anchors are never only in the tail (C17): when
         # they changed, the frozen snapshot is rewritten even though the cache restarts.
-        must = {f"- {a.text}" for a in loop.book.anchors
+        must = {f"- {a.text}" for a in self.book.anchors
                 if a.active and (a.tier == 1 or a.source == "admin")}
         frozen = set(ctx.snapshot_text.splitlines())
         if (force or not must <= frozen or (self._frozen_must - must)
@@ -110,8 +121,8 @@ class ContextKeeper(CompactionHooks):
 
     def fixed_parts(self) -> list[FixedPart]:
         """What every request carries whatever compaction does (the preflight's parts)."""
-        ctx, loop = self.ctx, self.loop
-        minimal = render_snapshot(goal=loop.spec.goal, anchors=loop.book.anchors, tasks=[],
+        ctx = self.ctx
+        minimal = render_snapshot(goal=self.deps.spec.goal, anchors=self.book.anchors, tasks=[],
                                   notes_text="", budget_tokens=0, count=ctx.count)
         # Counted every turn: the tool schemas' count is kept by the context, the minimal
         # snapshot's by its text cache (the same framing as Msg.build's).
@@ -158,7 +169,7 @@ class ContextKeeper(CompactionHooks):
     def compact(self, trigger: str, instructions: str = "", emergency: bool = False) -> None:
         call = CompressCall(trigger=trigger, instructions=instructions, emergency=emergency)
         run_with_hooks(self.hooks, call, lambda: self.compactor.compact(
-            trigger, constraints=self.loop.book.hard_constraints(), instructions=instructions,
+            trigger, constraints=self.book.hard_constraints(), instructions=instructions,
             emergency=emergency))
 
     def fit(self, hint_msgs: list[Msg]) -> None:
@@ -195,7 +206,7 @@ class ContextKeeper(CompactionHooks):
             # the snapshot, the folded messages are in the archive), so it goes, visibly.
             dropped = ctx.summary_text
             ctx.set_summary(None, "")
-            self.loop.emit(Event(EventType.ERROR, error_payload(
+            self.deps.emit(Event(EventType.ERROR, error_payload(
                 "summary_failed", f"the summary ({self.ctx.count(dropped)} tokens) was dropped "
                 "from this request: even shrunk to its overview it did not fit next to the "
                 "system prompt, the task snapshot and the newest turn", fatal=False)))
@@ -227,23 +238,115 @@ class ContextKeeper(CompactionHooks):
 
     # --- pieces
     def hint_messages(self) -> list[Msg]:
-        loop, ctx = self.loop, self.ctx
+        deps, ctx = self.deps, self.ctx
         budget = ctx.budget()
-        found = loop.hints.hints_for_turn(now=loop.clock(), tasks=loop.book.tasks,
+        found = self.hints.hints_for_turn(now=deps.clock(), tasks=self.book.tasks,
                                           input_tokens=ctx.input_tokens(),
                                           compaction_at=budget.trigger_line,
                                           warning_line=budget.warning_line)
         if not found:
             return []
         for hint in found:
-            loop.emit(Event(EventType.HINT_BLOCK, {"kind": hint.kind, "text": hint.text}))
+            deps.emit(Event(EventType.HINT_BLOCK, {"kind": hint.kind, "text": hint.text}))
         body = "\n".join(f"[{h.kind}] {h.text}" for h in found)
         return [Msg.build(ctx.counter, {"role": "user",
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
-                          loop.turn)]
+                          self.state.turn)]
 
     def _summarize(self, messages, max_tokens, tokens, tools=None):
         budget = self.ctx.budget()
-        return self.loop.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
-                                            max_tokens=max_tokens, turn=self.loop.turn,
-                                            tools=tools)
+        return self.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
+                                       max_tokens=max_tokens, turn=self.state.turn, tools=tools)
+
+    # --- the built-in hooks, outermost first
+    def _publish_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
+        """Emit COMPACTION_STARTED before and COMPACTION (with its audit) after."""
+        emit = self.deps.emit
+        before = self.ctx.zones()
+        emit(Event(EventType.COMPACTION_STARTED, {"trigger": call.trigger}))
+        outcome = proceed()
+        if outcome is None:
+            if call.trigger == "manual":  # a person asked: say that nothing was old enough
+                self._report(CompactionOutcome(trigger=call.trigger,
+                                               summary_before=self.ctx.summary_text,
+                                               summary_after=self.ctx.summary_text), before,
+                             call.instructions, noop=True)
+            return None
+        if outcome.fallback:
+            emit(Event(EventType.ERROR, error_payload("summary_failed", outcome.fallback_reason,
+                                                      fatal=False)))
+        self._write_handoff(outcome)
+        probe = self._ask_probes(outcome) if self.deps.spec.profile.probe_questions else None
+        self._report(outcome, before, call.instructions, probe=probe)
+        return outcome
+
+    def _anchor_rescue_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:
+        """After compacting, rebuild the snapshot so every tier-1 anchor is back in view."""
+        outcome = proceed()
+        if outcome is not None:  # everything after the system prompt changes: refreeze
+            self.ctx.words_floor = False  # and the person's words get their budget back
+            self.refresh_snapshot()
+            self.freeze_if_needed(force=True)
+            missing = [a for a in self.book.hard_constraints()
+                       if a not in self.ctx.snapshot_text]
+            call.extra["rescued_anchors"] = missing
+        return outcome
+
+    def _write_handoff(self, outcome: CompactionOutcome) -> None:
+        deps, book = self.deps, self.book
+        summary = self.ctx.summary or {}
+        notes = deps.store.load_notes(deps.session_id)
+        self.state.handoff = {
+            "goal": deps.spec.goal,
+            "done": [t.subject for t in book.tasks if t.state == "completed"]
+            + list(summary.get("current_state", [])),
+            "ruled_out": list(summary.get("ruled_out", [])) + list(notes.get("ruled_out", [])),
+            "open_questions": list(summary.get("open_questions", []))
+            + list(notes.get("open_questions", [])),
+            "external_refs": outcome.refs, "last_archive_turn": self.state.turn,
+            "hard_constraints": book.hard_constraints()}
+        deps.store.archive(deps.session_id, self.state.turn, "handoff",
+                           json.dumps(self.state.handoff, ensure_ascii=False))
+
+    def _report(self, outcome: CompactionOutcome, before: dict[str, int],
+                instructions: str = "", noop: bool = False,
+                probe: dict[str, Any] | None = None) -> None:
+        ctx, book = self.ctx, self.book
+        # Numbers are checked in what a summary call just wrote; a snapshot rebuild or a
+        # truncation wrote no summary, and re-reading the old one would cost a scan.
+        written = ctx.summary_text if ctx.summary_text != outcome.summary_before else ""
+        after_request = ctx.build([])
+        context_text = "\n".join(m.get("content") or "" for m in after_request.messages)
+        audit = audit_compaction(
+            new_context_text=context_text, tier1_anchors=book.hard_constraints(),
+            snapshot_text=ctx.snapshot_text,
+            open_tasks=[t.subject for t in book.tasks if t.state != "completed"],
+            new_summary_text=written,
+            compacted_texts=[text for m in outcome.compacted
+                             for text in (m.text, json.dumps(m.data.get("tool_calls") or ""))],
+            previous_summary_text=outcome.summary_before)
+        after = ctx.zones()
+        # An anchor-triggered rebuild that moved nothing out and left every zone as it was
+        # is a refresh, not a compaction: reported, but not counted as one (issue 12).
+        refresh = (outcome.trigger == "anchor" and not outcome.archived_turns
+                   and not outcome.fallback and after == before
+                   and ctx.summary_text == outcome.summary_before)
+        self.deps.emit(Event(EventType.COMPACTION, {
+            "trigger": outcome.trigger, "before": before, "after": after, "refresh": refresh,
+            "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
+            "archived_turns": outcome.archived_turns, "refs": outcome.refs,
+            "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
+            "summary_calls": outcome.summary_calls, "raised_output": outcome.raised_output,
+            "summary_forms": outcome.summary_forms, "audit": audit,
+            "instructions": instructions, "noop": noop or refresh,
+            **({"probe": probe} if probe is not None else {})}))
+
+    def _ask_probes(self, outcome: CompactionOutcome) -> dict[str, Any] | None:
+        deps = self.deps
+        return ask_probes(outcome, ctx=self.ctx, audit=self.audit,
+                          read_ref=lambda ref: deps.store.read_ref(deps.session_id, ref),
+                          tasks=lambda: deps.store.load_tasks(deps.session_id),
+                          ask=lambda messages, tokens, limit, max_tokens: self.calls.probe_call(
+                              messages, tokens=tokens, limit=limit, max_tokens=max_tokens,
+                              turn=self.state.turn),
+                          fresh=deps.spec.profile.tool_free_summaries)

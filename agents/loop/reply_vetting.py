@@ -18,9 +18,9 @@ import re
 from dataclasses import replace
 from typing import Any, Iterable
 
-from agents.words.patterns import CJK
 from agents.lenient_json import json_values
 from agents.provider.client import ModelReply
+from agents.words.patterns import CJK
 
 # llama-cpp-python's chatml-function-calling form, which a small model writes as text when
 # the request has no tools (tool_choice "none") but its history has calls in this form.

@@ -1,63 +1,73 @@
-"""Saving and resuming the loop (SPEC T8): the state at the end of every turn, and the
-clean-up of a turn whose worker died before its commit.
+"""The loop's one state and its one set of dependencies (feature T8).
 
-Part of AgentLoop (agents/loop/agent_loop.py). The state holds the working context, hints, the
-handoff, counters and every companion's own state (report, retries, audit, calibration).
+`LoopState` is everything the loop knows between turns. There is one of it per run: the
+loop and each collaborator that needs the turn, the tool state or the answer bookkeeping
+are handed this object, not the loop. Its saved part is written at the end of every
+committed turn, so a worker that dies loses at most the turn in flight.
+
+`LoopDeps` is what a run is given and never changes while it runs: the session, its
+spec, the store, the loop's `emit`, the tools, the workspace and the clock.
+
+`SessionEvents` is the loop's `emit`: every event leaves it with the session id, the
+turn and no API key in it, and the state remembers the newest stored seq.
 """
 from __future__ import annotations
 
-from agents.errors import error_payload
-from agents.events import Event, EventType
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from agents.events import Event, EventSink
+from agents.secrets import redact_value
+
+if TYPE_CHECKING:
+    from agents.context.working import Request
+    from agents.loop.spec import SessionSpec
+    from agents.store.interface import Store
+    from agents.tools.registry import ToolRegistry
 
 
+@dataclass
 class LoopState:
-    """The loop's persistence (mixed into AgentLoop)."""
+    turn: int = 0
+    delivered_through: int = -1  # scenario user messages delivered up to this turn index
+    last_seq: int = 0  # seq of the newest event stored; saved with each committed turn
+    finished: str | None = None  # the final answer, once a committed turn gave one
+    tool_state: dict[str, Any] = field(default_factory=dict)  # the tools' `_ctx.state`
+    waiting: dict[str, str] = field(default_factory=dict)  # open delegate call id → child id
+    handoff: dict[str, Any] = field(default_factory=dict)  # the last compaction's note
+    # Within one run, never saved: a resumed run starts its answer bookkeeping afresh.
+    empty_answers: int = 0
+    rejected_answers: int = 0
+    stuck: tuple[str, str] | None = None  # (code, why) the run must stop after this turn
+    last_request: Request | None = None  # the request just sent: what the model may echo
+    answer_material: str = ""  # the answer turn's own words, which an answer may not repeat
 
-    def _save_state(self) -> None:
-        self.store.save_state(self.session_id, {
-            "turn": self.turn, "delivered_through": self.delivered_through,
-            "events_seq": self.last_seq, "final_answer": self.finished,
-            "context": self.ctx.to_state(), "hints": self.hints.to_state(),
-            "handoff": self.keeper.handoff, "calls": self.ledger.calls,
-            "tool_state": dict(self.tool_state), "waiting": dict(self.delegations.waiting),
-            "companions": {c.state_key: c.to_state() for c in self.companions}})
 
-    def _discard_uncommitted(self, turn: int, events_seq: int | None) -> None:
-        """A worker died inside `turn`: drop what it wrote so the re-run cannot double it."""
-        undone = self.store.discard_uncommitted(self.session_id, turn)
-        discard_events = getattr(self.events, "discard_after", None)
-        undone["events"] = 0
-        if discard_events and events_seq is not None:  # None: a state saved before seqs
-            undone["events"] = discard_events(events_seq)
-            self.last_seq = events_seq
-        if any(undone.values()):
-            self.emit(Event(EventType.ERROR, error_payload(
-                "turn_interrupted",
-                f"turn {turn} was interrupted before it was committed; it runs again "
-                f"({undone['archive_rows']} archive rows removed, {undone['events']} events "
-                f"marked discarded, {undone['messages']} messages given back)", fatal=False)))
+@dataclass(frozen=True)
+class LoopDeps:
+    session_id: str
+    spec: SessionSpec
+    store: Store  # redacting: no API key reaches the archive
+    emit: Callable[[Event], None]
+    tools: ToolRegistry
+    workspace: Path
+    clock: Callable[[], dt.datetime]
 
-    def _resume(self) -> bool:
-        state = self.store.load_state(self.session_id)
-        self._discard_uncommitted((state or {}).get("turn", 0),
-                                  state.get("events_seq") if state else 0)
-        if not state:
-            return False
-        self.finished = state.get("final_answer")
-        self.turn = state.get("turn", 0)
-        self.delivered_through = state.get("delivered_through", -1)
-        self.ctx.restore(state.get("context", {}))
-        self.hints.from_state(state.get("hints", {}))
-        self.keeper.handoff = state.get("handoff") or {}
-        self.ledger.calls = state.get("calls", 0)
-        self.tool_state = state.get("tool_state", {})
-        for companion in self.companions:
-            companion.from_state(state.get("companions", {}).get(companion.state_key, {}))
-        self.delegations.waiting = dict(state.get("waiting") or {})
-        if self.delegations.waiting:  # not interrupted: it stopped to wait for sub-agents
-            return True
-        self.add_user_message(
-            f"[resumed] This task was interrupted and resumed at turn {self.turn} from its "
-            "task snapshot, summary and recent turns. Re-check external facts (files, data, "
-            "dates) before relying on them.", source="engine")
-        return True
+
+class SessionEvents:
+    """The loop's event sink; `observers` see each event after it was stored."""
+
+    def __init__(self, session_id: str, sink: EventSink, state: LoopState) -> None:
+        self.session_id, self.sink, self.state = session_id, sink, state
+        self.observers: list[Callable[[Event], None]] = []
+
+    def emit(self, event: Event) -> None:
+        event.turn = event.turn or self.state.turn
+        event.session_id = self.session_id
+        event.payload = redact_value(event.payload)  # no API key reaches an event
+        self.sink.emit(event)
+        self.state.last_seq = event.seq or self.state.last_seq
+        for observe in self.observers:
+            observe(event)

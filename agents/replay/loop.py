@@ -19,10 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agents.loop.delegations import Delegations, Delivery
+from agents.context.hints import HintInjector
+from agents.context.working import Request, WorkingContext
 from agents.errors import error_payload
 from agents.events import Event, EventType
 from agents.loop.agent_loop import AgentLoop
+from agents.loop.delegations import Delegations, Delivery
+from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ModelReply
 from agents.replay.recording import Recording
 from agents.replay.transport import ReplayTransport
@@ -40,7 +43,6 @@ class ReplayTools:
     def __init__(self, registry: ToolRegistry, recording: Recording) -> None:
         self.registry = registry
         self.recording = recording
-        self.call: tuple[int, str] = (0, "")  # (turn, call id) of the call being run
         self.missing: list[str] = []  # calls the recording has no result for
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -54,16 +56,17 @@ class ReplayTools:
         if tool is None or name in LIVE_TOOLS:
             ctx = dataclasses.replace(ctx, store=SourceArchives(ctx.store, self.recording))
             return self.registry.run(name, arguments_json, ctx)
-        child = self.recording.delegations.get(self.call) if name == "delegate" else None
+        call = (ctx.turn, ctx.call_id)
+        child = self.recording.delegations.get(call) if name == "delegate" else None
         if child is not None:
             def reused(**_: Any) -> Pending:
                 return Pending(child, f"replayed: sub-agent session {child} is not run again; "
                                       "its recorded answer is reused as this call's result.")
             return self._run_as(tool, reused, arguments_json, ctx)
-        recorded = self.recording.raw_result(*self.call)
+        recorded = self.recording.raw_result(*call)
         if recorded is None:
-            self.missing.append(f"turn {self.call[0]}: no recorded result for {name} "
-                                f"(call {self.call[1]})")
+            self.missing.append(f"turn {call[0]}: no recorded result for {name} "
+                                f"(call {call[1]})")
             return self.registry.run(name, arguments_json, ctx)
         raw = self.recording.read_raw(recorded.ref) if recorded.ref else None
 
@@ -104,9 +107,10 @@ class SourceArchives:
 class ReplayedDelegations(Delegations):
     """Delegate calls answered with the recorded sub-agents' answers, never waited for."""
 
-    def __init__(self, loop: "ReplayLoop") -> None:
-        super().__init__(loop)
-        self.recording = loop.recording
+    def __init__(self, deps: LoopDeps, state: LoopState, *, ctx: WorkingContext,
+                 hints: HintInjector, recording: Recording) -> None:
+        super().__init__(deps, state, ctx=ctx, hints=hints)
+        self.recording = recording
         self.reused: list[dict[str, Any]] = []  # what the replay report lists
 
     def answers(self) -> dict[str, Delivery]:
@@ -127,7 +131,7 @@ class ReplayedDelegations(Delegations):
                                      extra={"reused": True, "reused_ref": recorded.ref})
         for call_id, child_id in self.waiting.items():
             answer = out[child_id]
-            self.reused.append({"turn": self.loop.turn, "call_id": call_id, "child": child_id,
+            self.reused.append({"turn": self.state.turn, "call_id": call_id, "child": child_id,
                                 "reused": answer.extra["reused"], "status": answer.status,
                                 "recorded_input_tokens": answer.input_tokens,
                                 "recorded_cost": answer.cost, "error": answer.error})
@@ -158,24 +162,33 @@ class ReplayCompanion:
 
 
 class ReplayLoop(AgentLoop):
+    """The agent loop with the recording in place of the model's decisions and the outside
+    world: it overrides where this turn's user messages come from, what an agent call
+    adds, how delegate calls are answered and what happens when the loop would wait."""
+
     def __init__(self, *, recording: Recording, transport: ReplayTransport, **kwargs: Any):
         kwargs["tools"] = ReplayTools(kwargs["tools"], recording)
-        kwargs["clock"] = lambda: recording.clock_at(self.turn)
+        kwargs["clock"] = lambda: recording.clock_at(self.state.turn)
         self.recording, self.transport = recording, transport
         self.companion = ReplayCompanion(transport)
         kwargs["companions"] = list(kwargs.get("companions") or []) + [self.companion]
         super().__init__(**kwargs)
-        self.delegations = self.companion.delegations = ReplayedDelegations(self)
+        self.companion.delegations = self.delegations
+        self.events.observers.append(self._map_refs)
+
+    def new_delegations(self) -> ReplayedDelegations:
+        return ReplayedDelegations(self.deps, self.state, ctx=self.ctx, hints=self.hints,
+                                   recording=self.recording)
 
     @property
     def reused_children(self) -> list[dict[str, Any]]:
         return list(self.delegations.reused)
 
-    def _iterate(self, progress, total):
+    def iterate(self, progress, total):
         """As the loop's, but a turn that delegated goes on at once with the recorded
         answers: where the recorded parent waited for its sub-agents, the replay has them."""
         while True:
-            result = super()._iterate(progress, total)
+            result = super().iterate(progress, total)
             if result.status != "waiting":
                 return result
             self.delegations.deliver()
@@ -184,36 +197,33 @@ class ReplayLoop(AgentLoop):
     def impossible(self) -> list[dict[str, Any]]:
         return [i.to_dict() for i in self.transport.impossible]
 
-    def emit(self, event: Event) -> None:
-        payload = event.payload
+    def _map_refs(self, event: Event) -> None:
+        """The source's refs, as the recorded answers name them, to this run's new ones."""
+        payload, turn = event.payload, self.state.turn
         if event.type == EventType.TOOL_RESULT and payload.get("ref"):
-            old = self.recording.raw_result(self.turn, payload.get("call_id", ""))
+            old = self.recording.raw_result(turn, payload.get("call_id", ""))
             if old is not None and old.ref:
                 self.transport.ref_map[old.ref] = payload["ref"]
         elif event.type == EventType.USER_MESSAGE and payload.get("ref"):
-            old_ref = self.recording.user_refs.get((self.turn, payload.get("text")))
+            old_ref = self.recording.user_refs.get((turn, payload.get("text")))
             if old_ref:
                 self.transport.ref_map[old_ref] = payload["ref"]
-        super().emit(event)
 
-    def _take_user_messages(self) -> None:
+    def take_user_messages(self) -> None:
         """The user messages of the recorded turn, whatever the scenario or store say now."""
-        if self.turn <= self.delivered_through:
+        state = self.state
+        if state.turn <= state.delivered_through:
             return
-        self.delivered_through = self.turn
-        for text, source in self.recording.user_messages.get(self.turn, []):
+        state.delivered_through = state.turn
+        for text, source in self.recording.user_messages.get(state.turn, []):
             self.add_user_message(text, source)
 
-    def _call_agent(self, request, limit) -> ModelReply:
-        self.transport.turn = self.turn
+    def call_agent(self, request: Request, limit: int) -> ModelReply:
+        self.transport.turn = self.state.turn
         known = len(self.transport.impossible)
-        reply = super()._call_agent(request, limit)
+        reply = super().call_agent(request, limit)
         for impossible in self.transport.impossible[known:]:
-            self.emit(Event(EventType.ERROR, error_payload(
+            self.deps.emit(Event(EventType.ERROR, error_payload(
                 "replay_decision_impossible", f"turn {impossible.turn}: {impossible.reason}",
                 fatal=False)))
         return reply
-
-    def _run_tool(self, call: dict) -> None:
-        self.tools.call = (self.turn, call["id"])
-        super()._run_tool(call)

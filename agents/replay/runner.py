@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventSink
+from agents.protocol import is_summary_request
 from agents.provider.client import ModelClient, ModelReply
 from agents.replay.loop import ReplayLoop
 from agents.replay.recording import Recording
 from agents.replay.transport import replay_http_client
 from agents.runner import SessionRun, generic_scenario, run_session
 from agents.scenarios import Scenario, load_scenario
-from agents.sim.summary_request import is_summary_request
 from agents.store.interface import Store
 
 SIM_URL = "http://sim.taskos.invalid/v1"

@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx2
 
+from agents.protocol import CONTINUE_MARKER, is_summary_request
 from agents.replay.recording import REF, Recording
 from agents.scenarios import Scenario
-from agents.sim.summary_request import is_summary_request
-from agents.sim.transport import CONTINUE_MARKER, SimTransport, _error
+from agents.sim.transport import SimTransport, _error
 
 NO_ANSWER = "replay_no_recorded_answer"
 

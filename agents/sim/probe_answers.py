@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-PROBE_MARKER = "[taskos:probe-questions]"  # the engine's marker, written out, not imported
+from agents.protocol import PROBE_MARKER
+
 _QUESTION = re.compile(r"^\s*(\d{1,2})\.\s+(.*)$")
 _QUOTED = re.compile(r'"([^"]+)"')
 _MENTIONS = re.compile(r"mentions:\s*([^?]+)\?", re.I)

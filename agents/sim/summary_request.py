@@ -1,5 +1,5 @@
-"""The summary request that reuses the agent's own prefix (SPEC C17), and how the simulated
-model reads it.
+"""How the simulated model reads the summary request that reuses the agent's own prefix
+(SPEC C17); the request's form is agents/protocol.py.
 
 The engine asks for a summary by sending the agent's stable prefix (same tools, system
 prompt, snapshot, previous summary, the history to fold, all byte-identical, so a provider
@@ -9,37 +9,18 @@ summary can cite "archive turn N" without the history itself being rewritten.
 
 `to_labelled` turns such a request into the plain list the summarizer reads: the previous
 summary, the hard constraints, and each folded message with its `[archive turn N, ref R]`
-first line. No engine imports: the engine imports the format from here.
+first line. Only the agreed strings come from agents.protocol; nothing of the engine.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-SUMMARY_MARKER = "[taskos:summary-request]"
-FOLD_LINE = "Messages to fold: the {count} messages just before this one."
-LABELS_LINE = "Their archive labels, in order:"
-CONSTRAINTS_LINE = "Hard constraints (keep verbatim in task_overview):"
+from agents.protocol import CONSTRAINTS_LINE, FOLD_LINE, archive_label
 
-_FOLD = re.compile(r"^Messages to fold: the (\d+) messages just before this one\.$", re.M)
+_FOLD = re.compile("^" + re.escape(FOLD_LINE).replace(re.escape("{count}"), r"(\d+)") + "$",
+                   re.M)
 _LABEL = re.compile(r"^(\d+)\. turn (\d+)(?:, ref (\S+))?$")
-
-
-def label_line(position: int, turn: int, ref: str = "") -> str:
-    return f"{position}. turn {turn}" + (f", ref {ref}" if ref else "")
-
-
-def is_tail_request(messages: list[dict[str, Any]]) -> bool:
-    """True when the last message is a summary instruction (the prefix-reusing form)."""
-    last = messages[-1].get("content") if messages else None
-    return isinstance(last, str) and last.startswith(SUMMARY_MARKER)
-
-
-def is_summary_request(messages: list[dict[str, Any]]) -> bool:
-    """A summary request in either form: standalone (marker first) or prefix-reusing (last)."""
-    first = messages[0].get("content") if messages else None
-    return (isinstance(first, str) and first.startswith(SUMMARY_MARKER)) \
-        or is_tail_request(messages)
 
 
 def to_labelled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,7 +51,6 @@ def to_labelled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         turn, ref = labels.get(position, ("", ""))
         data = dict(message)
         if turn and (data.get("role") in ("user", "tool") or data.get("content")):
-            label = f"[archive turn {turn}, ref {ref}]" if ref else f"[archive turn {turn}]"
-            data["content"] = f"{label}\n{data.get('content') or ''}"
+            data["content"] = f"{archive_label(turn, ref)}\n{data.get('content') or ''}"
         out.append(data)
     return out

@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx2
 
+from agents.protocol import CONTINUE_MARKER, SUMMARY_MARKER, is_tail_request
 from agents.scenarios import Scenario
 from agents.sim import counting, probe_answers
 from agents.sim.cache import PromptCache
 from agents.sim.summarizer import SummaryPlayer
-from agents.sim.summary_request import SUMMARY_MARKER, is_tail_request, to_labelled
+from agents.sim.summary_request import to_labelled
 
-CONTINUE_MARKER = "[taskos:continue]"
 SIM_MODEL = "taskos-sim"
 _CALL_ID = re.compile(r"^call_(\d+)_\d+$")
 

@@ -36,6 +36,7 @@ class ToolContext:
     # Mutable agent state shared with the loop (tasks, notes, ...); tools read and write it
     # through their hidden `_state` parameter.
     state: dict[str, Any] = field(default_factory=dict)
+    call_id: str = ""  # the model's id of the call being run (a replay finds its result by it)
 
 
 @dataclass

@@ -16,8 +16,7 @@ from typing import Any
 from agents.config import ContextConfig
 from agents.tools import compress, data, documents, notes, recall, sql, tasks, workspace
 from agents.tools.arguments import hidden_parameters, parse_arguments
-from agents.tools.base import (Pending, Tool, ToolBoundary, ToolContext, ToolError,
-                               ToolOutcome)
+from agents.tools.base import Pending, Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome
 from agents.tools.bounding import bound_rendered
 from agents.tools.offload import Offloader, RawToolResult
 from agents.tools.render import Rendered, render_result

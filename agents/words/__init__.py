@@ -1,0 +1,12 @@
+"""The person's words and the anchors read from them (SPEC C8, C19).
+
+`person` keeps every message the person wrote in every request; `anchors` and `patterns`
+extract hard constraints and details from them, `conclusions` the findings of tool
+results; `merge` keeps the anchor set current and `book` keeps it in step with the Store
+and people's edits.
+"""
+from agents.words.anchors import extract_anchors, supersedes
+from agents.words.book import AnchorBook
+from agents.words.person import PersonWords
+
+__all__ = ["AnchorBook", "PersonWords", "extract_anchors", "supersedes"]

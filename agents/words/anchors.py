@@ -12,14 +12,41 @@ from __future__ import annotations
 
 import re
 
+from agents.store.interface import AnchorRecord
+
 # DATE_RE, QUANTITY_RE, STOP_WORDS and WORDS_RE are re-exported for the other extractors.
 from agents.words.patterns import (  # noqa: F401
-    ASCII_WORDS, CANON, CJK, CJK_DATE_HINT, CJK_FILLERS, CUTOFF, DATA, DATE_LOW, DATE_RE,
-    DATE_WORDS, DEMAND, FORMATS_BEFORE, FORMAT_ANY, FORMAT_WORDS, MAX, MIN, MUST,
-    NEGATION, NEGATION_OR_USE, OTHER_TRIGGER, QUANTITY_RE, REPLACING, RULE_ANY, RULE_HEAD,
-    STOP, STOP_WORDS, SUFFIX_LIMIT, SUPERSEDE, TRIGGER_WORDS, WORDS_RE,
+    ASCII_WORDS,
+    CANON,
+    CJK,
+    CJK_DATE_HINT,
+    CJK_FILLERS,
+    CUTOFF,
+    DATA,
+    DATE_LOW,
+    DATE_RE,
+    DATE_WORDS,
+    DEMAND,
+    FORMAT_ANY,
+    FORMAT_WORDS,
+    FORMATS_BEFORE,
+    MAX,
+    MIN,
+    MUST,
+    NEGATION,
+    NEGATION_OR_USE,
+    OTHER_TRIGGER,
+    QUANTITY_RE,
+    REPLACING,
+    RULE_ANY,
+    RULE_HEAD,
+    STOP,
+    STOP_WORDS,
+    SUFFIX_LIMIT,
+    SUPERSEDE,
+    TRIGGER_WORDS,
+    WORDS_RE,
 )
-from agents.store.interface import AnchorRecord
 
 MAX_ANCHOR_CHARS = 200
 _SENTENCES = re.compile(r"[\n\r]+|(?<=[。！？；!?;])|(?<=\.)(?=\s|$)")

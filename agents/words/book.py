@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from agents.words.merge import AnchorChange, merge_anchors, roll_off
-from agents.words.anchors import extract_anchors
-from agents.words.conclusions import extract_conclusions
 from agents.events import Event, EventType
 from agents.store.interface import AnchorRecord, Store, TaskRecord
+from agents.words.anchors import extract_anchors
+from agents.words.conclusions import extract_conclusions
+from agents.words.merge import AnchorChange, merge_anchors, roll_off
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
 UNEDITED: dict = {}  # `_stored` when the edit count said nobody edited (compared by identity)

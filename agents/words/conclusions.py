@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from agents.words.anchors import QUANTITY_RE, clip_text, sentences
 from agents.store.interface import AnchorRecord
+from agents.words.anchors import QUANTITY_RE, clip_text, sentences
 
 CONCLUSIONS_PER_RESULT = 3
 _WORDS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[\u4e00-\u9fff]+", re.I)

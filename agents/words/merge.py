@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.words.anchors import STOP_WORDS, WORDS_RE, supersedes
 from agents.store.interface import AnchorRecord
+from agents.words.anchors import STOP_WORDS, WORDS_RE, supersedes
 
 
 @dataclass

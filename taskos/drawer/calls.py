@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents.loop.calls import canonical_keys
-from agents.context.working import ANNOTATIONS  # the engine's, never part of what was sent
-from agents.counting.tokens import REPLY_PRIMING, TokenCounter
+# ANNOTATIONS: the engine's keys on a stored message, never part of what was sent.
+from agents import ANNOTATIONS, REPLY_PRIMING, TokenCounter, canonical_keys
 from taskos.drawer.events import MODEL_CALL, call_payload
 from taskos.runs.models import Session, SessionEvent
 

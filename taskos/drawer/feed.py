@@ -18,7 +18,6 @@ from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev, load_events
 from taskos.runs.models import Session
 
-
 # The opening tag of an element sent whole: its id.
 WHOLE = re.compile(r'<[a-z]+ id="([^"]+)"[^>]*hx-swap-oob="true"')
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from agents.events import Event, EventType
+from agents import Event, EventType
 from taskos.runs import batch_writes, turn_sql
 from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent

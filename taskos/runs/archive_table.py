@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from agents.store.memory import keywords
+from agents import keywords
 
 # Words longer than this are ids, hashes or base64 runs: nobody searches for them by
 # keyword and they would only bloat the full-text index.

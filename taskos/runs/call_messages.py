@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterable
 
-from agents.context.working import ANNOTATIONS
+from agents import ANNOTATIONS
 
 from .models import ArchivedTurn, SessionEvent
 

@@ -11,10 +11,7 @@ from typing import Any, Iterator
 
 from django.db.models import F
 
-from agents.context.working import ANNOTATIONS
-from agents.replay.runner import differences
-from agents.runner import ReportSink
-from agents.scenarios import ScenarioError, load_scenario
+from agents import ANNOTATIONS, ReportSink, ScenarioError, differences, load_scenario
 
 from .call_messages import MessageResolver
 from .models import ArchivedTurn, Session, SessionEvent

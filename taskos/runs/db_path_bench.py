@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 from django.db import connection
 
-from agents.bench.workloads import run_once
+from agents import run_once
 
 from .delegation import execute_tree
 from .models import ModelProfile, Session

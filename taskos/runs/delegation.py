@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents.loop.delegations import DelegationLimits
+from agents import DelegationLimits
 
 from .models import Session
 

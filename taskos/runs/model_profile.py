@@ -6,8 +6,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-import agents.config
-from agents.secrets import KeyEnvRefused, check_key_env
+import agents
+from agents import KeyEnvRefused, check_key_env
+
 
 def validate_key_env(name: str) -> None:
     """Refuse a variable the operator has not allowed as an API key (agents.secrets)."""
@@ -135,20 +136,20 @@ class ModelProfile(models.Model):
         """The window sessions use: the one set, the known one, else the assumed 128k."""
         if self.context_size:
             return self.context_size
-        return agents.config.KNOWN_CONTEXT_SIZES.get(self.model, ASSUMED_WINDOW)
+        return agents.KNOWN_CONTEXT_SIZES.get(self.model, ASSUMED_WINDOW)
 
     @property
     def window_warning(self) -> str:
         """Why the window is a guess (SPEC C18), or "" when it is not."""
-        if self.context_size or self.simulated or self.model in agents.config.KNOWN_CONTEXT_SIZES:
+        if self.context_size or self.simulated or self.model in agents.KNOWN_CONTEXT_SIZES:
             return ""
         return (f"Model {self.model!r} is unknown and profile {self.name!r} sets no context "
                 f"size: TaskOS assumes {ASSUMED_WINDOW:,} tokens. Set the real window on the "
                 "profile, or requests may go over it.")
 
-    def to_engine(self, context_size: int | None = None) -> agents.config.ModelProfile:
+    def to_engine(self, context_size: int | None = None) -> agents.ModelProfile:
         """The engine's view of this profile, optionally with a smaller window."""
-        return agents.config.ModelProfile(
+        return agents.ModelProfile(
             name=self.name, model=self.model, base_url=self.base_url,
             api_key_env=self.api_key_env, context_size=context_size or self.effective_window,
             warnings=[self.window_warning] if self.window_warning else [],

@@ -9,12 +9,11 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-import agents.config
+import agents
 
 # Migrations and callers name these as taskos.runs.models.*; the profile and the archive
 # table live in modules of their own only to keep each file readable.
-from .archive_table import (MAX_INDEXED_CHARS, MAX_INDEXED_WORD,  # noqa: F401
-                            ArchivedTurn, search_terms)
+from .archive_table import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms  # noqa: F401
 from .model_profile import ASSUMED_WINDOW, ModelProfile, validate_key_env  # noqa: F401
 
 
@@ -25,7 +24,7 @@ def max_input_chars() -> int:
 
 def input_too_long(text: str, what: str) -> str | None:
     """Why `text` is refused as too long (the engine's wording), or None when it fits."""
-    reason = agents.config.input_too_long(text, what, max_input_chars())
+    reason = agents.input_too_long(text, what, max_input_chars())
     return reason[:1].upper() + reason[1:] if reason else None
 
 

@@ -11,9 +11,14 @@ from typing import Any, Callable
 
 from django.db.models import F
 
-from agents.config import ConfigError, ContextConfig
-from agents.replay.recording import Recording, RecordingError, build_recording
-from agents.replay.runner import replay_runner
+from agents import (
+    ConfigError,
+    ContextConfig,
+    Recording,
+    RecordingError,
+    build_recording,
+    replay_runner,
+)
 
 from .models import ModelProfile, Session, SessionEvent
 from .services import MIN_WINDOW, SessionError

@@ -11,8 +11,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.db.models.functions import Substr
 
-from agents.store.memory import excerpt_around, keywords
-from agents.store.interface import ArchiveHit
+from agents import ArchiveHit, excerpt_around, keywords
 
 from .models import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms
 

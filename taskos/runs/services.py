@@ -7,9 +7,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents.config import ConfigError, ContextConfig
-from agents.scenarios import ScenarioError, load_scenario
-from agents.tools.registry import default_registry
+from agents import ConfigError, ContextConfig, ScenarioError, default_registry, load_scenario
 
 from .models import ModelProfile, PendingMessage, Session, input_too_long
 

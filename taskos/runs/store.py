@@ -12,16 +12,23 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.store.interface import AnchorRecord, ArchiveHit, TaskRecord
+from agents import AnchorRecord, ArchiveHit, TaskRecord
 
 from . import search, state_chunks, turn_sql
 from .call_messages import remember_archived
 from .edits import engine_writes
 from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
 from .row_ids import RowIds
+
 # relaxed_commits is the worker's (tasks.py) to wrap a session's run in.
-from .store_base import (UnknownSession, durable_commit, json_safe,  # noqa: F401
-                         relaxed_commits, session_pk, storable_text)
+from .store_base import (  # noqa: F401
+    UnknownSession,
+    durable_commit,
+    json_safe,
+    relaxed_commits,
+    session_pk,
+    storable_text,
+)
 from .store_batches import Batches
 from .store_children import SubAgents
 from .store_recovery import RedoneTurns

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from agents.store.interface import ChildRecord
+from agents import ChildRecord
 
 from .models import Anchor, ArchivedTurn, ModelProfile, Session
 from .store_base import session_pk

@@ -7,8 +7,7 @@ import traceback
 from celery import shared_task
 from django.utils import timezone
 
-from agents.events import Event, EventType
-from agents.secrets import redact
+from agents import Event, EventType, redact
 from taskos.live.publisher import ChannelsPublisher
 
 from . import delegation
@@ -34,8 +33,8 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         status=Session.Status.RUNNING,
         started_at=session.started_at or timezone.now())
     try:
-        from agents.config import ContextConfig
-        from agents.runner import run_session as run_engine
+        from agents import ContextConfig
+        from agents import run_session as run_engine
 
         if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
             from .replays import replay_engine
@@ -83,7 +82,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
 def failure_reason(session: Session, report: dict) -> str:
     """Why a run failed, for Session.error and the page: the engine's message and what to
     do about it, else the last fatal ERROR event the session stored."""
-    from agents.errors import advise
+    from agents import advise
 
     message, code = report.get("error") or "", report.get("error_code") or ""
     if not message:

@@ -3,7 +3,6 @@ with its anchor and task inlines, and the anchor list gives its Text column room
 """
 from __future__ import annotations
 
-
 import pytest
 from playwright.sync_api import Page, expect
 

@@ -7,7 +7,6 @@ condition on the page.
 """
 from __future__ import annotations
 
-
 import pytest
 from playwright.sync_api import Page, expect
 

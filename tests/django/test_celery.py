@@ -63,14 +63,14 @@ def test_worker_runs_a_scenario_to_the_end_with_its_events_stored(worker, sim_pr
 
 
 def test_an_engine_crash_fails_the_session_with_an_error_event(worker, sim_profile, monkeypatch):
-    import agents.runner
+    import agents
     from agents.events import Event
 
     def crash(**kwargs):
         kwargs["events"].emit(Event(type="SESSION_STARTED", payload={}))
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(agents.runner, "run_session", crash)
+    monkeypatch.setattr(agents, "run_session", crash)
     session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
     services.start_session(session)
     done = _wait_until_done(session.pk)
@@ -88,15 +88,15 @@ def test_a_redelivered_task_resumes_a_running_session_and_skips_a_finished_one(
     run_session.apply(args=[session.pk])  # what the redelivered message does
     session.refresh_from_db()
     assert session.status == "finished"
-    import agents.runner
-    monkeypatch.setattr(agents.runner, "run_session",
+    import agents
+    monkeypatch.setattr(agents, "run_session",
                         lambda **kw: pytest.fail("a finished session must not run again"))
     assert run_session.apply(args=[session.pk]).get() == {"status": "finished"}
 
 
 def test_a_session_cancelled_while_queued_never_starts(sim_profile, monkeypatch):
-    import agents.runner
-    monkeypatch.setattr(agents.runner, "run_session",
+    import agents
+    monkeypatch.setattr(agents, "run_session",
                         lambda **kw: pytest.fail("a cancelled session must not run"))
     session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
     services.request_cancel(session)

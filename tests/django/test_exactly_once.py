@@ -64,8 +64,8 @@ def test_a_second_delivery_exits_while_the_first_holds_the_lease(sim_profile, mo
     session = new_session(sim_profile)
     first = Lease(session.pk, owner="worker-a:1")
     assert first.take()
-    import agents.runner
-    monkeypatch.setattr(agents.runner, "run_session",
+    import agents
+    monkeypatch.setattr(agents, "run_session",
                         lambda **kw: pytest.fail("a second executor must not run the session"))
     assert run_session.apply(args=[session.pk]).get() == {"status": "leased_elsewhere"}
     assert not SessionEvent.all_objects.filter(session=session).exists()

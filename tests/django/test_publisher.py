@@ -148,6 +148,7 @@ def test_an_unannounced_batch_is_announced_by_the_next_wait(make_session, channe
     newest seq even with no event of its own; a batch with the session's last events is
     always sent."""
     from django.db import transaction
+
     from taskos.live import sending
     sent: list[int] = []
     monkeypatch.setattr(sending.GroupSender, "send",

@@ -7,8 +7,8 @@ from typing import Callable
 
 import pytest
 
-from agents.store.memory import MemoryStore
 from agents.store.interface import AnchorRecord, TaskRecord
+from agents.store.memory import MemoryStore
 from taskos.runs import services
 from taskos.runs.store import DjangoStore
 

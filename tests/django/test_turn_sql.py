@@ -56,6 +56,7 @@ def test_rows_can_be_written_under_ids_reserved_ahead(session):
     """PostgreSQL's kept inserts (taskos/runs/batch_writes.py) take their ids from the table's sequence beforehand
     (taskos/runs/row_ids.py); elsewhere the database hands them out as before."""
     from django.db import connection
+
     from taskos.runs.row_ids import RowIds
     ids = RowIds(ArchivedTurn._meta.db_table)
     reserved = [ids.next() for _ in range(3)]

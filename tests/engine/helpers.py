@@ -8,10 +8,10 @@ from typing import Any
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
-from agents.store.memory import MemoryStore
 from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, load_scenario, parse_scenario
 from agents.sim.transport import SimTransport, sim_http_client
+from agents.store.memory import MemoryStore
 
 
 def summary_instruction(body: dict[str, Any]) -> str | None:

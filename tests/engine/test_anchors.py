@@ -1,10 +1,10 @@
 """Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
 import pytest
 
-from agents.words.merge import AnchorChange, merge_anchors, render_anchors, roll_off
+from agents.store.interface import AnchorRecord
 from agents.words.anchors import clip_text, extract_anchors
 from agents.words.conclusions import extract_conclusions
-from agents.store.interface import AnchorRecord
+from agents.words.merge import AnchorChange, merge_anchors, render_anchors, roll_off
 
 
 def only(text):

@@ -1,7 +1,7 @@
 import pytest
 
-from agents.context.budget import plan_budget
 from agents.config import ConfigError, ContextConfig, ModelProfile
+from agents.context.budget import plan_budget
 
 
 def test_spec_zones_at_reference_window():

@@ -94,9 +94,9 @@ def test_unmanaged_runs_append_only_without_snapshot_or_hints():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.store.memory import MemoryStore
     from agents.runner import run_session
     from agents.sim.transport import sim_http_client
+    from agents.store.memory import MemoryStore
 
     scenario = parse_scenario(docs(6))
     client, transport = sim_http_client(scenario, 10**8)

@@ -12,8 +12,8 @@ import pytest
 
 from agents.compaction.fresh_requests import answer_text
 from agents.counting.llama_cpp.prompt_count import ServedPromptCounter
-from agents.loop.reply_vetting import copies_tool_errors, draws_on
 from agents.counting.llama_cpp.served_prompt import escape, render_chatml_function_calling, tojson
+from agents.loop.reply_vetting import copies_tool_errors, draws_on
 from agents.tools.registry import all_tools
 
 from . import chatml_server

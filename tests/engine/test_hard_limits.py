@@ -3,10 +3,10 @@ re-checked after every shrink, caps honoured (issue 13 §2)."""
 import pytest
 
 from agents.config import ContextConfig
-from agents.context.working import WorkingContext
-from agents.events import EventType
 from agents.context.history import Msg
+from agents.context.working import WorkingContext
 from agents.counting.tokens import TokenCounter
+from agents.events import EventType
 
 from .helpers import run_scenario
 

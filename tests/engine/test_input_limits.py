@@ -6,8 +6,8 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.store.memory import MemoryStore
 from agents.runner import run_session
+from agents.store.memory import MemoryStore
 
 
 def run(goal: str, store: MemoryStore, limit: int):

@@ -1,9 +1,10 @@
 """Property tests of the four engine invariants over random workloads (issue 3)."""
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agents.config import ContextConfig
-from agents.events import EventType
 from agents.counting.tokens import TokenCounter
+from agents.events import EventType
 
 from .helpers import run_scenario
 

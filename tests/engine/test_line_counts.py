@@ -10,9 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.compaction import numbers
-from agents.counting.tokens import TextCache
 from agents.compaction.summary import StructuredSummary, merge, render, render_lines, shrink_to
-from agents.counting.tokens import LINE_ADDITIVE_ENCODINGS, OFFLINE_FALLBACK, TokenCounter
+from agents.counting.tokens import (
+    LINE_ADDITIVE_ENCODINGS,
+    OFFLINE_FALLBACK,
+    TextCache,
+    TokenCounter,
+)
 
 
 @functools.lru_cache(maxsize=1)

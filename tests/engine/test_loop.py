@@ -1,9 +1,9 @@
 """The loop end to end: real SDK, simulated model, real tools, in-memory store."""
 
-from agents.config import ContextConfig
-from agents.events import EventType
 from agents.compaction.summary import TRUNCATION_MARKER
+from agents.config import ContextConfig
 from agents.counting.tokens import TokenCounter
+from agents.events import EventType
 
 from .helpers import run_scenario, summary_instruction
 
@@ -165,8 +165,8 @@ def test_cut_answer_is_continued_not_returned_cut():
 
 
 def test_resume_continues_from_the_saved_turn_and_keeps_the_report():
-    from agents.store.memory import MemoryStore
     import agents.sim.transport as sim
+    from agents.store.memory import MemoryStore
 
     store = MemoryStore()
     scenario = docs(8)

@@ -17,12 +17,12 @@ import httpx2
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.store.memory import MemoryStore
-from agents.provider.client import retry_after_seconds
 from agents.loop.retry import RetryBudget
+from agents.provider.client import retry_after_seconds
 from agents.runner import run_session
 from agents.scenarios import load_scenario
 from agents.sim.transport import SUMMARY_MARKER, sim_http_client
+from agents.store.memory import MemoryStore
 
 from .fake_provider import FakeProvider
 

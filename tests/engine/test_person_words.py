@@ -2,9 +2,9 @@
 
 from agents.config import ContextConfig
 from agents.context.working import WorkingContext
+from agents.counting.tokens import TokenCounter
 from agents.events import ZONES, EventType
 from agents.words.person import PersonMessage, PersonWords, condense
-from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 

@@ -6,9 +6,9 @@ so a summarizer that drops facts shows up as a lower recovery rate.
 """
 from __future__ import annotations
 
+from agents.compaction.probes import Probe, answers_by_number, build_probes, figure_lines, grade
 from agents.config import ModelProfile
 from agents.events import EventType
-from agents.compaction.probes import Probe, answers_by_number, build_probes, figure_lines, grade
 from agents.scenarios import load_scenario
 
 from .helpers import run_scenario

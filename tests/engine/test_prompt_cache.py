@@ -1,8 +1,8 @@
 """The simulated provider's prompt cache and the money the run report derives from it."""
-from agents.counting.pricing import PRICE_TABLES, CostMeter, PriceTable
 from agents.config import ModelProfile
-from agents.sim.cache import PromptCache, billable_cached
+from agents.counting.pricing import PRICE_TABLES, CostMeter, PriceTable
 from agents.counting.tokens import TokenCounter
+from agents.sim.cache import PromptCache, billable_cached
 
 COUNTER = TokenCounter()
 TOOLS = [{"type": "function", "function": {"name": "fetch", "description": "Fetch a page.",

@@ -9,8 +9,8 @@ and a copied run is eight characters (a CJK character weighs half a word).
 """
 from __future__ import annotations
 
-from agents.store.memory import keywords
 from agents.loop.reply_vetting import _WORDS, copies_tool_errors, draws_on, echoed
+from agents.store.search import keywords
 
 from . import test_weak_requests
 from .test_weak_requests import session

@@ -8,8 +8,7 @@ import logging
 import pytest
 
 from agents.events import EventType
-from agents.secrets import (KeyEnvRefused, RedactingFilter, check_key_env, redact,
-                            register_secret)
+from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact, register_secret
 
 from .fake_provider import FakeProvider
 from .test_model_faults import errors, finished, run_against

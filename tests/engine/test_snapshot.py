@@ -1,6 +1,6 @@
 from agents.context.snapshot import render_snapshot
-from agents.store.interface import AnchorRecord, TaskRecord
 from agents.counting.tokens import count_text
+from agents.store.interface import AnchorRecord, TaskRecord
 
 
 def test_tier1_and_admin_edits_survive_a_tiny_budget_while_key_data_is_cut():

@@ -4,12 +4,12 @@ import json
 import pytest
 
 from agents.config import ModelProfile
+from agents.counting.tokens import TokenCounter
 from agents.events import EventType
 from agents.provider.client import ContextOverflow, ModelClient, parse_overflow
 from agents.scenarios import parse_scenario
 from agents.sim import counting
 from agents.sim.transport import sim_http_client
-from agents.counting.tokens import TokenCounter
 
 from .helpers import run_scenario
 
@@ -112,8 +112,8 @@ def test_a_profile_s_sim_latency_paces_every_call_of_a_run(monkeypatch, tmp_path
     import agents.sim.transport as transport_module
     from agents.config import ContextConfig
     from agents.events import ListSink
-    from agents.store.memory import MemoryStore
     from agents.runner import run_session
+    from agents.store.memory import MemoryStore
     slept = []
     monkeypatch.setattr(transport_module.time, "sleep", slept.append)
     run = run_session(session_id="paced", goal="", scenario=SCENARIO, config=ContextConfig(),

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from agents.config import ContextConfig, ModelProfile
-from agents.loop.delegations import DelegationLimits
 from agents.events import ListSink
-from agents.store.memory import MemoryStore
 from agents.scenarios import SCENARIO_DIR, ScenarioError, parse_scenario
+from agents.store.memory import MemoryStore
 from agents.subagents import run_tree
+from agents.tools.delegate import DelegationLimits
 
 RAW_ROW = "2025-01-31,2025,Q1,North,Solar Panel"  # a line of sales.csv the children read
 

@@ -6,8 +6,8 @@ import re
 from agents.compaction.compactor import Compactor
 from agents.config import ContextConfig
 from agents.context.working import WorkingContext
-from agents.provider.client import ModelReply
 from agents.counting.tokens import TokenCounter
+from agents.provider.client import ModelReply
 
 COUNTER = TokenCounter()
 SUMMARY = json.dumps({"task_overview": ["Read the reports."],

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from agents.compaction.compactor import Compactor
-from agents.provider.client import ModelReply
 from agents.compaction.summary import SummaryError, parse_model_summary
 from agents.compaction.summary_text import heading_field, sections_from_text
+from agents.provider.client import ModelReply
 
 from .test_summary_output_limits import context_with_rounds
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from agents.compaction.summary import parse_model_summary
 from agents.config import ContextConfig, ModelProfile
+from agents.counting.tokens import TokenCounter
 from agents.events import EventType, ListSink
-from agents.store.memory import MemoryStore
+from agents.loop.reply_vetting import echoed, text_tool_calls
 from agents.provider.client import ModelClient
 from agents.provider.overflow import parse_overflow
-from agents.loop.reply_vetting import echoed, text_tool_calls
 from agents.runner import run_session
-from agents.compaction.summary import parse_model_summary
-from agents.counting.tokens import TokenCounter
+from agents.store.memory import MemoryStore
 
 from .fake_provider import FakeProvider
 

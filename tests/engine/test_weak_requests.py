@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import ContextConfig, ModelProfile
-from agents.events import EventType, ListSink
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL
-from agents.store.memory import MemoryStore
+from agents.compaction.summary import SummaryError, parse_model_summary
+from agents.config import ContextConfig, ModelProfile
+from agents.counting.tokens import TokenCounter
+from agents.events import EventType, ListSink
 from agents.provider.client import wire_messages
 from agents.runner import run_session
-from agents.compaction.summary import SummaryError, parse_model_summary
-from agents.counting.tokens import TokenCounter
+from agents.store.memory import MemoryStore
 
 from .chatml_server import TOOLS_INTRO, ChatmlServer
 

@@ -15,8 +15,8 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
-from agents.store.memory import MemoryStore
 from agents.runner import run_session
+from agents.store.memory import MemoryStore
 
 from .conftest import N_CTX
 

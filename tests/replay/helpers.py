@@ -6,10 +6,10 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
-from agents.store.memory import MemoryStore
 from agents.replay.recording import build_recording
 from agents.replay.runner import replay_session
 from agents.scenarios import load_scenario
+from agents.store.memory import MemoryStore
 from tests.engine.helpers import Outcome, run_scenario
 
 

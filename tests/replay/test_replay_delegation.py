@@ -7,10 +7,10 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
-from agents.store.memory import MemoryStore
 from agents.replay.recording import build_recording
 from agents.replay.runner import replay_session
 from agents.scenarios import load_scenario
+from agents.store.memory import MemoryStore
 from tests.engine.test_subagents import research, run
 
 
@@ -44,7 +44,7 @@ def test_a_delegating_session_replays_with_its_childrens_recorded_answers(tmp_pa
     source, source_store, sinks, recording = recorded_tree(tmp_path)
     assert len(recording.delegations) == 3 and len(recording.answers) == 3
     import agents.subagents
-    import agents.loop.delegations
+
 
     def no_child(*args, **kwargs):
         raise AssertionError("a replay must not start a sub-agent")

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from agents.config import ContextConfig
-from agents.sim.summary_request import is_summary_request
+from agents.protocol import is_summary_request
 from agents.replay.recording import RecordingError, build_recording
 from tests.replay.helpers import record, replay
 
@@ -64,8 +64,8 @@ def test_a_decision_the_new_context_cannot_support_is_reported_at_its_turn():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.store.memory import MemoryStore
     from agents.replay.runner import replay_session
+    from agents.store.memory import MemoryStore
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
         run = replay_session(recording=recording, session_id="s1", goal="read back",
@@ -103,9 +103,9 @@ def test_a_replay_past_the_end_of_its_recording_fails_clearly():
 
     from agents.config import ModelProfile
     from agents.events import ListSink
-    from agents.store.memory import MemoryStore
     from agents.replay.runner import replay_session
     from agents.scenarios import load_scenario
+    from agents.store.memory import MemoryStore
     scenario = load_scenario("retrieval-6x1600")
     with tempfile.TemporaryDirectory() as tmp:
         run = replay_session(recording=recording, session_id="s1", goal=scenario.goal,

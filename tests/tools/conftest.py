@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agents.events import ListSink
-from agents.store.memory import MemoryStore
 from agents.scenarios import DATA_DIR
+from agents.store.memory import MemoryStore
 from agents.tools.base import ToolContext, ToolOutcome
 from agents.tools.registry import ToolRegistry, default_registry
 

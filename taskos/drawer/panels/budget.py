@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.events import ZONES
+from agents import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 

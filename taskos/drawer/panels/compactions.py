@@ -12,7 +12,7 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from agents.events import ZONES
+from agents import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from agents.bench.workloads import run_bench
+from agents import run_bench
 from taskos.runs import db_path_bench
 from taskos.runs.management.migrated import require_migrated
 from taskos.runs.recall_bench import measure
