@@ -27,8 +27,12 @@ from agents.config import (
 )
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
-from agents.errors import advise
-from agents.events import ZONES, Event, EventSink, EventType, ListSink
+from agents.errors import advise, error_event
+from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent,
+                           Compaction, CompactionStarted, ErrorEvent, Event, EventSink, EventType,
+                           HintBlock, ListSink, ModelCall, NotesChanged, Offload, SessionFinished,
+                           SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
+                           TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
@@ -48,14 +52,20 @@ from agents.store import (
 from agents.subagents import run_tree
 from agents.tools import DelegationLimits, default_registry
 
-__all__ = [
+EVENTS = ["AnchorChanged", "AssistantMessage", "Audit", "BudgetEvent", "Compaction",
+          "CompactionStarted", "ErrorEvent", "HintBlock", "ModelCall", "NotesChanged", "Offload",
+          "SessionFinished", "SessionStarted", "SessionWaiting", "TasksChanged", "ToolCall",
+          "ToolResult", "TurnStarted", "UserMessage", "event_from"]
+
+__all__ = EVENTS + [
     "ANNOTATIONS", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS", "REPLY_PRIMING", "ZONES",
     "AgentLoop", "AnchorRecord", "ArchiveHit", "ChildRecord", "ConfigError", "ContextConfig",
     "DelegationLimits", "Event", "EventSink", "EventType", "KeyEnvRefused", "ListSink",
     "MemoryStore", "ModelProfile", "Recording", "RecordingError", "RedactingFilter",
     "ReportSink", "RunResult", "Scenario", "ScenarioError", "SessionRun", "SessionSpec", "Store",
     "TaskRecord", "TokenCounter", "advise", "build_recording", "canonical_keys",
-    "check_key_env", "default_registry", "differences", "excerpt_around", "input_too_long",
+    "check_key_env", "default_registry", "differences", "error_event", "excerpt_around",
+    "input_too_long",
     "keywords", "list_scenarios", "load_scenario", "redact", "replay_runner", "run_bench",
     "run_once", "run_session", "run_tree",
 ]

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from agents.events import ErrorEvent
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,10 @@ REFERENCE: dict[str, ErrorAdvice] = {
                                "Start the task again: it resumes from the last saved turn."),
     "internal": ErrorAdvice("An unexpected error inside TaskOS.",
                             "Check the worker log; everything saved so far is kept."),
+    "internal_error": ErrorAdvice(
+        "An unexpected error in the engine or the worker.",
+        "Everything up to the last committed turn is saved; see the worker log for the "
+        "traceback, then start a new session."),
     "replay_decision_impossible": ErrorAdvice(
         "A replay played a recorded decision that refers to something (an archive ref) the "
         "replayed context no longer holds: under these settings the model could not have "
@@ -131,7 +138,8 @@ def advise(code: str) -> ErrorAdvice:
     return REFERENCE.get(code, REFERENCE["internal"])
 
 
-def error_payload(code: str, message: str, *, fatal: bool) -> dict:
+def error_event(code: str, message: str, *, fatal: bool, **extra: Any) -> ErrorEvent:
+    """An ERROR event with the cause and the action the quick reference gives `code`."""
     advice = advise(code)
-    return {"code": code, "message": message, "cause": advice.cause, "action": advice.action,
-            "fatal": fatal}
+    return ErrorEvent(code=code, message=message, cause=advice.cause, action=advice.action,
+                      fatal=fatal, **extra)

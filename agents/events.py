@@ -1,54 +1,24 @@
-"""Events the engine emits; the web side stores and streams them, only the engine creates them.
+"""The events the engine emits: one dataclass per event type, its payload as fields.
 
-Payload shapes (keys every consumer may rely on):
+Only the engine creates events; the web side stores them (type, payload, turn, seq, at)
+and reads them back with `event_from`, which gives the same typed event with defaults
+for anything an older row lacks. Every event has the envelope fields `session_id`,
+`turn`, `seq` (given by whoever stores it) and `at`; `payload` is the dict of the
+type's own fields, as stored and as streamed.
 
-- SESSION_STARTED   {"goal", "profile", "window", "simulated": bool, "resumed": bool}
-- TURN_STARTED      {"turn"}
-- USER_MESSAGE      {"text", "source": "scenario"|"user"}
-- BUDGET            {"window", "zones": {zone: tokens}, "budgets": {zone: tokens},
-                     "input_tokens", "trigger_line", "warning_line", "free"}
-                    zones are ZONES below; "reserve" in zones is the output reserve.
-- MODEL_CALL        {"call", "kind": "agent"|"summary", "input_tokens", "zones",
-                     "output_tokens", "cached_tokens", "finish_reason", "latency_ms",
-                     "cost", "over_window": bool, "limit", "model",
-                     "reply": {"content", "tool_calls", "finish_reason"},
-                     "messages": [{"role", "zone", "tokens", "content", ...}]}
-- ASSISTANT_MESSAGE {"content", "tool_calls": [{"id", "name", "arguments"}], "ref"}
-- TOOL_CALL         {"call_id", "name", "args"}
-- TOOL_RESULT       {"call_id", "name", "original_chars", "kept_chars", "original_tokens",
-                     "kept_tokens", "truncated": bool, "ref": str|None, "error": str|None,
-                     "preview", "conclusions": [str]}
-- COMPACTION_STARTED {"trigger"}
-- COMPACTION        {"trigger": "rolling"|"anchor"|"budget"|"manual"|"overflow",
-                     "before": {zone: tokens}, "after": {zone: tokens},
-                     "summary_before", "summary_after", "archived_turns": [first, last],
-                     "refs": [ref...], "fallback": bool, "fallback_reason", "audit": {
-                         "ok", "missing_anchors", "snapshot_present", "missing_tasks",
-                         "unsupported_numbers"}, "instructions"}
-- AUDIT             {"compaction_seq", "compaction_turn", "call", "ok": bool,
-                     "statements_checked", "missing_statements": [str],
-                     "unsupported_figures": [str], "unsupported_count"}: the E3 audit of
-                     the first agent request sent after a compaction (agents/compaction/source_audit.py)
-- HINT_BLOCK        {"kind": "time"|"tasks"|"context"|"tool_error"|"tool_repeat", "text"}
-- ANCHOR_CHANGED    {"id", "tier", "old", "new", "source": "user"|"tool"|"admin"|"pin",
-                     "action": "added"|"changed"|"removed", "old_id"?: the replaced
-                     anchor, kept inactive in the Store (a replacement the person asked for)}
-- TASKS_CHANGED     {"tasks": [task dict...], "source": "agent"|"admin"}
-- NOTES_CHANGED     {"notes": {...}}
-- OFFLOAD           {"ref", "kind": "tool_result"|"context"|"message", "chars"}
-- ERROR             {"code", "message", "cause", "action", "fatal": bool}
-- SESSION_WAITING   {"children": [child session ids], "turns"}: delegate calls are open (T6)
-- SESSION_FINISHED  {"status", "final_answer", "turns", "total_input_tokens",
-                     "peak_input_tokens", "compactions"}
+A field marked `optional` is left out of the payload while it is None: it is only said
+when it applies (the `refused` of a MODEL_CALL, the `child` of a delegate's TOOL_RESULT).
+Zones are named by ZONES, in the order a request lays them out (feature C17).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-# In layout order (SPEC C17): the stable part, then what changes every turn.
+# In layout order (feature C17): the stable part, then what changes every turn.
 ZONES = ("system", "snapshot", "words", "summary", "history", "since", "hints", "reserve")
 
 
@@ -78,19 +48,327 @@ def utcnow_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat()
 
 
-@dataclass
-class Event:
-    """One thing that happened in a session; `seq` is assigned by whoever stores it."""
+def optional(default: Any = None) -> Any:
+    """A payload field said only when it applies: left out of the payload while None."""
+    return field(default=default, metadata={"optional": True})
 
-    type: str
-    payload: dict[str, Any]
-    turn: int = 0
+
+def _listed() -> Any:
+    return field(default_factory=list)
+
+
+def _mapped() -> Any:
+    return field(default_factory=dict)
+
+
+ENVELOPE = ("session_id", "turn", "seq", "at")
+
+
+@dataclass(kw_only=True, eq=False)
+class Event:
+    """What every event has: where and when it happened. Subclasses add the payload."""
+
+    TYPE: ClassVar[EventType]
+    # Payload keys that are envelope fields too (TURN_STARTED's "turn").
+    ENVELOPE_IN_PAYLOAD: ClassVar[tuple[str, ...]] = ()
+    _payload_fields: ClassVar[tuple[tuple[str, bool], ...]] = ()
+
     session_id: str = ""
-    seq: int = 0
+    turn: int = 0
+    seq: int = 0  # given by whoever stores the event
     at: str = field(default_factory=utcnow_iso)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "TYPE" in cls.__dict__:
+            EVENT_CLASSES[cls.TYPE] = cls
+
+    @property
+    def type(self) -> EventType:
+        return self.TYPE
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The type's own fields, in order; optional ones only while they are set."""
+        out = {name: getattr(self, name) for name in self.ENVELOPE_IN_PAYLOAD}
+        for name, is_optional in self._fields():
+            value = getattr(self, name)
+            if value is not None or not is_optional:
+                out[name] = value
+        return out
+
+    @classmethod
+    def _fields(cls) -> tuple[tuple[str, bool], ...]:
+        if "_payload_fields" not in cls.__dict__:  # worked out once per class
+            cls._payload_fields = tuple(
+                (f.name, bool(f.metadata.get("optional"))) for f in dataclasses.fields(cls)
+                if f.name not in ENVELOPE)
+        return cls._payload_fields
+
+    def with_payload(self, payload: dict[str, Any]) -> Event:
+        """This event with its payload fields set from `payload` (the envelope kept)."""
+        names = {name for name, _ in self._fields()}
+        return dataclasses.replace(self, **{k: v for k, v in payload.items() if k in names})
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"type": str(self.type), "payload": self.payload, "turn": self.turn,
+                "session_id": self.session_id, "seq": self.seq, "at": self.at}
+
+
+EVENT_CLASSES: dict[str, type[Event]] = {}
+
+
+@dataclass(kw_only=True, eq=False)
+class SessionStarted(Event):
+    TYPE = EventType.SESSION_STARTED
+    goal: str = ""
+    profile: str = ""
+    model: str = ""
+    window: int = 0
+    simulated: bool = False
+    resumed: bool = False
+    warnings: list[str] = _listed()
+
+
+@dataclass(kw_only=True, eq=False)
+class TurnStarted(Event):
+    TYPE = EventType.TURN_STARTED
+    ENVELOPE_IN_PAYLOAD = ("turn",)
+
+
+@dataclass(kw_only=True, eq=False)
+class UserMessage(Event):
+    TYPE = EventType.USER_MESSAGE
+    text: str = ""
+    source: str = "user"  # goal | scenario | user | engine (the engine's own nudges)
+    ref: str | None = None
+
+
+@dataclass(kw_only=True, eq=False)
+class BudgetEvent(Event):
+    """The request about to be sent, zone by zone, against the lines that trigger."""
+
+    TYPE = EventType.BUDGET
+    window: int = 0
+    zones: dict[str, int] = _mapped()  # ZONES; "reserve" is the output reserve
+    budgets: dict[str, int] = _mapped()
+    input_tokens: int = 0
+    trigger_line: int = 0
+    warning_line: int = 0
+    limit: int = 0
+    free: int = 0
+    count_source: str = "exact"  # exact | calibrated | estimate (feature C2)
+    correction: float = 1.0  # the window divisor the calibration asks for
+    window_warning: str | None = optional()  # a window that is a guess (feature C18)
+
+
+@dataclass(kw_only=True, eq=False)
+class ModelCall(Event):
+    """One call to the model, as sent and as answered, with what it cost (feature W9)."""
+
+    TYPE = EventType.MODEL_CALL
+    call: int = 0  # the session's call number
+    kind: str = "agent"  # agent | summary | probe
+    input_tokens: int = 0  # the provider's count, else the engine's
+    engine_tokens: int = 0
+    zones: dict[str, int] = _mapped()
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    finish_reason: str = ""
+    latency_ms: float = 0.0
+    cost: float = 0.0
+    over_window: bool = False
+    limit: int = 0
+    refused: bool | None = optional()  # the provider refused it as too long
+    error: str | None = optional()
+    overflow: str | None = optional()  # "output": the model's own answer filled the window
+    estimated_tokens: int | None = optional()  # the engine's figure before the call
+    count_source: str | None = optional()
+    count_kind: str | None = optional()
+    served_tokens: int | None = optional()  # the server's report, checked exactly
+    count_mismatch: str | None = optional()
+    model: str = ""
+    # content, tool_calls, finish_reason: what a replay plays (None in very old records)
+    reply: dict[str, Any] | None = None
+    request: dict[str, Any] = _mapped()  # the rest of the request body, as sent
+    messages: list[dict[str, Any]] = _listed()  # annotated with zone, tokens and ref
+
+
+@dataclass(kw_only=True, eq=False)
+class AssistantMessage(Event):
+    TYPE = EventType.ASSISTANT_MESSAGE
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = _listed()  # [{"id", "name", "arguments"}]
+    ref: str | None = optional()
+    rejected: str | None = optional()  # why it was not taken as the final answer
+    incomplete: bool | None = optional()  # still cut by the output limit
+
+
+@dataclass(kw_only=True, eq=False)
+class ToolCall(Event):
+    TYPE = EventType.TOOL_CALL
+    call_id: str = ""
+    name: str = ""
+    args: Any = ""
+
+
+@dataclass(kw_only=True, eq=False)
+class ToolResult(Event):
+    TYPE = EventType.TOOL_RESULT
+    call_id: str = ""
+    name: str = ""
+    original_chars: int = 0
+    kept_chars: int = 0
+    original_tokens: int | None = None
+    kept_tokens: int = 0
+    truncated: bool = False
+    ref: str | None = None  # the raw result in the archive
+    error: str | None = None
+    preview: str = ""
+    conclusions: list[str] = _listed()
+    pending: str | None = optional()  # a delegate call: the child session it waits for
+    child: str | None = optional()  # a delegate call's answer: from this child session
+    child_status: str | None = optional()
+    child_input_tokens: int | None = optional()
+    child_cost: float | None = optional()
+    reused: bool | None = optional()  # a replay reused the recorded child's answer
+    reused_ref: str | None = optional()
+
+
+@dataclass(kw_only=True, eq=False)
+class CompactionStarted(Event):
+    TYPE = EventType.COMPACTION_STARTED
+    trigger: str = ""
+
+
+@dataclass(kw_only=True, eq=False)
+class Compaction(Event):
+    """What a compaction did, zone by zone, and the engine's own check of it."""
+
+    TYPE = EventType.COMPACTION
+    trigger: str = ""  # rolling | anchor | budget | manual | overflow
+    before: dict[str, int] = _mapped()
+    after: dict[str, int] = _mapped()
+    refresh: bool = False  # an anchor rebuild that moved nothing: not counted
+    summary_before: str = ""
+    summary_after: str = ""
+    archived_turns: list[int] = _listed()  # [first, last]
+    refs: list[str] = _listed()
+    fallback: bool = False  # truncated instead of summarised (feature C7)
+    fallback_reason: str = ""
+    summary_calls: int = 0
+    raised_output: int = 0
+    summary_forms: list[str] = _listed()
+    audit: dict[str, Any] = _mapped()  # ok, missing_anchors, snapshot_present, ...
+    instructions: str = ""
+    noop: bool = False
+    probe: dict[str, Any] | None = optional()  # the probe questions' grades (feature E3)
+
+
+@dataclass(kw_only=True, eq=False)
+class Audit(Event):
+    """The audit of the first agent request after a compaction, against the archive (E3)."""
+
+    TYPE = EventType.AUDIT
+    compaction_seq: int = 0
+    compaction_turn: int = 0
+    call: int | None = None
+    ok: bool = True
+    statements_checked: int = 0
+    missing_statements: list[str] = _listed()
+    unsupported_figures: list[str] = _listed()
+    unsupported_count: int = 0
+
+
+@dataclass(kw_only=True, eq=False)
+class HintBlock(Event):
+    TYPE = EventType.HINT_BLOCK
+    kind: str = ""  # time | tasks | context | tool_error | tool_repeat
+    text: str = ""
+
+
+@dataclass(kw_only=True, eq=False)
+class AnchorChanged(Event):
+    TYPE = EventType.ANCHOR_CHANGED
+    id: int | None = None
+    tier: int = 1
+    old: str | None = None
+    new: str | None = None
+    source: str = ""  # user | tool | admin | pin
+    action: str = ""  # added | changed | removed
+    old_id: int | None = optional()  # the replaced anchor, kept inactive in the store
+
+
+@dataclass(kw_only=True, eq=False)
+class TasksChanged(Event):
+    TYPE = EventType.TASKS_CHANGED
+    tasks: list[dict[str, Any]] = _listed()
+    source: str = ""  # agent | admin
+
+
+@dataclass(kw_only=True, eq=False)
+class NotesChanged(Event):
+    TYPE = EventType.NOTES_CHANGED
+    notes: dict[str, Any] = _mapped()
+
+
+@dataclass(kw_only=True, eq=False)
+class Offload(Event):
+    TYPE = EventType.OFFLOAD
+    ref: str = ""
+    kind: str = ""  # tool_result | context | message
+    chars: int = 0
+    tool: str | None = optional()
+    messages: int | None = optional()
+
+
+@dataclass(kw_only=True, eq=False)
+class ErrorEvent(Event):
+    """An error with its cause and what to do (feature W8); a retry says when it retries."""
+
+    TYPE = EventType.ERROR
+    code: str = ""
+    message: str = ""
+    cause: str = ""
+    action: str = ""
+    fatal: bool = False
+    attempt: int | None = optional()
+    retry_in_s: float | None = optional()
+    next_attempt_at: str | None = optional()
+    retry_after: float | None = optional()
+    budget_spent_s: float | None = optional()
+    budget_s: float | None = optional()
+
+
+@dataclass(kw_only=True, eq=False)
+class SessionWaiting(Event):
+    """Delegate calls are open: the session waits for its sub-agents (feature T6)."""
+
+    TYPE = EventType.SESSION_WAITING
+    children: list[str] = _listed()
+    turns: int = 0
+
+
+@dataclass(kw_only=True, eq=False)
+class SessionFinished(Event):
+    TYPE = EventType.SESSION_FINISHED
+    status: str = ""  # finished | failed | cancelled
+    final_answer: str = ""
+    turns: int = 0
+    error: str = ""
+
+
+def event_from(type: str, payload: dict[str, Any] | None = None, **envelope: Any) -> Event:
+    """The typed event of a stored (type, payload): unknown keys are left out, missing ones
+    take their defaults. ValueError for a type the engine does not emit."""
+    cls = EVENT_CLASSES.get(type)
+    if cls is None:
+        raise ValueError(f"unknown event type {type!r}")
+    data = dict(payload or {})
+    for name in cls.ENVELOPE_IN_PAYLOAD:
+        envelope.setdefault(name, data.pop(name, 0))
+    names = {name for name, _ in cls._fields()}
+    return cls(**envelope, **{k: v for k, v in data.items() if k in names})
 
 
 class EventSink(Protocol):

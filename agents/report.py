@@ -10,7 +10,7 @@ from typing import Any
 from agents.compaction.numbers import numbers_in
 from agents.config import ModelProfile
 from agents.counting.pricing import CostMeter
-from agents.events import Event, EventSink, EventType
+from agents.events import Audit, Compaction, Event, EventSink, ModelCall, ToolResult, UserMessage
 
 ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
              "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
@@ -52,60 +52,59 @@ class ReportSink:
         self._figures_list: list[str] | None = None
 
     def emit(self, event: Event) -> None:
-        payload = event.payload
-        if event.type == EventType.MODEL_CALL:
-            cached, output = int(payload.get("cached_tokens") or 0), int(payload.get("output_tokens") or 0)
-            call = {"input_tokens": payload["input_tokens"], "kind": payload["kind"],
-                    "over_window": payload["over_window"], "cached_tokens": cached,
-                    "output_tokens": output,
-                    **({"refused": True} if payload.get("refused") else {})}
-            self.model_calls.append(call)
-            self._add(call)
-            if payload["kind"] == "agent" and not payload.get("refused"):
-                self.agent_inputs.append(payload["input_tokens"])
-            if payload.get("refused"):  # never sent on to the model: nothing to check in it
-                return self.inner.emit(event)
-            self.meter.add(payload["input_tokens"], cached, output)
-            if payload["kind"] == "agent":
-                self._note_figures("\n".join(str(m.get("content") or "")
-                                              for m in payload["messages"]
-                                              if m.get("zone") == "summary"))
-            if self.expect:
-                text = "\n".join(str(m.get("content") or "") for m in payload["messages"])
-                for expected in self.expect:
-                    stated = self.stated_turn.get(expected)
-                    if stated is not None and event.turn >= stated:
-                        self.present[expected][0] += 1
-                        self.present[expected][1] += expected in text
-        elif event.type == EventType.TOOL_RESULT and payload.get("child"):
+        if isinstance(event, ModelCall):
+            self._model_call(event)
+        elif isinstance(event, ToolResult) and event.child:
             self.delegated.append({
-                "child": payload["child"], "status": payload.get("child_status"),
-                "answer_tokens": payload.get("kept_tokens"), "error": payload.get("error"),
-                "child_input_tokens": payload.get("child_input_tokens"),
-                "child_cost": payload.get("child_cost"),
+                "child": event.child, "status": event.child_status,
+                "answer_tokens": event.kept_tokens, "error": event.error,
+                "child_input_tokens": event.child_input_tokens, "child_cost": event.child_cost,
                 "parent_calls_before": len(self.agent_inputs)})
-        elif event.type == EventType.COMPACTION and not payload.get("noop"):
+        elif isinstance(event, Compaction) and not event.noop:
             self.compactions += 1
             # Visible in runtask's report: how many model summaries were usable, and how.
-            self.summaries["fallback" if payload.get("fallback") else "model"] += 1
-            if payload.get("probe") is not None:
-                probe = payload["probe"]
+            self.summaries["fallback" if event.fallback else "model"] += 1
+            if event.probe is not None:
+                probe = event.probe
                 self.probes.append({"compaction": self.compactions, "turn": event.turn,
                                     "rate": probe.get("rate"), "asked": probe.get("asked"),
                                     "recovered": probe.get("recovered"),
                                     **({"error": probe["error"]} if probe.get("error") else {})})
-            for form in payload.get("summary_forms") or ():
+            for form in event.summary_forms or ():
                 self.summaries[f"read_as_{form}"] = self.summaries.get(f"read_as_{form}", 0) + 1
-            self._note_figures(payload.get("summary_after") or "")
-        elif event.type == EventType.AUDIT:
-            self.audit_failures += not payload.get("ok")
-            self.flagged += [f for f in payload.get("unsupported_figures") or []
+            self._note_figures(event.summary_after or "")
+        elif isinstance(event, Audit):
+            self.audit_failures += not event.ok
+            self.flagged += [f for f in event.unsupported_figures or []
                              if f not in self.flagged]
-        elif event.type == EventType.USER_MESSAGE:
+        elif isinstance(event, UserMessage):
             for expected in self.expect:
-                if expected in payload["text"] and expected not in self.stated_turn:
+                if expected in event.text and expected not in self.stated_turn:
                     self.stated_turn[expected] = event.turn
         self.inner.emit(event)
+
+    def _model_call(self, event: ModelCall) -> None:
+        cached, output = event.cached_tokens or 0, event.output_tokens or 0
+        call = {"input_tokens": event.input_tokens, "kind": event.kind,
+                "over_window": event.over_window, "cached_tokens": cached,
+                "output_tokens": output, **({"refused": True} if event.refused else {})}
+        self.model_calls.append(call)
+        self._add(call)
+        if event.kind == "agent" and not event.refused:
+            self.agent_inputs.append(event.input_tokens)
+        if event.refused:  # never sent on to the model: nothing to check in it
+            return
+        self.meter.add(event.input_tokens, cached, output)
+        if event.kind == "agent":
+            self._note_figures("\n".join(str(m.get("content") or "") for m in event.messages
+                                          if m.get("zone") == "summary"))
+        if self.expect:
+            text = "\n".join(str(m.get("content") or "") for m in event.messages)
+            for expected in self.expect:
+                stated = self.stated_turn.get(expected)
+                if stated is not None and event.turn >= stated:
+                    self.present[expected][0] += 1
+                    self.present[expected][1] += expected in text
 
     def _note_figures(self, text: str) -> None:
         # Every agent call carries the same summary until the next compaction: read once.

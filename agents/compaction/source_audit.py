@@ -22,7 +22,16 @@ import re
 from typing import Any, Callable
 
 from agents.compaction.numbers import numbers_in, values_in
-from agents.events import Event, EventType
+from agents.events import (
+    AnchorChanged,
+    AssistantMessage,
+    Audit,
+    Compaction,
+    Event,
+    ModelCall,
+    ToolResult,
+    UserMessage,
+)
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).
@@ -84,22 +93,21 @@ class SourceAudit:
 
     # --- what happened
     def observe(self, event: Event) -> None:
-        kind, payload = event.type, event.payload
-        if kind == EventType.USER_MESSAGE and payload.get("ref"):
-            person = payload.get("source") in PERSON_SOURCES
-            self.unread.append([payload["ref"], "person" if person else "raw"])
-        elif kind in (EventType.TOOL_RESULT, EventType.ASSISTANT_MESSAGE) and payload.get("ref"):
-            self.unread.append([payload["ref"], "raw"])
-        elif kind == EventType.ANCHOR_CHANGED and payload.get("source") == "admin":
-            self._retire_edited(payload)
-        elif kind == EventType.COMPACTION and not payload.get("noop"):
+        if isinstance(event, UserMessage) and event.ref:
+            person = event.source in PERSON_SOURCES
+            self.unread.append([event.ref, "person" if person else "raw"])
+        elif isinstance(event, (ToolResult, AssistantMessage)) and event.ref:
+            self.unread.append([event.ref, "raw"])
+        elif isinstance(event, AnchorChanged) and event.source == "admin":
+            self._retire_edited(event)
+        elif isinstance(event, Compaction) and not event.noop:
             self.read_archive()
             self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,
-                            "summary": payload.get("summary_after") or ""}
-        elif (kind == EventType.MODEL_CALL and payload.get("kind") == "agent"
-              and not payload.get("refused") and self.pending is not None):
+                            "summary": event.summary_after or ""}
+        elif (isinstance(event, ModelCall) and event.kind == "agent" and not event.refused
+              and self.pending is not None):
             self.read_archive()
-            self._audit(payload, event.turn)
+            self._audit(event)
 
     def read_archive(self) -> None:
         """Read every row archived since the last look, by its ref, from the Store."""
@@ -122,18 +130,18 @@ class SourceAudit:
                 self.statements = [s for s in self.statements if not (_topic(s) & topic)]
             self.statements += [s for s in new if s not in self.statements]
 
-    def _retire_edited(self, payload: dict[str, Any]) -> None:
+    def _retire_edited(self, edit: AnchorChanged) -> None:
         """A person edited or removed an anchor in the admin: what it said is theirs to drop."""
         self.read_archive()  # the statement it changes may not have been read yet
-        old = _plain(payload.get("old") or "")
-        if old and payload.get("action") in ("changed", "removed"):
+        old = _plain(edit.old or "")
+        if old and edit.action in ("changed", "removed"):
             self.statements = [s for s in self.statements
                                if not (_plain(s) in old or old in _plain(s))]
 
     # --- the audit
-    def _audit(self, call: dict[str, Any], turn: int) -> None:
+    def _audit(self, call: ModelCall) -> None:
         pending, self.pending = self.pending, None
-        messages = call.get("messages") or []
+        messages = call.messages or []
         sent = _plain("\n".join(str(m.get("content") or "") for m in messages))
         missing = [s for s in self.statements if _plain(s) not in sent]
         # The summary sent is nearly always the one the compaction wrote: read it once.
@@ -146,12 +154,11 @@ class SourceAudit:
         self.flagged += [f for f in unsupported if f not in self.flagged]
         ok = not missing and not unsupported
         self.failures += not ok
-        self.emit(Event(EventType.AUDIT, {
-            "compaction_seq": pending["compaction_seq"],
-            "compaction_turn": pending["compaction_turn"], "call": call.get("call"),
-            "ok": ok, "statements_checked": len(self.statements),
-            "missing_statements": missing, "unsupported_figures": unsupported[:MAX_FLAGGED],
-            "unsupported_count": len(unsupported)}, turn=turn))
+        self.emit(Audit(compaction_seq=pending["compaction_seq"],
+                        compaction_turn=pending["compaction_turn"], call=call.call, ok=ok,
+                        statements_checked=len(self.statements), missing_statements=missing,
+                        unsupported_figures=unsupported[:MAX_FLAGGED],
+                        unsupported_count=len(unsupported), turn=call.turn))
 
     # --- resume
     def to_state(self) -> dict[str, Any]:

@@ -26,8 +26,15 @@ from agents.context.limits import PreflightError, RequestTooLarge
 from agents.context.working import Request, WorkingContext
 from agents.counting.calibration import TokenCalibration
 from agents.counting.server_tokens import ServerTokenCounter, make_counter
-from agents.errors import error_payload
-from agents.events import Event, EventSink, EventType
+from agents.errors import error_event
+from agents.events import (
+    AssistantMessage,
+    EventSink,
+    SessionFinished,
+    SessionStarted,
+    TurnStarted,
+    UserMessage,
+)
 from agents.loop.answers import Answers
 from agents.loop.calls import CallLedger, CallRunner
 from agents.loop.commits import CommitPoints
@@ -124,12 +131,10 @@ class AgentLoop:
         if state.finished is not None:  # killed after the last commit, before the report
             return self._finish(RunResult("finished", state.finished, state.turn))
         goal_too_long = input_too_long(spec.goal, "goal", spec.max_input_chars)
-        emit(Event(EventType.SESSION_STARTED, {
-            "goal": spec.goal[:500] if goal_too_long else spec.goal,
-            "profile": spec.profile.name,
-            "model": spec.profile.model, "window": self.ctx.window,
-            "simulated": spec.profile.simulated, "resumed": resumed,
-            "warnings": spec.profile.warnings}))
+        emit(SessionStarted(goal=spec.goal[:500] if goal_too_long else spec.goal,
+                            profile=spec.profile.name, model=spec.profile.model,
+                            window=self.ctx.window, simulated=spec.profile.simulated,
+                            resumed=resumed, warnings=spec.profile.warnings))
         if goal_too_long:
             return self._finish(self._fail("input_too_long", goal_too_long))
         if not resumed and spec.goal:
@@ -152,9 +157,8 @@ class AgentLoop:
     def _finish(self, result: RunResult) -> RunResult:
         if result.status == "waiting":  # SESSION_WAITING went out with the committed turn
             return result
-        self.deps.emit(Event(EventType.SESSION_FINISHED, {
-            "status": result.status, "final_answer": result.final_answer, "turns": result.turns,
-            "error": result.error}))
+        self.deps.emit(SessionFinished(status=result.status, final_answer=result.final_answer,
+                                       turns=result.turns, error=result.error))
         return result
 
     def max_turns(self) -> int:
@@ -194,7 +198,7 @@ class AgentLoop:
 
     def _one_turn(self) -> str | None:
         state = self.state
-        self.deps.emit(Event(EventType.TURN_STARTED, {"turn": state.turn}))
+        self.deps.emit(TurnStarted(turn=state.turn))
         self.take_user_messages()
         self.book.sync(state.turn)
         self.book.roll(state.turn)
@@ -215,7 +219,7 @@ class AgentLoop:
         return answer
 
     def _fail(self, code: str, message: str) -> RunResult:
-        self.deps.emit(Event(EventType.ERROR, error_payload(code, message, fatal=True)))
+        self.deps.emit(error_event(code, message, fatal=True))
         return RunResult("failed", "", self.state.turn, message, code)
 
     # --- inputs
@@ -232,8 +236,8 @@ class AgentLoop:
         for text, source in texts:
             refused = input_too_long(text, "message", spec.max_input_chars)
             if refused:  # reported, never archived
-                deps.emit(Event(EventType.ERROR, error_payload("input_too_long", refused,
-                                                               fatal=False)))
+                deps.emit(error_event("input_too_long", refused,
+                                                               fatal=False))
                 continue
             self.add_user_message(text, source)
 
@@ -243,7 +247,7 @@ class AgentLoop:
                                  tokens=self.counter.text(text))
         self.ctx.add({"role": "user", "content": text}, turn, ref,
                      cap=self.ctx.budget().message_cap)
-        deps.emit(Event(EventType.USER_MESSAGE, {"text": text, "source": source, "ref": ref}))
+        deps.emit(UserMessage(text=text, source=source, ref=ref))
         if source != "engine":  # the engine's own nudges state no constraints
             self.ctx.add_person(turn, ref, text, source)
             self.book.from_user(text, turn)
@@ -260,8 +264,8 @@ class AgentLoop:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
                                               turn=self.state.turn)
             except ContextOverflow as exc:
-                self.deps.emit(Event(EventType.ERROR, error_payload(exc.code, str(exc),
-                                                                    fatal=False)))
+                self.deps.emit(error_event(exc.code, str(exc),
+                                                                    fatal=False))
                 overflows += 1
                 if overflows > MAX_OVERFLOW_RETRIES:
                     raise
@@ -309,9 +313,7 @@ class AgentLoop:
         ref = deps.store.archive(deps.session_id, state.turn, "assistant",
                                  json.dumps(data, ensure_ascii=False))
         self.ctx.add(data, state.turn, ref)
-        deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content,
-                                                      "tool_calls": reply.tool_calls,
-                                                      "ref": ref}))
+        deps.emit(AssistantMessage(content=reply.content, tool_calls=reply.tool_calls, ref=ref))
         for call in reply.tool_calls:
             self.tool_turns.run(call)
         return None
@@ -362,8 +364,8 @@ class AgentLoop:
             undone["events"] = discard_events(events_seq)
             self.state.last_seq = events_seq
         if any(undone.values()):
-            self.deps.emit(Event(EventType.ERROR, error_payload(
+            self.deps.emit(error_event(
                 "turn_interrupted",
                 f"turn {turn} was interrupted before it was committed; it runs again "
                 f"({undone['archive_rows']} archive rows removed, {undone['events']} events "
-                f"marked discarded, {undone['messages']} messages given back)", fatal=False)))
+                f"marked discarded, {undone['messages']} messages given back)", fatal=False))

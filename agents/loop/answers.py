@@ -11,8 +11,8 @@ from typing import Callable
 from agents.compaction.fresh_requests import ANSWER_FRAME, answer_request
 from agents.context.hints import HintInjector
 from agents.context.working import Request, WorkingContext
-from agents.errors import error_payload
-from agents.events import Event, EventType
+from agents.errors import error_event
+from agents.events import AssistantMessage
 from agents.loop.context_keeper import ContextKeeper
 from agents.loop.reply_vetting import draws_on
 from agents.loop.state import LoopDeps, LoopState
@@ -46,8 +46,8 @@ class Answers:
         message = f"the model returned an empty answer ({state.empty_answers} in a row)"
         if state.empty_answers > MAX_EMPTY_ANSWERS:
             raise ModelError("bad_response", message)
-        self.deps.emit(Event(EventType.ERROR, error_payload("bad_response", message,
-                                                            fatal=False)))
+        self.deps.emit(error_event("bad_response", message,
+                                                            fatal=False))
         self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
                               "or give the final answer.", source="engine")
         return None
@@ -86,8 +86,8 @@ class Answers:
         if draws_on(reply.content, results, [self.deps.spec.goal, self.state.answer_material,
                                              schemas]):
             return
-        self.deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
-                                                      "rejected": "nothing from the results"}))
+        self.deps.emit(AssistantMessage(content=reply.content, tool_calls=[],
+                                        rejected="nothing from the results"))
         why = ("no tool call of this session returned a result to answer from"
                if not results else "it holds no word or figure of the tool results")
         raise ModelError("unusable_answer", (
@@ -125,8 +125,7 @@ class Answers:
         fails; at once when asking again cannot help (`last`)."""
         state = self.state
         state.rejected_answers += 1
-        self.deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": reply.content, "tool_calls": [],
-                                                      "rejected": why}))
+        self.deps.emit(AssistantMessage(content=reply.content, tool_calls=[], rejected=why))
         message = f"the model's answer was not accepted as a final answer: {why}"
         if last:
             raise ModelError("unusable_answer", (
@@ -135,8 +134,8 @@ class Answers:
                 "drawn from a tool result"))
         if state.rejected_answers > MAX_REJECTED_ANSWERS:
             raise ModelError("unusable_answer", f"{message} ({state.rejected_answers} in a row)")
-        self.deps.emit(Event(EventType.ERROR, error_payload("unusable_answer", message,
-                                                            fatal=False)))
+        self.deps.emit(error_event("unusable_answer", message,
+                                                            fatal=False))
         self.add_user_message(why, source="engine")
         return None
 
@@ -146,9 +145,9 @@ class Answers:
         continuations = 0
         while reply.finish_reason == "length" and continuations < MAX_CONTINUATIONS:
             continuations += 1
-            deps.emit(Event(EventType.ERROR, error_payload(
+            deps.emit(error_event(
                 "finish_reason_length", f"answer cut at {reply.output_tokens} tokens; continuing",
-                fatal=False)))
+                fatal=False))
             self.ctx.extra_reserve += self.ctx.budget().reserve
             self.ctx.add({"role": "assistant", "content": reply.content}, turn)
             self.ctx.add({"role": "user", "content": f"{CONTINUE_MARKER} Continue exactly where "
@@ -161,7 +160,7 @@ class Answers:
         answer = "".join(parts)
         ref = deps.store.archive(deps.session_id, turn, "assistant", answer)
         self.ctx.add({"role": "assistant", "content": answer}, turn, ref)
-        deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": answer, "tool_calls": []}))
+        deps.emit(AssistantMessage(content=answer, tool_calls=[]))
         return answer
 
     def _incomplete(self, parts: list[str]) -> None:
@@ -170,8 +169,7 @@ class Answers:
         for number, piece in enumerate(parts, 1):
             deps.store.archive(deps.session_id, self.state.turn, "assistant", piece,
                                tool_args={"incomplete_answer_piece": number})
-        deps.emit(Event(EventType.ASSISTANT_MESSAGE, {"content": "".join(parts), "tool_calls": [],
-                                                      "incomplete": True}))
+        deps.emit(AssistantMessage(content="".join(parts), tool_calls=[], incomplete=True))
         raise ModelError("answer_incomplete", (
             f"the answer was still cut off by the output limit after {MAX_CONTINUATIONS} "
             f"continuations ({len(parts)} pieces, kept separately in the archive of turn "

@@ -10,7 +10,7 @@ from agents.config import ModelProfile
 from agents.context.working import Request
 from agents.counting.calibration import request_kind
 from agents.counting.llama_cpp.prompt_count import read_back
-from agents.events import Event, EventType
+from agents.events import Event, ModelCall
 from agents.loop.interrupt import CallDeadline, run_interruptible
 from agents.provider.client import (
     ContextOverflow,
@@ -284,19 +284,21 @@ class CallRunner:
                 if figures is not None:  # this call showed the rendering is not the server's
                     extra.update(count_mismatch=self.served.mismatch)
                 self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
-        self.emit(Event(EventType.MODEL_CALL, {
-            "call": self.ledger.calls, "kind": kind, "input_tokens": input_tokens,
-            "engine_tokens": engine_tokens, "zones": zones,
-            "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
-            "finish_reason": reply.finish_reason, "latency_ms": round(reply.latency_ms, 2),
-            "cost": self.profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
-            "over_window": (refused and not output_overflow) or input_tokens > limit,
-            "limit": limit, **extra,
-            "model": (self.profile.summary_model if kind == "summary" else "") or self.profile.model,
-            # The answer itself, tool calls included: what a replay plays back (SPEC E2).
-            "reply": {"content": reply.content, "tool_calls": reply.tool_calls,
-                      "finish_reason": reply.finish_reason},
+        profile = self.profile
+        self.emit(ModelCall(
+            call=self.ledger.calls, kind=kind, input_tokens=input_tokens,
+            engine_tokens=engine_tokens, zones=zones, output_tokens=reply.output_tokens,
+            cached_tokens=reply.cached_tokens, finish_reason=reply.finish_reason,
+            latency_ms=round(reply.latency_ms, 2),
+            cost=profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
+            over_window=(refused and not output_overflow) or input_tokens > limit,
+            limit=limit, **extra,
+            model=(profile.summary_model if kind == "summary" else "") or profile.model,
+            # The answer itself, tool calls included: what a replay plays back (feature E2).
+            reply={"content": reply.content, "tool_calls": reply.tool_calls,
+                   "finish_reason": reply.finish_reason},
             # The rest of the request body (model, max_tokens, tools...), so the inspector
             # can rebuild byte for byte what the provider received.
-            "request": self._stored_request(self.ledger.calls, sent), "messages": messages}, turn=turn))
+            request=self._stored_request(self.ledger.calls, sent), messages=messages,
+            turn=turn))
         return reply

@@ -26,8 +26,8 @@ from agents.context.limits import FixedPart, check_request, preflight
 from agents.context.snapshot import render_snapshot
 from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
-from agents.errors import error_payload
-from agents.events import Event, EventType
+from agents.errors import error_event
+from agents.events import BudgetEvent, Compaction, CompactionStarted, HintBlock
 from agents.loop.calls import CallRunner
 from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, OutputOverflow
@@ -81,16 +81,16 @@ class ContextKeeper:
         self.fit(hint_msgs)
         request = ctx.build(hint_msgs)
         budget = ctx.budget()
-        deps.emit(Event(EventType.BUDGET, {
-            "window": budget.window, "zones": request.zones, "budgets": budget.budgets(),
-            "input_tokens": request.total, "trigger_line": budget.trigger_line,
-            "warning_line": budget.warning_line, "limit": budget.input_limit,
-            "free": budget.window - request.total - budget.reserve,
-            # Counting per model: exact / calibrated / estimate, and the window divisor.
-            "count_source": self.count_source(), "correction": round(ctx.correction, 4),
-            # SPEC C18: a window that is a guess is said next to it, every turn.
-            **({"window_warning": " ".join(deps.spec.profile.warnings)}
-               if deps.spec.profile.warnings else {})}))
+        deps.emit(BudgetEvent(window=budget.window, zones=request.zones, budgets=budget.budgets(),
+                              input_tokens=request.total, trigger_line=budget.trigger_line,
+                              warning_line=budget.warning_line, limit=budget.input_limit,
+                              free=budget.window - request.total - budget.reserve,
+                              # Counting per model: exact / calibrated / estimate, and the
+                              # window divisor.
+                              count_source=self.count_source(),
+                              correction=round(ctx.correction, 4),
+                              # feature C18: a window that is a guess is said, every turn.
+                              window_warning=" ".join(deps.spec.profile.warnings) or None))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:
@@ -206,10 +206,10 @@ class ContextKeeper:
             # the snapshot, the folded messages are in the archive), so it goes, visibly.
             dropped = ctx.summary_text
             ctx.set_summary(None, "")
-            self.deps.emit(Event(EventType.ERROR, error_payload(
+            self.deps.emit(error_event(
                 "summary_failed", f"the summary ({self.ctx.count(dropped)} tokens) was dropped "
                 "from this request: even shrunk to its overview it did not fit next to the "
-                "system prompt, the task snapshot and the newest turn", fatal=False)))
+                "system prompt, the task snapshot and the newest turn", fatal=False))
         budget = ctx.budget()
         # The hard check: whatever happened above, a request over the limit is never sent.
         check_request(ctx.input_tokens(hint_msgs), limit, budget.window, budget.reserve,
@@ -247,7 +247,7 @@ class ContextKeeper:
         if not found:
             return []
         for hint in found:
-            deps.emit(Event(EventType.HINT_BLOCK, {"kind": hint.kind, "text": hint.text}))
+            deps.emit(HintBlock(kind=hint.kind, text=hint.text))
         body = "\n".join(f"[{h.kind}] {h.text}" for h in found)
         return [Msg.build(ctx.counter, {"role": "user",
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
@@ -263,7 +263,7 @@ class ContextKeeper:
         """Emit COMPACTION_STARTED before and COMPACTION (with its audit) after."""
         emit = self.deps.emit
         before = self.ctx.zones()
-        emit(Event(EventType.COMPACTION_STARTED, {"trigger": call.trigger}))
+        emit(CompactionStarted(trigger=call.trigger))
         outcome = proceed()
         if outcome is None:
             if call.trigger == "manual":  # a person asked: say that nothing was old enough
@@ -273,8 +273,7 @@ class ContextKeeper:
                              call.instructions, noop=True)
             return None
         if outcome.fallback:
-            emit(Event(EventType.ERROR, error_payload("summary_failed", outcome.fallback_reason,
-                                                      fatal=False)))
+            emit(error_event("summary_failed", outcome.fallback_reason, fatal=False))
         self._write_handoff(outcome)
         probe = self._ask_probes(outcome) if self.deps.spec.profile.probe_questions else None
         self._report(outcome, before, call.instructions, probe=probe)
@@ -331,15 +330,16 @@ class ContextKeeper:
         refresh = (outcome.trigger == "anchor" and not outcome.archived_turns
                    and not outcome.fallback and after == before
                    and ctx.summary_text == outcome.summary_before)
-        self.deps.emit(Event(EventType.COMPACTION, {
-            "trigger": outcome.trigger, "before": before, "after": after, "refresh": refresh,
-            "summary_before": outcome.summary_before, "summary_after": ctx.summary_text,
-            "archived_turns": outcome.archived_turns, "refs": outcome.refs,
-            "fallback": outcome.fallback, "fallback_reason": outcome.fallback_reason,
-            "summary_calls": outcome.summary_calls, "raised_output": outcome.raised_output,
-            "summary_forms": outcome.summary_forms, "audit": audit,
-            "instructions": instructions, "noop": noop or refresh,
-            **({"probe": probe} if probe is not None else {})}))
+        self.deps.emit(Compaction(trigger=outcome.trigger, before=before, after=after,
+                                  refresh=refresh, summary_before=outcome.summary_before,
+                                  summary_after=ctx.summary_text,
+                                  archived_turns=outcome.archived_turns, refs=outcome.refs,
+                                  fallback=outcome.fallback,
+                                  fallback_reason=outcome.fallback_reason,
+                                  summary_calls=outcome.summary_calls,
+                                  raised_output=outcome.raised_output,
+                                  summary_forms=outcome.summary_forms, audit=audit,
+                                  instructions=instructions, noop=noop or refresh, probe=probe))
 
     def _ask_probes(self, outcome: CompactionOutcome) -> dict[str, Any] | None:
         deps = self.deps

@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.context.hints import HintInjector
 from agents.context.working import WorkingContext
-from agents.events import Event, EventType
+from agents.events import Event, SessionWaiting, ToolResult
 from agents.loop.state import LoopDeps, LoopState
 from agents.store.interface import ChildRecord
 
@@ -60,15 +60,14 @@ class Delegations:
 
     def wait_for(self, call: dict[str, Any], child_id: str, ref: str | None) -> None:
         self.state.waiting[call["id"]] = child_id
-        self.deps.emit(Event(EventType.TOOL_RESULT, {
-            "call_id": call["id"], "name": call["name"], "original_chars": 0, "kept_chars": 0,
-            "original_tokens": None, "kept_tokens": 0, "truncated": False, "ref": ref,
-            "error": None, "preview": f"pending: sub-agent session {child_id}",
-            "conclusions": [], "pending": child_id}))
+        self.deps.emit(ToolResult(call_id=call["id"], name=call["name"], original_chars=0,
+                                  kept_chars=0, original_tokens=None, kept_tokens=0,
+                                  truncated=False, ref=ref, error=None,
+                                  preview=f"pending: sub-agent session {child_id}", conclusions=[],
+                                  pending=child_id))
 
     def pause_event(self) -> Event:
-        return Event(EventType.SESSION_WAITING, {"children": sorted(set(self.waiting.values())),
-                                                 "turns": self.state.turn})
+        return SessionWaiting(children=sorted(set(self.waiting.values())), turns=self.state.turn)
 
     def answers(self) -> dict[str, "Delivery"] | None:
         """Each waited-for child's answer, or None while one of them still runs."""
@@ -102,12 +101,12 @@ class Delegations:
             msg = ctx.add({"role": "tool", "tool_call_id": call_id, "content": text}, turn, ref,
                           cap=ctx.budget().message_cap)
             self.hints.record_tool_call("delegate", child_id, error is not None)
-            deps.emit(Event(EventType.TOOL_RESULT, {
-                "call_id": call_id, "name": "delegate", "original_chars": len(text),
-                "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
-                "truncated": msg.text != text, "ref": ref, "error": error,
-                "preview": msg.text[:400], "conclusions": [], "child": child_id,
-                "child_status": answer.status, "child_input_tokens": answer.input_tokens,
-                "child_cost": answer.cost, **answer.extra}))
+            deps.emit(ToolResult(call_id=call_id, name="delegate", original_chars=len(text),
+                                 kept_chars=len(msg.text), original_tokens=None,
+                                 kept_tokens=msg.tokens, truncated=msg.text != text, ref=ref,
+                                 error=error, preview=msg.text[:400], conclusions=[],
+                                 child=child_id, child_status=answer.status,
+                                 child_input_tokens=answer.input_tokens, child_cost=answer.cost,
+                                 **answer.extra))
         self.state.waiting = {}
         return True

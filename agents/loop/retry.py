@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from agents.errors import error_payload
-from agents.events import Event, EventType
+from agents.errors import error_event
+from agents.events import Event
 
 if TYPE_CHECKING:
     from agents.provider.client import ModelError
@@ -91,11 +91,10 @@ class RetryBudget:
                             "in a row)") from exc
         message = (f"{exc} — retrying at {plan.next_attempt_at} (in {plan.delay:.1f} s; "
                    f"{plan.spent:.0f} of {plan.budget:g} s of the retry budget used)")
-        emit(Event(EventType.ERROR, {
-            **error_payload(exc.code, message, fatal=False),
-            "attempt": plan.attempt, "retry_in_s": round(plan.delay, 2),
-            "next_attempt_at": plan.next_attempt_at, "retry_after": exc.retry_after,
-            "budget_spent_s": round(plan.spent, 2), "budget_s": plan.budget}))
+        emit(error_event(exc.code, message, fatal=False, attempt=plan.attempt,
+                         retry_in_s=round(plan.delay, 2), next_attempt_at=plan.next_attempt_at,
+                         retry_after=exc.retry_after, budget_spent_s=round(plan.spent, 2),
+                         budget_s=plan.budget))
         self.wait(plan.delay, should_stop)
 
     def wait(self, delay: float, should_stop: Callable[[], bool]) -> None:

@@ -66,7 +66,10 @@ class SessionEvents:
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.state.turn
         event.session_id = self.session_id
-        event.payload = redact_value(event.payload)  # no API key reaches an event
+        payload = event.payload
+        redacted = redact_value(payload)  # no API key reaches an event
+        if redacted is not payload:
+            event = event.with_payload(redacted)
         self.sink.emit(event)
         self.state.last_seq = event.seq or self.state.last_seq
         for observe in self.observers:

@@ -10,7 +10,7 @@ import time
 
 from agents.context.hints import HintInjector
 from agents.context.working import WorkingContext
-from agents.events import Event, EventType
+from agents.events import ToolCall, ToolResult
 from agents.loop.calls import CallLedger
 from agents.loop.commits import CommitPoints
 from agents.loop.delegations import Delegations
@@ -33,8 +33,7 @@ class ToolTurns:
 
     def run(self, call: dict) -> None:
         deps, state, emit = self.deps, self.state, self.deps.emit
-        emit(Event(EventType.TOOL_CALL, {"call_id": call["id"], "name": call["name"],
-                                         "args": call["arguments"]}))
+        emit(ToolCall(call_id=call["id"], name=call["name"], args=call["arguments"]))
         tool_ctx = ToolContext(session_id=deps.session_id, store=deps.store,
                                workspace=deps.workspace, events=self.events, turn=state.turn,
                                state=state.tool_state, call_id=call["id"])
@@ -64,12 +63,12 @@ class ToolTurns:
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
                            state.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
-        emit(Event(EventType.TOOL_RESULT, {
-            "call_id": call["id"], "name": call["name"], "original_chars": outcome.original_chars,
-            "kept_chars": len(msg.text), "original_tokens": None, "kept_tokens": msg.tokens,
-            "truncated": outcome.truncated or msg.text != content, "ref": outcome.ref,
-            "error": outcome.error, "preview": msg.text[:400],
-            "conclusions": outcome.conclusions}))  # with the archived raw text: a replay's result
+        emit(ToolResult(call_id=call["id"], name=call["name"],
+                        original_chars=outcome.original_chars, kept_chars=len(msg.text),
+                        original_tokens=None, kept_tokens=msg.tokens,
+                        truncated=outcome.truncated or msg.text != content, ref=outcome.ref,
+                        error=outcome.error, preview=msg.text[:400],
+                        conclusions=outcome.conclusions))  # with the archived raw text: a replay's result
         if call["name"].startswith("Task"):
             self.book.tasks_written_by_agent()
         if outcome.error is None:

@@ -21,8 +21,8 @@ from typing import Any
 
 from agents.context.hints import HintInjector
 from agents.context.working import Request, WorkingContext
-from agents.errors import error_payload
-from agents.events import Event, EventType
+from agents.errors import error_event
+from agents.events import Event, ToolResult, UserMessage
 from agents.loop.agent_loop import AgentLoop
 from agents.loop.delegations import Delegations, Delivery
 from agents.loop.state import LoopDeps, LoopState
@@ -199,15 +199,15 @@ class ReplayLoop(AgentLoop):
 
     def _map_refs(self, event: Event) -> None:
         """The source's refs, as the recorded answers name them, to this run's new ones."""
-        payload, turn = event.payload, self.state.turn
-        if event.type == EventType.TOOL_RESULT and payload.get("ref"):
-            old = self.recording.raw_result(turn, payload.get("call_id", ""))
+        turn = self.state.turn
+        if isinstance(event, ToolResult) and event.ref:
+            old = self.recording.raw_result(turn, event.call_id)
             if old is not None and old.ref:
-                self.transport.ref_map[old.ref] = payload["ref"]
-        elif event.type == EventType.USER_MESSAGE and payload.get("ref"):
-            old_ref = self.recording.user_refs.get((turn, payload.get("text")))
+                self.transport.ref_map[old.ref] = event.ref
+        elif isinstance(event, UserMessage) and event.ref:
+            old_ref = self.recording.user_refs.get((turn, event.text))
             if old_ref:
-                self.transport.ref_map[old_ref] = payload["ref"]
+                self.transport.ref_map[old_ref] = event.ref
 
     def take_user_messages(self) -> None:
         """The user messages of the recorded turn, whatever the scenario or store say now."""
@@ -223,7 +223,7 @@ class ReplayLoop(AgentLoop):
         known = len(self.transport.impossible)
         reply = super().call_agent(request, limit)
         for impossible in self.transport.impossible[known:]:
-            self.deps.emit(Event(EventType.ERROR, error_payload(
+            self.deps.emit(error_event(
                 "replay_decision_impossible", f"turn {impossible.turn}: {impossible.reason}",
-                fatal=False)))
+                fatal=False))
         return reply

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from agents.events import EventType
+from agents.events import Event, ModelCall, ToolResult, TurnStarted, UserMessage, event_from
 
 REF = re.compile(r"arc:[\w-]+:\d+")
 
@@ -92,29 +92,27 @@ def build_recording(session_id: str, events: Iterable[Any],
     rec = Recording(session_id=str(session_id), read_raw=read_raw)
     replies: dict[int, list[dict[str, Any]]] = defaultdict(list)
     saw_calls = False
-    for ev in events:
-        payload = ev.payload or {}
-        if ev.type == EventType.MODEL_CALL and payload.get("kind", "agent") == "agent":
+    for stored in events:
+        ev = stored if isinstance(stored, Event) else event_from(
+            stored.type, stored.payload, turn=stored.turn, at=stored.at)
+        if isinstance(ev, ModelCall) and ev.kind == "agent":
             saw_calls = True
-            reply = payload.get("reply")
-            if reply is not None and not payload.get("refused"):
-                replies[ev.turn].append(reply)
-        elif ev.type == EventType.USER_MESSAGE and payload.get("source") in ("user", "scenario"):
-            rec.user_messages.setdefault(ev.turn, []).append((payload["text"], payload["source"]))
-            if payload.get("ref"):
-                rec.user_refs[(ev.turn, payload["text"])] = payload["ref"]
-        elif ev.type == EventType.TOOL_RESULT and payload.get("child"):
-            rec.answers[str(payload["child"])] = RecordedAnswer(
-                str(payload["child"]), payload.get("ref"), payload.get("error"),
-                str(payload.get("child_status") or ""),
-                int(payload.get("child_input_tokens") or 0),
-                float(payload.get("child_cost") or 0), ev.turn)
-        elif ev.type == EventType.TOOL_RESULT:
-            if payload.get("pending"):
-                rec.delegations[(ev.turn, payload.get("call_id", ""))] = str(payload["pending"])
-            rec.results[(ev.turn, payload.get("call_id", ""))] = RecordedResult(
-                payload.get("ref"), payload.get("error"), list(payload.get("conclusions") or []))
-        elif ev.type == EventType.TURN_STARTED:
+            if ev.reply is not None and not ev.refused:
+                replies[ev.turn].append(ev.reply)
+        elif isinstance(ev, UserMessage) and ev.source in ("user", "scenario"):
+            rec.user_messages.setdefault(ev.turn, []).append((ev.text, ev.source))
+            if ev.ref:
+                rec.user_refs[(ev.turn, ev.text)] = ev.ref
+        elif isinstance(ev, ToolResult) and ev.child:
+            rec.answers[str(ev.child)] = RecordedAnswer(
+                str(ev.child), ev.ref, ev.error, str(ev.child_status or ""),
+                int(ev.child_input_tokens or 0), float(ev.child_cost or 0), ev.turn)
+        elif isinstance(ev, ToolResult):
+            if ev.pending:
+                rec.delegations[(ev.turn, ev.call_id)] = str(ev.pending)
+            rec.results[(ev.turn, ev.call_id)] = RecordedResult(
+                ev.ref, ev.error, list(ev.conclusions or []))
+        elif isinstance(ev, TurnStarted):
             moment = _moment(ev.at)
             if moment is not None and ev.turn not in rec.turn_started:
                 rec.turn_started[ev.turn] = moment

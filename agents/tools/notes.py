@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.events import Event, EventType
+from agents.events import NotesChanged
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError
 
 LIST_SECTIONS = ("plan", "findings", "data_points", "open_questions", "ruled_out")
@@ -139,8 +139,7 @@ def notes(action: str, section: str | None = None, text: str | None = None,
         raise ToolError(f"action must be one of {', '.join(ACTIONS)} (got {action!r}).")
     _ctx.store.save_notes(_ctx.session_id, current)
     if _ctx.events is not None:
-        _ctx.events.emit(Event(type=EventType.NOTES_CHANGED, payload={"notes": current},
-                               turn=_ctx.turn, session_id=_ctx.session_id))
+        _ctx.events.emit(NotesChanged(notes=current, turn=_ctx.turn, session_id=_ctx.session_id))
     return message
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agents.events import Event, EventSink, EventType
+from agents.events import EventSink, Offload
 from agents.store.interface import Store
 
 
@@ -80,6 +80,5 @@ class Offloader:
         """Emit the OFFLOAD event for content that left the context."""
         if self.events is None:
             return
-        payload = {"ref": ref, "kind": kind, "chars": chars, **extra}
-        self.events.emit(Event(type=EventType.OFFLOAD, payload=payload, turn=turn,
-                               session_id=session_id))
+        self.events.emit(Offload(ref=ref, kind=kind, chars=chars, **extra, turn=turn,
+                                 session_id=session_id))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from agents.events import Event, EventType
+from agents.events import TasksChanged
 from agents.store.interface import TaskRecord
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError
 
@@ -22,8 +22,7 @@ def _save(ctx: ToolContext, tasks: list[TaskRecord]) -> None:
     ctx.store.save_tasks(ctx.session_id, tasks)
     if ctx.events is not None:
         payload = {"tasks": [t.to_dict() for t in tasks], "source": "agent"}
-        ctx.events.emit(Event(type=EventType.TASKS_CHANGED, payload=payload, turn=ctx.turn,
-                              session_id=ctx.session_id))
+        ctx.events.emit(TasksChanged(**payload, turn=ctx.turn, session_id=ctx.session_id))
 
 
 def _find(tasks: list[TaskRecord], task_id: str) -> TaskRecord:

@@ -8,9 +8,9 @@ otherwise the book's own lists are what is stored.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from agents.events import Event, EventType
+from agents.events import AnchorChanged, Event, TasksChanged
 from agents.store.interface import AnchorRecord, Store, TaskRecord
 from agents.words.anchors import extract_anchors
 from agents.words.conclusions import extract_conclusions
@@ -78,8 +78,8 @@ class AnchorBook:
         self.tasks = self.store.load_tasks(self.session_id)
         if _tasks_sig(self.tasks) != self._tasks_known:
             self._tasks_known = _tasks_sig(self.tasks)
-            self.emit(Event(EventType.TASKS_CHANGED, {
-                "tasks": [t.to_dict() for t in self.tasks], "source": "admin"}, turn=turn))
+            self.emit(TasksChanged(tasks=[t.to_dict() for t in self.tasks], source="admin",
+                                   turn=turn))
         self._edits_seen = edits  # read before the lists: a later edit moves it again
 
     def tasks_written_by_agent(self) -> None:
@@ -166,9 +166,7 @@ class AnchorBook:
                 source: str, trigger: bool = True, old_id: int | None = None) -> None:
         if trigger and anchor.tier <= 2:
             self.trigger_pending = True
-        payload: dict[str, Any] = {"id": anchor.id, "tier": anchor.tier, "old": old,
-                                   "new": anchor.text if action != "removed" else None,
-                                   "source": source, "action": action}
-        if old_id is not None and old_id != anchor.id:
-            payload["old_id"] = old_id
-        self.emit(Event(EventType.ANCHOR_CHANGED, payload, turn=turn))
+        self.emit(AnchorChanged(id=anchor.id, tier=anchor.tier, old=old,
+                                new=anchor.text if action != "removed" else None, source=source,
+                                action=action, turn=turn,
+                                old_id=old_id if old_id != anchor.id else None))

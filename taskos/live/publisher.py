@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import fields
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
@@ -281,8 +280,7 @@ class ChannelsPublisher:
         """What the group gets: pages re-read the stored rows, so a call's prompt is not
         sent (it may be hundreds of kB); its seq, type and figures are. Shallow: the
         payload is not copied (asdict would deep-copy every message of a call)."""
-        data = {f.name: getattr(event, f.name) for f in fields(event)}
-        data["type"] = str(event.type)
+        data = event.to_dict()
         if event.type == EventType.MODEL_CALL:
             data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
         return {"type": "session.event", "event": data}

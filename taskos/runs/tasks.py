@@ -7,7 +7,7 @@ import traceback
 from celery import shared_task
 from django.utils import timezone
 
-from agents import Event, EventType, redact
+from agents import error_event, redact
 from taskos.live.publisher import ChannelsPublisher
 
 from . import delegation
@@ -107,12 +107,7 @@ def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: Base
     # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
     if publisher is not None:
         try:
-            publisher.emit(Event(type=EventType.ERROR, payload={
-                "code": "internal_error", "message": message,
-                "cause": "An unexpected error in the engine or the worker.",
-                "action": "Everything up to the last committed turn is saved; see the worker "
-                          "log for the traceback, then start a new session.",
-                "fatal": True}))
+            publisher.emit(error_event("internal_error", message, fatal=True))
         except Exception:  # noqa: BLE001 - the database itself may be what failed
             log.exception("Could not store the ERROR event of session %s", session.pk)
     Session.objects.filter(pk=session.pk).update(

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.events import Event, EventType
+from agents.events import EventType, event_from
 from taskos.live.publisher import ChannelsPublisher
 from taskos.runs import batch_writes, services
 from taskos.runs.lease import Lease, LeaseLost
@@ -69,13 +69,13 @@ def test_events_clashing_with_a_new_owners_stop_this_executor(session):
     publisher.hold()
     store.begin_batch()
     store.archive(str(session.pk), 1, "tool", "the old owner's result")
-    publisher.emit(Event(EventType.TURN_STARTED, {"turn": 1}, turn=1))
-    publisher.emit(Event(EventType.BUDGET, {"window": 8000}, turn=1))
+    publisher.emit(event_from(EventType.TURN_STARTED, {"turn": 1}, turn=1))
+    publisher.emit(event_from(EventType.BUDGET, {"window": 8000}, turn=1))
 
     def new_owner():  # another worker, on its own connection
         try:
             Session.objects.filter(pk=session.pk).update(lease_owner="worker-b:2")
-            ChannelsPublisher(session).emit(Event(EventType.TURN_STARTED, {"turn": 1}, turn=1))
+            ChannelsPublisher(session).emit(event_from(EventType.TURN_STARTED, {"turn": 1}, turn=1))
         finally:
             connection.close()
 

@@ -64,10 +64,10 @@ def test_worker_runs_a_scenario_to_the_end_with_its_events_stored(worker, sim_pr
 
 def test_an_engine_crash_fails_the_session_with_an_error_event(worker, sim_profile, monkeypatch):
     import agents
-    from agents.events import Event
+    from agents.events import event_from
 
     def crash(**kwargs):
-        kwargs["events"].emit(Event(type="SESSION_STARTED", payload={}))
+        kwargs["events"].emit(event_from("SESSION_STARTED", payload={}))
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(agents, "run_session", crash)

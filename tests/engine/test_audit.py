@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from agents.compaction.source_audit import SourceAudit, binding_statements
-from agents.events import Event, EventType, ListSink
+from agents.events import Event, EventType, ListSink, event_from
 from agents.loop.agent_loop import AgentLoop
 from agents.store.memory import MemoryStore
 
@@ -24,7 +24,7 @@ class Harness:
         self.sink.emit(event)
 
     def feed(self, kind: str, payload: dict, turn: int = 0) -> None:
-        event = Event(kind, payload, turn=turn)
+        event = event_from(kind, payload, turn=turn)
         self.sink.emit(event)
         self.audit.observe(event)
 
@@ -131,7 +131,7 @@ def test_the_audit_state_survives_a_resume():
     h.compaction("42 rows and 9,999 more")
     again = SourceAudit(h.store, SID, h._emit)
     again.from_state(h.audit.to_state())
-    event = Event(EventType.MODEL_CALL, {"kind": "agent", "messages": [
+    event = event_from(EventType.MODEL_CALL, {"kind": "agent", "messages": [
         {"zone": "summary", "content": "42 rows and 9,999 more"}]})
     h.sink.emit(event)
     again.observe(event)

@@ -54,7 +54,7 @@ def test_a_decision_the_new_context_cannot_support_is_reported_at_its_turn():
     # The recorded model read turn 0's result back at turn 3, while it still had it in view.
     first_ref = source.payloads("TOOL_RESULT")[0]["ref"]
     calls = [e for e in source.sink.events if e.type == "MODEL_CALL"]
-    calls[-1].payload["reply"] = {"content": "", "finish_reason": "tool_calls", "tool_calls": [
+    calls[-1].reply = {"content": "", "finish_reason": "tool_calls", "tool_calls": [
         {"id": "call_9_0", "name": "read_ref", "arguments": json.dumps({"ref": first_ref})}]}
     recording = build_recording("s1", source.sink.events,
                                 lambda ref: source.store.read_ref("s1", ref))
@@ -84,8 +84,8 @@ def test_a_decision_the_new_context_cannot_support_is_reported_at_its_turn():
 
 def test_a_recording_without_answers_is_refused_with_a_reason():
     source = record("retrieval-6x1600", 4000)
-    for event in source.sink.events:
-        event.payload.pop("reply", None)
+    for event in source.sink.of_type("MODEL_CALL"):
+        event.reply = None  # as calls were recorded before their answers were kept
     with pytest.raises(RecordingError, match="before TaskOS stored the model's answers"):
         build_recording("s1", source.sink.events, lambda ref: None)
 

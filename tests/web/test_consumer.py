@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.db import connections
 
-from agents.events import Event
+from agents.events import event_from
 from taskos.live.publisher import ChannelsPublisher, group_name
 from taskos.live.routing import websocket_urlpatterns
 
@@ -116,7 +116,7 @@ async def test_the_publisher_reaches_the_page_through_redis(session, ann):
     await comm.receive_from(timeout=TIMEOUT)
 
     def publish() -> None:
-        ChannelsPublisher(session).emit(Event(type="BUDGET", payload=budget(history=4321)[1],
+        ChannelsPublisher(session).emit(event_from("BUDGET", payload=budget(history=4321)[1],
                                               turn=2))
     await database_sync_to_async(publish)()
     html = await comm.receive_from(timeout=TIMEOUT)
@@ -182,7 +182,7 @@ async def test_an_idle_socket_stays_open_for_30_seconds(session, ann, caplog):
     assert await comm.receive_nothing(timeout=0.5)  # not closed, nothing pending
 
     def publish() -> None:
-        ChannelsPublisher(session).emit(Event(type="BUDGET", payload=budget(history=5678)[1],
+        ChannelsPublisher(session).emit(event_from("BUDGET", payload=budget(history=5678)[1],
                                               turn=1))
     await database_sync_to_async(publish)()
     assert "5,678" in await comm.receive_from(timeout=TIMEOUT)  # the same socket, still live
