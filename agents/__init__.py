@@ -28,11 +28,33 @@ from agents.config import (
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
-from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent,
-                           Compaction, CompactionStarted, ErrorEvent, Event, EventSink, EventType,
-                           HintBlock, ListSink, ModelCall, NotesChanged, Offload, SessionFinished,
-                           SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
-                           TurnStarted, UserMessage, event_from)
+from agents.events import (
+                           ZONES,
+                           AnchorChanged,
+                           AssistantMessage,
+                           Audit,
+                           BudgetEvent,
+                           Compaction,
+                           CompactionStarted,
+                           ErrorEvent,
+                           Event,
+                           EventSink,
+                           EventType,
+                           HintBlock,
+                           ListSink,
+                           ModelCall,
+                           NotesChanged,
+                           Offload,
+                           SessionFinished,
+                           SessionStarted,
+                           SessionWaiting,
+                           TasksChanged,
+                           ToolCall,
+                           ToolResult,
+                           TurnStarted,
+                           UserMessage,
+                           event_from,
+)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
