@@ -17,77 +17,46 @@ Where the code lives: `loop/` the agent loop, `context/` the zones and the reque
 from the core: `sim/` (the simulated model), `replay/`, `scenarios/` and `bench/`.
 """
 from agents.bench import run_bench, run_once
-from agents.config import (
-                           KNOWN_CONTEXT_SIZES,
-                           MAX_INPUT_CHARS,
-                           ConfigError,
-                           ContextConfig,
-                           ModelProfile,
-                           input_too_long,
-)
+from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, ConfigError, ContextConfig,
+                           ModelProfile, input_too_long)
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
-from agents.events import (
-                           ZONES,
-                           AnchorChanged,
-                           AssistantMessage,
-                           Audit,
-                           BudgetEvent,
-                           Compaction,
-                           CompactionStarted,
-                           ErrorEvent,
-                           Event,
-                           EventSink,
-                           EventType,
-                           HintBlock,
-                           ListSink,
-                           ModelCall,
-                           NotesChanged,
-                           Offload,
-                           SessionFinished,
-                           SessionStarted,
-                           SessionWaiting,
-                           TasksChanged,
-                           ToolCall,
-                           ToolResult,
-                           TurnStarted,
-                           UserMessage,
-                           event_from,
-)
+from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent,
+                           Compaction, CompactionStarted, ErrorEvent, Event, EventSink, EventType,
+                           HintBlock, ListSink, ModelCall, NotesChanged, Offload, SessionFinished,
+                           SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
+                           TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
 from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, ScenarioError, list_scenarios, load_scenario
 from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact
-from agents.store import (
-                           AnchorRecord,
-                           ArchiveHit,
-                           ChildRecord,
-                           MemoryStore,
-                           Store,
-                           TaskRecord,
-                           excerpt_around,
-                           keywords,
-)
+from agents.store import (AnchorRecord, ArchiveHit, ChildRecord, MemoryStore, Store, TaskRecord,
+                          excerpt_around, keywords)
 from agents.subagents import run_tree
 from agents.tools import DelegationLimits, default_registry
 
-EVENTS = ["AnchorChanged", "AssistantMessage", "Audit", "BudgetEvent", "Compaction",
-          "CompactionStarted", "ErrorEvent", "HintBlock", "ModelCall", "NotesChanged", "Offload",
-          "SessionFinished", "SessionStarted", "SessionWaiting", "TasksChanged", "ToolCall",
-          "ToolResult", "TurnStarted", "UserMessage", "event_from"]
-
-__all__ = EVENTS + [
-    "ANNOTATIONS", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS", "REPLY_PRIMING", "ZONES",
-    "AgentLoop", "AnchorRecord", "ArchiveHit", "ChildRecord", "ConfigError", "ContextConfig",
-    "DelegationLimits", "Event", "EventSink", "EventType", "KeyEnvRefused", "ListSink",
-    "MemoryStore", "ModelProfile", "Recording", "RecordingError", "RedactingFilter",
-    "ReportSink", "RunResult", "Scenario", "ScenarioError", "SessionRun", "SessionSpec", "Store",
-    "TaskRecord", "TokenCounter", "advise", "build_recording", "canonical_keys",
-    "check_key_env", "default_registry", "differences", "error_event", "excerpt_around",
-    "input_too_long",
-    "keywords", "list_scenarios", "load_scenario", "redact", "replay_runner", "run_bench",
-    "run_once", "run_session", "run_tree",
+__all__ = [
+    # running a session
+    "run_session", "run_tree", "SessionRun", "SessionSpec", "RunResult", "AgentLoop",
+    "ContextConfig", "ModelProfile", "ConfigError", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS",
+    "input_too_long", "ReportSink", "DelegationLimits", "default_registry",
+    # events going out
+    "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
+    "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",
+    "AssistantMessage", "ToolCall", "ToolResult", "CompactionStarted", "Compaction", "Audit",
+    "HintBlock", "AnchorChanged", "TasksChanged", "NotesChanged", "Offload", "ErrorEvent",
+    "SessionWaiting", "SessionFinished", "error_event", "advise",
+    # what the engine stores through the Store protocol
+    "Store", "MemoryStore", "AnchorRecord", "TaskRecord", "ArchiveHit", "ChildRecord",
+    "keywords", "excerpt_around",
+    # scenarios, replay, the benchmark
+    "Scenario", "ScenarioError", "list_scenarios", "load_scenario",
+    "Recording", "RecordingError", "build_recording", "replay_runner", "differences",
+    "run_bench", "run_once",
+    # what the drawer shows the engine's way, and keys kept out of everything
+    "ANNOTATIONS", "REPLY_PRIMING", "TokenCounter", "canonical_keys",
+    "KeyEnvRefused", "RedactingFilter", "check_key_env", "redact",
 ]

@@ -11,29 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
-from agents.compaction.summary import (
-    SUMMARY_INSTRUCTIONS,
-    TRUNCATION_MARKER,
-    StructuredSummary,
-    SummaryError,
-    merge,
-    parse_model_summary,
-    render,
-    render_lines,
-    shrink_to,
-)
+from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
+                                       SummaryError, merge, parse_model_summary, render,
+                                       render_lines, shrink_to)
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
 from agents.context.working import WorkingContext
 from agents.counting.tokens import REPLY_PRIMING
-from agents.protocol import (
-    CONSTRAINTS_LINE,
-    FOLD_LINE,
-    LABELS_LINE,
-    SUMMARY_MARKER,
-    archive_label,
-    label_line,
-)
+from agents.protocol import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE, SUMMARY_MARKER,
+                             archive_label, label_line)
 from agents.provider.client import ModelError, ModelReply
 
 # summarize(messages, max_tokens, request_tokens, tools) -> reply; raises ModelError

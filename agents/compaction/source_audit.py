@@ -22,16 +22,8 @@ import re
 from typing import Any, Callable
 
 from agents.compaction.numbers import numbers_in, values_in
-from agents.events import (
-    AnchorChanged,
-    AssistantMessage,
-    Audit,
-    Compaction,
-    Event,
-    ModelCall,
-    ToolResult,
-    UserMessage,
-)
+from agents.events import (AnchorChanged, AssistantMessage, Audit, Compaction, Event, ModelCall,
+                           ToolResult, UserMessage)
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).

@@ -13,13 +13,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from agents.compaction.summary_text import (
-    drop_echoes,
-    prose_items,
-    sections_from_text,
-    tool_call_text,
-    unescape,
-)
+from agents.compaction.summary_text import (drop_echoes, prose_items, sections_from_text,
+                                            tool_call_text, unescape)
 from agents.lenient_json import first_json_object
 from agents.protocol import SUMMARY_MARKER
 from agents.words.anchors import extract_anchors, supersedes

@@ -27,14 +27,8 @@ from agents.context.working import Request, WorkingContext
 from agents.counting.calibration import TokenCalibration
 from agents.counting.server_tokens import ServerTokenCounter, make_counter
 from agents.errors import error_event
-from agents.events import (
-    AssistantMessage,
-    EventSink,
-    SessionFinished,
-    SessionStarted,
-    TurnStarted,
-    UserMessage,
-)
+from agents.events import (AssistantMessage, EventSink, SessionFinished, SessionStarted,
+                           TurnStarted, UserMessage)
 from agents.loop.answers import Answers
 from agents.loop.calls import CallLedger, CallRunner
 from agents.loop.commits import CommitPoints

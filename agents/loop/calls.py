@@ -12,13 +12,8 @@ from agents.counting.calibration import request_kind
 from agents.counting.llama_cpp.prompt_count import read_back
 from agents.events import Event, ModelCall
 from agents.loop.interrupt import CallDeadline, run_interruptible
-from agents.provider.client import (
-    ContextOverflow,
-    ModelClient,
-    ModelError,
-    ModelReply,
-    OutputOverflow,
-)
+from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
+                                    OutputOverflow)
 
 # The key order of the messages the engine builds (loop.py): what a reader of a stored
 # call assumes unless the call noted another order for a message.

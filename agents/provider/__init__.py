@@ -3,12 +3,7 @@
 `client` is the only module of the engine that imports `openai`; `overflow` reads each
 server's "your request is longer than my window" message.
 """
-from agents.provider.client import (
-                                    ContextOverflow,
-                                    ModelClient,
-                                    ModelError,
-                                    ModelReply,
-                                    OutputOverflow,
-)
+from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
+                                    OutputOverflow)
 
 __all__ = ["ContextOverflow", "ModelClient", "ModelError", "ModelReply", "OutputOverflow"]

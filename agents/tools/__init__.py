@@ -4,15 +4,8 @@
 `base` is the contract every tool follows; `bounding`, `render` and `offload` keep a
 result within its boundary with the raw text in the archive.
 """
-from agents.tools.base import (
-                               Pending,
-                               Tool,
-                               ToolBoundary,
-                               ToolContext,
-                               ToolError,
-                               ToolOutcome,
-                               ToolReply,
-)
+from agents.tools.base import (Pending, Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome,
+                               ToolReply)
 from agents.tools.delegate import DelegationLimits, DelegationPlan, delegate_tool
 from agents.tools.registry import ToolRegistry, default_registry
 

@@ -35,13 +35,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from taskos.drawer.events import latest_seq
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
-from taskos.drawer.stream import (
-    Update,
-    children_state,
-    render_children_update,
-    render_named_panels,
-    render_update,
-)
+from taskos.drawer.stream import (Update, children_state, render_children_update,
+                                  render_named_panels, render_update)
 from taskos.live.publisher import group_name
 from taskos.runs.models import Session
 

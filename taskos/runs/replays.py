@@ -11,14 +11,8 @@ from typing import Any, Callable
 
 from django.db.models import F
 
-from agents import (
-    ConfigError,
-    ContextConfig,
-    Recording,
-    RecordingError,
-    build_recording,
-    replay_runner,
-)
+from agents import (ConfigError, ContextConfig, Recording, RecordingError, build_recording,
+                    replay_runner)
 
 from .models import ModelProfile, Session, SessionEvent
 from .services import MIN_WINDOW, SessionError

@@ -6,14 +6,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 
-from agents import (
-    ConfigError,
-    ContextConfig,
-    ScenarioError,
-    default_registry,
-    list_scenarios,
-    load_scenario,
-)
+from agents import (ConfigError, ContextConfig, ScenarioError, default_registry, list_scenarios,
+                    load_scenario)
 from taskos.runs.models import ModelProfile, input_too_long
 
 MIN_WINDOW, MAX_WINDOW = 1000, 2_000_000

@@ -7,15 +7,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import agents.config
-from taskos.runs.models import (
-    Anchor,
-    ArchivedTurn,
-    ModelProfile,
-    Session,
-    SessionEvent,
-    Task,
-    search_terms,
-)
+from taskos.runs.models import (Anchor, ArchivedTurn, ModelProfile, Session, SessionEvent, Task,
+                                search_terms)
 
 pytestmark = pytest.mark.django_db
 

@@ -11,12 +11,8 @@ from hypothesis import strategies as st
 
 from agents.compaction import numbers
 from agents.compaction.summary import StructuredSummary, merge, render, render_lines, shrink_to
-from agents.counting.tokens import (
-    LINE_ADDITIVE_ENCODINGS,
-    OFFLINE_FALLBACK,
-    TextCache,
-    TokenCounter,
-)
+from agents.counting.tokens import (LINE_ADDITIVE_ENCODINGS, OFFLINE_FALLBACK, TextCache,
+                                    TokenCounter)
 
 
 @functools.lru_cache(maxsize=1)

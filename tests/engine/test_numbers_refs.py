@@ -5,14 +5,8 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.compaction.numbers import (
-    NUMBER,
-    REFS,
-    known_values,
-    numbers_in,
-    values_in,
-    without_refs,
-)
+from agents.compaction.numbers import (NUMBER, REFS, known_values, numbers_in, values_in,
+                                       without_refs)
 
 PARTS = st.lists(st.sampled_from(["turn 12", "arc:s:4", "Turns 3-5", "TURN 9", "第 7 轮",
                                   "x1,234", "-12.5%", "3,400", "50k", "7M", "a-5", "id9f3",

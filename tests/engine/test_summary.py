@@ -6,18 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.compaction.self_check import audit_compaction
-from agents.compaction.summary import (
-    FIELDS,
-    SUMMARY_INSTRUCTIONS,
-    TRUNCATION_MARKER,
-    StructuredSummary,
-    SummaryError,
-    merge,
-    parse_model_summary,
-    parse_rendered,
-    render,
-    shrink_to,
-)
+from agents.compaction.summary import (FIELDS, SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER,
+                                       StructuredSummary, SummaryError, merge, parse_model_summary,
+                                       parse_rendered, render, shrink_to)
 
 
 def full() -> StructuredSummary:

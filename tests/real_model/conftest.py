@@ -13,12 +13,8 @@ import subprocess
 
 import pytest
 
-from taskos.runs.localmodel import (
-    check_server_installed,
-    find_gguf,
-    server_command,
-    wait_until_ready,
-)
+from taskos.runs.localmodel import (check_server_installed, find_gguf, server_command,
+                                    wait_until_ready)
 
 N_CTX = 4096
 

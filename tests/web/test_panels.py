@@ -5,17 +5,8 @@ import pytest
 
 from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
-from taskos.drawer.panels import (
-    AnchorsPanel,
-    BudgetPanel,
-    CompactionsPanel,
-    CostPanel,
-    CurvePanel,
-    ErrorsPanel,
-    HintsPanel,
-    InspectorPanel,
-    TasksPanel,
-)
+from taskos.drawer.panels import (AnchorsPanel, BudgetPanel, CompactionsPanel, CostPanel,
+                                  CurvePanel, ErrorsPanel, HintsPanel, InspectorPanel, TasksPanel)
 from taskos.drawer.panels.compactions import summary_diff
 from taskos.drawer.panels.cost import compacted_away_share, split_cached
 from taskos.runs.models import Anchor, Task

@@ -11,14 +11,8 @@ import subprocess
 
 from django.core.management.base import BaseCommand, CommandError
 
-from taskos.runs.localmodel import (
-    LocalModelError,
-    check_server_installed,
-    find_gguf,
-    register_profile,
-    server_command,
-    wait_until_ready,
-)
+from taskos.runs.localmodel import (LocalModelError, check_server_installed, find_gguf,
+                                    register_profile, server_command, wait_until_ready)
 
 
 class Command(BaseCommand):
