@@ -18,7 +18,7 @@ from the core: `sim/` (the simulated model), `replay/`, `scenarios/` and `bench/
 """
 from agents.bench import run_bench, run_once
 from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, ConfigError, ContextConfig,
-                           ModelProfile, input_too_long)
+                           ModelProfile, Setting, input_too_long, profile_settings)
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
@@ -42,7 +42,7 @@ __all__ = [
     # running a session
     "run_session", "run_tree", "SessionRun", "SessionSpec", "RunResult", "AgentLoop",
     "ContextConfig", "ModelProfile", "ConfigError", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS",
-    "input_too_long", "ReportSink", "DelegationLimits", "default_registry",
+    "input_too_long", "Setting", "profile_settings", "ReportSink", "DelegationLimits", "default_registry",
     # events going out
     "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
     "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",

@@ -1,9 +1,12 @@
 """Context settings (SPEC C4) and model profiles (SPEC C18)."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Callable
+
+from agents.secrets import check_key_env
 
 log = logging.getLogger(__name__)
 
@@ -85,55 +88,131 @@ KNOWN_CONTEXT_SIZES = {
 }
 
 
+@dataclass(frozen=True)
+class Setting:
+    """How one profile field is kept and edited. The web app builds its ModelProfile table
+    and form from these (taskos/runs/model_profile.py), so a field is defined once."""
+
+    help: str = ""
+    kept: bool = True  # False: given for each run, never stored with the profile
+    required: bool = False  # a person must give it; no default is offered
+    optional: bool = False  # may be left blank (None): the engine then uses its own default
+    unique: bool = False
+    max_chars: int = 0  # text: the longest value accepted
+    minimum: float | None = None  # numbers: the range a person may set
+    maximum: float | None = None
+    money: bool = False  # a price per 1M tokens, kept to 4 decimals
+    learnt: bool = False  # written by the sessions, not by people
+    check: Callable[[Any], None] | None = None  # raises ValueError saying what is wrong
+
+
+def setting(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
+            **how: Any) -> Any:
+    """A ModelProfile field and how it is kept (Setting)."""
+    return field(default=default, default_factory=factory, metadata={"setting": Setting(**how)})
+
+
+def profile_settings() -> list[tuple[dataclasses.Field, Setting]]:
+    """The fields of a model profile that are kept with it, in order, with their Setting."""
+    return [(f, f.metadata["setting"]) for f in fields(ModelProfile)
+            if f.metadata["setting"].kept]
+
+
 @dataclass
 class ModelProfile:
-    """Where a model lives, how big its window is and what it costs."""
+    """Where a model lives, how big its window is and what it costs (feature C18)."""
 
-    name: str = "sim"
-    model: str = "taskos-sim"
-    base_url: str = ""  # empty for the simulated model
-    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never stored
-    context_size: int = 128_000
-    encoding: str = ""  # tiktoken encoding; empty: the model's own, else cl100k
-    price_input: float = 0.0  # per 1M tokens
-    price_cached_input: float = 0.0
-    price_output: float = 0.0
-    summary_model: str = ""  # cheaper model for summaries; empty: the same model
-    num_ctx: int | None = None  # local servers (Ollama) that need their window set
-    warnings: list[str] = field(default_factory=list)
-    # Model faults: the SDK's own retries are off, so these bound everything (issue 9).
-    connect_timeout: float = 10.0  # seconds to open the connection
-    read_timeout: float = 120.0  # seconds without a byte from the server (prefill is slow)
-    call_timeout: float = 300.0  # seconds for one whole call, however the bytes trickle
-    retry_budget: float = 300.0  # seconds a session may spend on failed calls and waits
-    # Sampling; None leaves the server's default (weak local models want 0–0.3).
-    temperature: float | None = None
-    top_p: float | None = None
-    # Counting (issue 11): the provider/engine token ratio learnt by earlier sessions, and
-    # whether to count with the server's /tokenize (llama.cpp, llama-cpp-python).
-    token_ratio: float = 1.0  # the slope of agents.counting.calibration's fit
-    token_ratio_calls: int = 0
-    token_overheads: dict[str, float] = field(default_factory=dict)  # per request kind
-    server_tokenizer: bool = False
-    # E3 probe questions after each compaction (agents.compaction.probes): one call each, so off
-    # unless the profile asks (the local profile does).
-    probe_questions: bool = False
+    name: str = setting("sim", max_chars=80, unique=True, required=True)
+    model: str = setting("taskos-sim", max_chars=200, required=True,
+                         help="Model name sent to the API.")
+    base_url: str = setting(
+        "", max_chars=500,
+        help="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1. Leave blank for the "
+             "built-in simulated model.")
+    # The key is read from this variable, never stored.
+    api_key_env: str = setting(
+        "OPENAI_API_KEY", max_chars=100, check=check_key_env,
+        help="Name of the environment variable holding the API key (blank: no key, for local "
+             "servers). Allowed: names starting with TASKOS_KEY_ and those the operator lists "
+             "in TASKOS_ALLOWED_KEY_ENVS.")
+    context_size: int = setting(
+        128_000, optional=True,
+        help="The model's window in tokens, as its server enforces it. Blank: the known window "
+             "of a well-known model; for any other model TaskOS assumes 128 000 and warns on "
+             "every page that shows the profile (SPEC C18).")
+    encoding: str = setting("", max_chars=50, help="tiktoken encoding; blank: the model's own.")
+    price_input: float = setting(0.0, money=True, help="Per 1M input tokens.")
+    price_cached_input: float = setting(0.0, money=True, help="Per 1M cached input tokens.")
+    price_output: float = setting(0.0, money=True, help="Per 1M output tokens.")
+    summary_model: str = setting("", max_chars=200,
+                                 help="Cheaper model for summaries; blank: the same.")
+    num_ctx: int | None = setting(None, optional=True,
+                                  help="Window to request from local servers.")
+    # Model faults: the SDK's own retries are off, so these bound a bad provider.
+    connect_timeout: float = setting(10.0, minimum=0.1,
+                                     help="Seconds to open a connection to the endpoint.")
+    read_timeout: float = setting(
+        120.0, minimum=0.1,
+        help="Seconds to wait for the next byte; long prompts take long to prefill.")
+    call_timeout: float = setting(
+        300.0, minimum=0.1,
+        help="Seconds one whole call may take, however slowly the bytes arrive.")
+    retry_budget: float = setting(
+        300.0, minimum=0,
+        help="Seconds a session may spend on failed calls and backoff waits (rate limits, "
+             "timeouts, 5xx, malformed answers) before it fails.")
+    # Sampling; None leaves the server's default.
+    temperature: float | None = setting(
+        None, optional=True, minimum=0, maximum=2,
+        help="Sampling temperature; blank: the server's default. Small local models call "
+             "tools more reliably at 0–0.3.")
+    top_p: float | None = setting(None, optional=True, minimum=0.01, maximum=1,
+                                  help="Nucleus sampling; blank: the server's default.")
+    # Counting per model: the server's /tokenize (llama.cpp, llama-cpp-python), else the
+    # provider/engine ratio learnt by earlier sessions (agents/counting/calibration.py).
+    server_tokenizer: bool = setting(
+        False, help="Count with the server's /tokenize (llama.cpp, llama-cpp-python); "
+                    "otherwise calibrate from usage.")
     # llama-cpp-python's chatml-function-calling template renders a "tool" message without
     # its content: the model never sees a tool result. Sent as user messages instead.
-    tool_results_as_user: bool = False
+    tool_results_as_user: bool = setting(
+        False, help="Send tool results as user messages (llama-cpp-python's "
+                    "chatml-function-calling format drops tool messages' text).")
     # Weak local models: a summary or probe request that repeats the agent's prefix (tool
     # calls and all) is continued like one more agent turn — SmolLM2-135M answered every
-    # summary request with "functions.list_files:". With this, those requests are fresh:
-    # a short instruction and the material as one user message, no tools. Off for paid
-    # profiles, where the repeated prefix is billed as cached (C17).
-    tool_free_summaries: bool = False
+    # summary request with "functions.list_files:". With this, those requests are fresh.
+    # Off for paid profiles, where the repeated prefix is billed as cached (C17).
+    tool_free_summaries: bool = setting(
+        False, help="Send summary and probe requests as a fresh request without tools (a "
+                    "short instruction, the material as one user message). Small local models "
+                    "continue a request that repeats the agent's prefix with one more tool "
+                    "call; paid models bill that prefix as cached, so leave it off there.")
     # llama-cpp-python's chatml-function-calling template writes the tool schemas into
-    # every system message: with this, the leading system messages go as one and a later
-    # one (the truncation marker) as a user message, so the tools are paid once.
-    single_system_message: bool = False
+    # every system message: the leading system messages go as one, so the tools are paid once.
+    single_system_message: bool = setting(
+        False, help="Merge the system messages into one (a later one goes as a user message). "
+                    "For llama-cpp-python's chatml-function-calling template, which writes the "
+                    "tool schemas into every system message.")
+    token_ratio: float = setting(
+        1.0, learnt=True,
+        help="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
+    token_ratio_calls: int = setting(0, learnt=True,
+                                     help="Calls the learnt ratio is based on.")
+    # E3 probe questions after each compaction (agents/compaction/probes.py).
+    probe_questions: bool = setting(
+        False, help="After each compaction, ask the model a few short questions (constraints, "
+                    "key figures, open tasks) against the new context and grade the answers "
+                    "against the archive. Costs one call per compaction: on for local models, "
+                    "off for paid ones unless you want the check.")
+    token_overheads: dict[str, float] = setting(
+        factory=dict, learnt=True,
+        help="Tokens the server adds per kind of request (tools offered, tool_choice), learnt "
+             "with the ratio: provider ≈ overhead + ratio × engine count.")
+    # Given for each run, never kept with the profile:
+    warnings: list[str] = setting(factory=list, kept=False)  # e.g. a window that is a guess
     # How long the simulated model takes to answer each call (real models take seconds);
     # 0 answers at once, as bench and runtask want. Ignored for real models.
-    sim_latency_ms: float = 0.0
+    sim_latency_ms: float = setting(0.0, kept=False)
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "call_timeout"):

@@ -1,4 +1,7 @@
-"""One entry point that runs a session: used by the Celery task, runtask and the benchmark."""
+"""One entry point that runs a session: used by the Celery task, runtask and the benchmark.
+
+This is where the simulated model is wired in; the loop itself never imports it.
+"""
 from __future__ import annotations
 
 import statistics
@@ -6,17 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
 from agents.events import EventSink
-from agents.loop.agent_loop import AgentLoop, RunResult, SessionSpec
+from agents.loop.agent_loop import AgentLoop
 from agents.loop.retry import RetryBudget
-from agents.loop.spec import generic_scenario, prepare_workspace
+from agents.loop.spec import RunResult, SessionSpec, prepare_workspace
 from agents.provider.client import ModelClient
-from agents.report import ZERO_SUMS, ReportSink  # noqa: F401 - ZERO_SUMS re-exported
-from agents.scenarios import Scenario, load_scenario
+from agents.report import ReportSink
 from agents.sim.transport import sim_http_client
 from agents.store.interface import Store
-from agents.tools.delegate import DelegationLimits, DelegationPlan, delegate_tool
+from agents.tools.delegate import DelegationPlan, delegate_tool
 from agents.tools.registry import default_registry
 
 
@@ -40,45 +41,33 @@ class SessionRun:
         return self.result.turns
 
 
-def run_session(*, session_id: str, goal: str, scenario: str | Scenario | None,
-                profile: ModelProfile, config: ContextConfig, store: Store, events: EventSink,
+def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: EventSink,
                 workspace: Path, progress: Callable[[int, int], None] | None = None,
-                http_client: Any = None, retries: RetryBudget | None = None,
-                summarizer: str | None = None, unmanaged: bool = False,
-                max_input_chars: int = MAX_INPUT_CHARS, model: Any = None,
-                make_loop: Callable[..., AgentLoop] = AgentLoop,
-                delegation: DelegationLimits | None = None,
-                tools: list[str] | None = None) -> SessionRun:
-    """Run (or resume) one session to its end and return the result with its report;
-    `tools` names the tools offered (default: the scenario's, else all)."""
-    plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
-    if plan is None and profile.simulated:
-        plan = generic_scenario(goal)
-    goal = goal or (plan.goal if plan else "")
+                http_client: Any = None, model: Any = None, retries: RetryBudget | None = None,
+                make_loop: Callable[..., AgentLoop] = AgentLoop) -> SessionRun:
+    """Run (or resume) session `session_id` of `spec` to its end and return the result with
+    its report. The simulated model is wired in here, for a profile without an endpoint,
+    unless `http_client` or `model` says what answers."""
+    plan, profile, config = spec.scenario, spec.profile, spec.config
     transport = None
     if profile.simulated and http_client is None and model is None:
-        http_client, transport = sim_http_client(plan, profile.context_size, summarizer,
+        http_client, transport = sim_http_client(plan, profile.context_size, spec.summarizer,
                                                   profile.sim_latency_ms / 1000)
     model = model or ModelClient(profile, http_client=http_client,
                                  base_url="http://sim.taskos.invalid/v1" if profile.simulated
                                  else None)
     prepare_workspace(workspace)
     sink = ReportSink(events, plan.expect_tier1 if plan else [], profile)
-    system = (plan.system if plan and plan.system else None)
-    spec = SessionSpec(goal=goal, profile=profile, config=config, scenario=plan,
-                       unmanaged=unmanaged, max_input_chars=max_input_chars,
-                       **({"system_prompt": system} if system else {}))
     extra = []
     if config.delegation_enabled or (plan and plan.tools and "delegate" in plan.tools):
         extra.append(delegate_tool(DelegationPlan(
-            limits=delegation or DelegationLimits(), window=profile.context_size,
-            scenario=scenario if isinstance(scenario, str) else "",
+            limits=spec.delegation, window=profile.context_size, scenario=spec.scenario_name,
             max_turns=config.max_turns)))
+    tools = default_registry(config, only=spec.tools or config.tools or (plan.tools if plan
+                                                                          else None),
+                             extra=extra)
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=default_registry(
-                         config, only=tools or config.tools or (plan.tools if plan else None),
-                         extra=extra),
-                     workspace=workspace, companions=[sink], retries=retries)
+                     tools=tools, workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger
     per_call = ledger.per_call_ms()

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventSink
+from agents.loop.spec import SessionSpec
 from agents.runner import SessionRun, run_session
 
 
@@ -31,15 +32,14 @@ def child_settings(request: dict[str, Any], profile: ModelProfile, config: Conte
                                                       config.max_turns)))
 
 
-def run_tree(*, session_id: str, goal: str, scenario: str | None, profile: ModelProfile,
-             config: ContextConfig, store: Any, events_for: Callable[[str], EventSink],
-             workspace: Path, profiles: Callable[[str], ModelProfile] | None = None,
+def run_tree(spec: SessionSpec, *, session_id: str, store: Any,
+             events_for: Callable[[str], EventSink], workspace: Path,
+             profiles: Callable[[str], ModelProfile] | None = None,
              **options: Any) -> SessionRun:
     """Run `session_id` to its end, running every child it delegates to in between."""
     def once() -> SessionRun:
-        return run_session(session_id=session_id, goal=goal, scenario=scenario, profile=profile,
-                           config=config, store=store, events=events_for(session_id),
-                           workspace=workspace, **options)
+        return run_session(spec, session_id=session_id, store=store,
+                           events=events_for(session_id), workspace=workspace, **options)
 
     run = once()
     while run.status == "waiting":
@@ -49,13 +49,15 @@ def run_tree(*, session_id: str, goal: str, scenario: str | None, profile: Model
         for child in queued:
             request = store.child_request(child.id)
             try:
-                child_profile, child_config = child_settings(request, profile, config, profiles)
+                child_profile, child_config = child_settings(request, spec.profile, spec.config,
+                                                             profiles)
             except LookupError as exc:
                 store.set_outcome(child.id, "failed", error=str(exc))
                 continue
-            done = run_tree(session_id=child.id, goal=request["goal"],
-                            scenario=request.get("scenario") or None, profile=child_profile,
-                            config=child_config, store=store, events_for=events_for,
+            child_spec = spec.for_child(goal=request["goal"],
+                                        scenario=request.get("scenario") or None,
+                                        profile=child_profile, config=child_config)
+            done = run_tree(child_spec, session_id=child.id, store=store, events_for=events_for,
                             workspace=workspace / f"child-{child.id}", profiles=profiles,
                             **options)
             store.set_outcome(child.id, done.status, final_answer=done.final_answer,

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from agents.config import ContextConfig, ModelProfile
 from agents.counting.pricing import PRICE_TABLES
+from agents.loop.spec import SessionSpec
 from agents.runner import run_session
 from agents.scenarios import load_scenario
 from agents.store.memory import MemoryStore
@@ -36,10 +37,10 @@ def run_once(name: str, window: int, *, managed: bool, summarizer: str | None = 
     config = ContextConfig(max_turns=max(ContextConfig().max_turns, len(scenario.model_steps)))
     profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW)
     with tempfile.TemporaryDirectory() as tmp:
-        return run_session(session_id="bench", goal=scenario.goal, scenario=scenario,
-                           profile=profile, config=config, store=MemoryStore(),
-                           events=_NullSink(), workspace=Path(tmp), unmanaged=not managed,
-                           summarizer=summarizer)
+        spec = SessionSpec.plan(goal=scenario.goal, scenario=scenario, profile=profile,
+                                config=config, unmanaged=not managed, summarizer=summarizer)
+        return run_session(spec, session_id="bench", store=MemoryStore(), events=_NullSink(),
+                           workspace=Path(tmp))
 
 
 def engine_tenths(run: Any) -> dict[str, float]:

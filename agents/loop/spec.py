@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
-from agents.scenarios import DATA_DIR, Scenario, parse_scenario
+from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
+from agents.tools.delegate import DelegationLimits
 
 DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
                   "constraints in the task snapshot. When you are done, answer without tool calls.")
@@ -15,15 +17,46 @@ DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Kee
 
 @dataclass
 class SessionSpec:
+    """What a run is given: the task, the model, the settings. `SessionSpec.plan` builds one
+    from a goal and a scenario's name, path or script."""
+
     goal: str
     profile: ModelProfile
     config: ContextConfig
     system_prompt: str = DEFAULT_SYSTEM
     scenario: Scenario | None = None
+    scenario_name: str = ""  # the bundled name or path it came from: a child's subtask is in it
+    tools: list[str] | None = None  # the tools offered; None: the config's, the scenario's, all
+    delegation: DelegationLimits = field(default_factory=DelegationLimits)
+    summarizer: str | None = None  # the simulated model's summaries: faithful, lossy, hostile
     compress_hooks: list = field(default_factory=list)  # extra on_compress_context hooks (C14)
     # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
     unmanaged: bool = False
     max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
+
+    @classmethod
+    def plan(cls, *, goal: str, scenario: str | Scenario | None, profile: ModelProfile,
+             config: ContextConfig, **settings: Any) -> SessionSpec:
+        """The spec of a goal and/or a scenario (loaded by name or path); on the simulated
+        model a free goal gets a script of its own, and a scenario may bring its goal and
+        system prompt. A setting given as None takes its default."""
+        settings = {name: value for name, value in settings.items() if value is not None}
+        plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
+        if plan is None and profile.simulated:
+            plan = generic_scenario(goal)
+        if plan is not None and plan.system:
+            settings.setdefault("system_prompt", plan.system)
+        return cls(goal=goal or (plan.goal if plan else ""), profile=profile, config=config,
+                   scenario=plan, scenario_name=scenario if isinstance(scenario, str) else "",
+                   **settings)
+
+    def for_child(self, *, goal: str, scenario: str | None, profile: ModelProfile,
+                  config: ContextConfig) -> SessionSpec:
+        """A sub-agent's spec: its own task and window, this session's run settings."""
+        return SessionSpec.plan(goal=goal, scenario=scenario, profile=profile, config=config,
+                                tools=self.tools, delegation=self.delegation,
+                                summarizer=self.summarizer, compress_hooks=self.compress_hooks,
+                                unmanaged=self.unmanaged, max_input_chars=self.max_input_chars)
 
 
 @dataclass

@@ -9,15 +9,14 @@ import functools
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.config import ContextConfig, ModelProfile
 from agents.events import EventSink
 from agents.protocol import is_summary_request
 from agents.provider.client import ModelClient, ModelReply
 from agents.replay.loop import ReplayLoop
 from agents.replay.recording import Recording
 from agents.replay.transport import replay_http_client
-from agents.runner import SessionRun, generic_scenario, run_session
-from agents.scenarios import Scenario, load_scenario
+from agents.loop.spec import SessionSpec, generic_scenario
+from agents.runner import SessionRun, run_session
 from agents.store.interface import Store
 
 SIM_URL = "http://sim.taskos.invalid/v1"
@@ -44,16 +43,15 @@ class DispatchModel:
         return chosen.request_params(messages, tools, max_tokens, model, tool_choice)
 
 
-def replay_session(*, recording: Recording, session_id: str, goal: str,
-                   scenario: str | Scenario | None, profile: ModelProfile,
-                   config: ContextConfig, store: Store, events: EventSink, workspace: Path,
-                   progress: Callable[[int, int], None] | None = None,
-                   summarizer: str | None = None, **_: Any) -> SessionRun:
-    """Replay `recording` as session `session_id` and return the run with its report."""
-    plan = load_scenario(scenario) if isinstance(scenario, str) else scenario
-    sim_plan = plan or generic_scenario(goal)
+def replay_session(spec: SessionSpec, *, recording: Recording, session_id: str, store: Store,
+                   events: EventSink, workspace: Path,
+                   progress: Callable[[int, int], None] | None = None, **_: Any) -> SessionRun:
+    """Replay `recording` as session `session_id` under `spec` and return the run with its
+    report."""
+    sim_plan = spec.scenario or generic_scenario(spec.goal)
+    profile = spec.profile
     http_client, transport = replay_http_client(recording, sim_plan, profile.context_size,
-                                                summarizer)
+                                                spec.summarizer)
     agent = ModelClient(profile, http_client=http_client, base_url=SIM_URL)
     model = agent if profile.simulated else DispatchModel(agent, ModelClient(profile))
     built: list[ReplayLoop] = []
@@ -62,9 +60,8 @@ def replay_session(*, recording: Recording, session_id: str, goal: str,
         built.append(ReplayLoop(recording=recording, transport=transport, **kwargs))
         return built[0]
 
-    run = run_session(session_id=session_id, goal=goal, scenario=plan, profile=profile,
-                      config=config, store=store, events=events, workspace=workspace,
-                      progress=progress, model=model, make_loop=make_loop)
+    run = run_session(spec, session_id=session_id, store=store, events=events,
+                      workspace=workspace, progress=progress, model=model, make_loop=make_loop)
     run.report["impossible_decisions"] = built[0].impossible if built else []
     run.report["reused_children"] = built[0].reused_children if built else []
     run.report["replay_of"] = recording.session_id

@@ -1,6 +1,9 @@
 """Model profiles (SPEC W1, C18): which model a session talks to, how, and at what price."""
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -21,93 +24,52 @@ def validate_key_env(name: str) -> None:
 ASSUMED_WINDOW = 128_000  # an unknown model without a context size: said, never silent
 
 
+def column(spec: dataclasses.Field, how: agents.Setting) -> models.Field:
+    """The column (and admin form field) of one of the engine's profile fields."""
+    options: dict[str, Any] = {"help_text": how.help} if how.help else {}
+    if how.optional:
+        options.update(null=True, blank=True)
+    elif not how.required:
+        default = spec.default_factory if spec.default_factory is not dataclasses.MISSING \
+            else spec.default
+        options["default"] = default
+    if how.learnt:
+        options["editable"] = False
+    validators = []
+    if how.minimum is not None:
+        validators.append(MinValueValidator(how.minimum))
+    if how.maximum is not None:
+        validators.append(MaxValueValidator(how.maximum))
+    if how.check is not None:
+        validators.append(validate_key_env)
+    if validators:
+        options["validators"] = validators
+    kind = spec.type
+    if kind == "str":
+        options.update(max_length=how.max_chars, unique=how.unique)
+        if not how.required:
+            options["blank"] = True
+        if options.get("default") == "":
+            del options["default"]  # a blank text column needs none
+        return models.CharField(**options)
+    if how.money:
+        return models.DecimalField(max_digits=12, decimal_places=4, **options)
+    if kind == "bool":
+        return models.BooleanField(**options)
+    if kind.startswith("int"):
+        return models.PositiveIntegerField(**options)
+    if kind.startswith("float"):
+        return models.FloatField(**options)
+    if kind.startswith("dict"):
+        return models.JSONField(blank=True, **options)
+    raise TypeError(f"no column for profile field {spec.name}: {kind}")
+
+
 class ModelProfile(models.Model):
-    """Where a model lives, its window and prices; the API key itself is never stored."""
+    """Where a model lives, its window and prices; the API key itself is never stored.
 
-    name = models.CharField(max_length=80, unique=True)
-    model = models.CharField(max_length=200, help_text="Model name sent to the API.")
-    base_url = models.CharField(
-        max_length=500, blank=True,
-        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1. "
-                  "Leave blank for the built-in simulated model.")
-    api_key_env = models.CharField(
-        max_length=100, default="OPENAI_API_KEY", blank=True,
-        validators=[validate_key_env],
-        help_text="Name of the environment variable holding the API key (blank: no key, for "
-                  "local servers). Allowed: names starting with TASKOS_KEY_ and those the "
-                  "operator lists in TASKOS_ALLOWED_KEY_ENVS.")
-    context_size = models.PositiveIntegerField(
-        null=True, blank=True,
-        help_text="The model's window in tokens, as its server enforces it. Blank: the "
-                  "known window of a well-known model; for any other model TaskOS assumes "
-                  "128 000 and warns on every page that shows the profile (SPEC C18).")
-    encoding = models.CharField(max_length=50, blank=True,
-                                help_text="tiktoken encoding; blank: the model's own.")
-    price_input = models.DecimalField(max_digits=12, decimal_places=4, default=0,
-                                      help_text="Per 1M input tokens.")
-    price_cached_input = models.DecimalField(max_digits=12, decimal_places=4, default=0,
-                                             help_text="Per 1M cached input tokens.")
-    price_output = models.DecimalField(max_digits=12, decimal_places=4, default=0,
-                                       help_text="Per 1M output tokens.")
-    summary_model = models.CharField(max_length=200, blank=True,
-                                     help_text="Cheaper model for summaries; blank: the same.")
-    num_ctx = models.PositiveIntegerField(null=True, blank=True,
-                                          help_text="Window to request from local servers.")
-    # Model faults (issue 9): the loop retries, never the SDK, so these bound a bad provider.
-    connect_timeout = models.FloatField(
-        default=10.0, validators=[MinValueValidator(0.1)],
-        help_text="Seconds to open a connection to the endpoint.")
-    read_timeout = models.FloatField(
-        default=120.0, validators=[MinValueValidator(0.1)],
-        help_text="Seconds to wait for the next byte; long prompts take long to prefill.")
-    call_timeout = models.FloatField(
-        default=300.0, validators=[MinValueValidator(0.1)],
-        help_text="Seconds one whole call may take, however slowly the bytes arrive.")
-    retry_budget = models.FloatField(
-        default=300.0, validators=[MinValueValidator(0)],
-        help_text="Seconds a session may spend on failed calls and backoff waits "
-                  "(rate limits, timeouts, 5xx, malformed answers) before it fails.")
-
-    # Sampling and counting per model (issue 11).
-    temperature = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(2)],
-        help_text="Sampling temperature; blank: the server's default. Small local models "
-                  "call tools more reliably at 0–0.3.")
-    top_p = models.FloatField(null=True, blank=True,
-                              validators=[MinValueValidator(0.01), MaxValueValidator(1)],
-                              help_text="Nucleus sampling; blank: the server's default.")
-    server_tokenizer = models.BooleanField(
-        default=False, help_text="Count with the server's /tokenize (llama.cpp, "
-                                 "llama-cpp-python); otherwise calibrate from usage.")
-    tool_results_as_user = models.BooleanField(
-        default=False, help_text="Send tool results as user messages (llama-cpp-python's "
-                                 "chatml-function-calling format drops tool messages' text).")
-    tool_free_summaries = models.BooleanField(
-        default=False, help_text="Send summary and probe requests as a fresh request without "
-                                 "tools (a short instruction, the material as one user "
-                                 "message). Small local models continue a request that "
-                                 "repeats the agent's prefix with one more tool call; paid "
-                                 "models bill that prefix as cached, so leave it off there.")
-    single_system_message = models.BooleanField(
-        default=False, help_text="Merge the system messages into one (a later one goes as a "
-                                 "user message). For llama-cpp-python's chatml-function-"
-                                 "calling template, which writes the tool schemas into every "
-                                 "system message.")
-    token_ratio = models.FloatField(
-        default=1.0, editable=False,
-        help_text="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")
-    token_ratio_calls = models.PositiveIntegerField(
-        default=0, editable=False, help_text="Calls the learnt ratio is based on.")
-    probe_questions = models.BooleanField(
-        default=False, help_text="After each compaction, ask the model a few short questions "
-                                 "(constraints, key figures, open tasks) against the new "
-                                 "context and grade the answers against the archive. Costs "
-                                 "one call per compaction: on for local models, off for paid "
-                                 "ones unless you want the check.")
-    token_overheads = models.JSONField(
-        default=dict, blank=True, editable=False,
-        help_text="Tokens the server adds per kind of request (tools offered, tool_choice), "
-                  "learnt with the ratio: provider ≈ overhead + ratio × engine count.")
+    Its columns are the engine's profile fields (agents.ModelProfile, each with its
+    Setting), added below the class: a field is defined once, in the engine."""
 
     class Meta:
         ordering = ["name"]
@@ -149,24 +111,15 @@ class ModelProfile(models.Model):
 
     def to_engine(self, context_size: int | None = None) -> agents.ModelProfile:
         """The engine's view of this profile, optionally with a smaller window."""
+        kept = {spec.name: getattr(self, spec.name) for spec, _ in agents.profile_settings()}
+        kept.update({spec.name: float(kept[spec.name]) for spec, how in agents.profile_settings()
+                     if how.money})
+        kept.update(context_size=context_size or self.effective_window,
+                    token_overheads=dict(self.token_overheads or {}))
         return agents.ModelProfile(
-            name=self.name, model=self.model, base_url=self.base_url,
-            api_key_env=self.api_key_env, context_size=context_size or self.effective_window,
-            warnings=[self.window_warning] if self.window_warning else [],
-            encoding=self.encoding, price_input=float(self.price_input),
-            price_cached_input=float(self.price_cached_input),
-            price_output=float(self.price_output), summary_model=self.summary_model,
-            num_ctx=self.num_ctx, temperature=self.temperature, top_p=self.top_p,
-            server_tokenizer=self.server_tokenizer, token_ratio=self.token_ratio,
-            tool_results_as_user=self.tool_results_as_user,
-            tool_free_summaries=self.tool_free_summaries,
-            single_system_message=self.single_system_message,
-            token_ratio_calls=self.token_ratio_calls, probe_questions=self.probe_questions,
-            token_overheads=dict(self.token_overheads or {}),
-            sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0,
-            **self.fault_limits())
+            **kept, warnings=[self.window_warning] if self.window_warning else [],
+            sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0)
 
-    def fault_limits(self) -> dict[str, float]:
-        """The timeouts and retry budget, for the engine's profile."""
-        return {"connect_timeout": self.connect_timeout, "read_timeout": self.read_timeout,
-                "call_timeout": self.call_timeout, "retry_budget": self.retry_budget}
+
+for _spec, _how in agents.profile_settings():
+    ModelProfile.add_to_class(_spec.name, column(_spec, _how))

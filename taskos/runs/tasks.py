@@ -33,7 +33,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         status=Session.Status.RUNNING,
         started_at=session.started_at or timezone.now())
     try:
-        from agents import ContextConfig
+        from agents import ContextConfig, SessionSpec
         from agents import run_session as run_engine
 
         if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
@@ -41,14 +41,14 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             run_engine = replay_engine(session)
         store = DjangoStore(lease=lease)
         store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
+        spec = SessionSpec.plan(
+            goal=session.goal, scenario=session.scenario or None,
+            profile=session.profile.to_engine(context_size=session.window),
+            config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
+            max_input_chars=max_input_chars(), delegation=delegation.limits())
         with relaxed_commits():
-            result = run_engine(
-                session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
-                profile=session.profile.to_engine(context_size=session.window),
-                config=ContextConfig.from_dict(session.context_settings),
-                store=store, events=publisher,
-                workspace=session.workspace, progress=progress, summarizer=summarizer,
-                max_input_chars=max_input_chars(), delegation=delegation.limits())
+            result = run_engine(spec, session_id=str(session.pk), store=store, events=publisher,
+                                workspace=session.workspace, progress=progress)
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}

@@ -66,7 +66,7 @@ def test_an_engine_crash_fails_the_session_with_an_error_event(worker, sim_profi
     import agents
     from agents.events import event_from
 
-    def crash(**kwargs):
+    def crash(spec, **kwargs):
         kwargs["events"].emit(event_from("SESSION_STARTED", payload={}))
         raise RuntimeError("disk full")
 
@@ -90,14 +90,14 @@ def test_a_redelivered_task_resumes_a_running_session_and_skips_a_finished_one(
     assert session.status == "finished"
     import agents
     monkeypatch.setattr(agents, "run_session",
-                        lambda **kw: pytest.fail("a finished session must not run again"))
+                        lambda *a, **kw: pytest.fail("a finished session must not run again"))
     assert run_session.apply(args=[session.pk]).get() == {"status": "finished"}
 
 
 def test_a_session_cancelled_while_queued_never_starts(sim_profile, monkeypatch):
     import agents
     monkeypatch.setattr(agents, "run_session",
-                        lambda **kw: pytest.fail("a cancelled session must not run"))
+                        lambda *a, **kw: pytest.fail("a cancelled session must not run"))
     session = services.create_session(None, "", "retrieval-6x1600", sim_profile, None, {})
     services.request_cancel(session)
     assert run_session.apply(args=[session.pk]).get() == {"status": "cancelled"}

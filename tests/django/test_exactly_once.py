@@ -66,7 +66,7 @@ def test_a_second_delivery_exits_while_the_first_holds_the_lease(sim_profile, mo
     assert first.take()
     import agents
     monkeypatch.setattr(agents, "run_session",
-                        lambda **kw: pytest.fail("a second executor must not run the session"))
+                        lambda *a, **kw: pytest.fail("a second executor must not run the session"))
     assert run_session.apply(args=[session.pk]).get() == {"status": "leased_elsewhere"}
     assert not SessionEvent.all_objects.filter(session=session).exists()
     assert not ArchivedTurn.objects.filter(session=session).exists()

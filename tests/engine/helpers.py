@@ -8,6 +8,7 @@ from typing import Any
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
+from agents.loop.spec import SessionSpec
 from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, load_scenario, parse_scenario
 from agents.sim.transport import SimTransport, sim_http_client
@@ -49,7 +50,8 @@ def run_scenario(scenario: str | dict | Scenario, window: int | None = None,
     store = store or MemoryStore()
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id=session_id, goal=scenario.goal, scenario=scenario,
-                          profile=profile, config=config or ContextConfig(), store=store,
-                          events=sink, workspace=Path(tmp), http_client=client)
+        run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario, profile=profile,
+                                           config=config or ContextConfig()),
+                          session_id=session_id, store=store, events=sink, workspace=Path(tmp),
+                          http_client=client)
     return Outcome(run=run, sink=sink, store=store, transport=transport)

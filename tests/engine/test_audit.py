@@ -6,6 +6,7 @@ import dataclasses
 from agents.compaction.source_audit import SourceAudit, binding_statements
 from agents.events import Event, EventType, ListSink, event_from
 from agents.loop.agent_loop import AgentLoop
+from agents.loop.spec import SessionSpec
 from agents.store.memory import MemoryStore
 
 from .helpers import run_scenario
@@ -195,8 +196,9 @@ def test_a_request_that_lost_the_persons_constraint_is_a_failed_audit(tmp_path):
     scenario = parse_scenario({**HOSTILE, "summarizer": "faithful",
                                "goal": "Collect sources. " + LosingLoop.LOST})
     client, _ = sim_http_client(scenario, 8000)
-    run = run_session(session_id="l1", goal=scenario.goal, scenario=scenario,
-                      profile=ModelProfile(name="sim", context_size=8000), config=ContextConfig(),
-                      store=MemoryStore(), events=ListSink(), workspace=tmp_path,
+    run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                       profile=ModelProfile(name="sim", context_size=8000),
+                                       config=ContextConfig()),
+                      session_id="l1", store=MemoryStore(), events=ListSink(), workspace=tmp_path,
                       http_client=client, make_loop=LosingLoop)
     assert run.report["audit_failures"] >= 1

@@ -1,6 +1,7 @@
 """The cache-stable layout (SPEC C17): what is stable comes first, what changes comes last."""
 from agents.config import ContextConfig
 from agents.events import EventType
+from agents.loop.spec import SessionSpec
 from agents.scenarios import ScenarioError, parse_scenario
 
 from .helpers import run_scenario, summary_instruction
@@ -101,10 +102,11 @@ def test_unmanaged_runs_append_only_without_snapshot_or_hints():
     scenario = parse_scenario(docs(6))
     client, transport = sim_http_client(scenario, 10**8)
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id="u", goal=scenario.goal, scenario=scenario,
-                          profile=ModelProfile(context_size=10**8), config=ContextConfig(),
-                          store=MemoryStore(), events=ListSink(), workspace=Path(tmp),
-                          http_client=client, unmanaged=True)
+        run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                           profile=ModelProfile(context_size=10**8),
+                                           config=ContextConfig(), unmanaged=True),
+                          session_id="u", store=MemoryStore(), events=ListSink(),
+                          workspace=Path(tmp), http_client=client)
     assert run.status == "finished"
     bodies = [r["messages"] for r in transport.requests]
     text = "\n".join(str(m.get("content")) for body in bodies for m in body)

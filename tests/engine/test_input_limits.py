@@ -6,6 +6,7 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
+from agents.loop.spec import SessionSpec
 from agents.runner import run_session
 from agents.store.memory import MemoryStore
 
@@ -13,9 +14,9 @@ from agents.store.memory import MemoryStore
 def run(goal: str, store: MemoryStore, limit: int):
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_session(session_id="L", goal=goal, scenario=None, profile=ModelProfile(),
-                             config=ContextConfig(), store=store, events=sink,
-                             workspace=Path(tmp), max_input_chars=limit)
+        result = run_session(SessionSpec.plan(goal=goal, scenario=None, profile=ModelProfile(),
+                                              config=ContextConfig(), max_input_chars=limit),
+                             session_id="L", store=store, events=sink, workspace=Path(tmp))
     return result, sink
 
 

@@ -18,6 +18,7 @@ import httpx2
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
 from agents.loop.retry import RetryBudget
+from agents.loop.spec import SessionSpec
 from agents.provider.client import retry_after_seconds
 from agents.runner import run_session
 from agents.scenarios import load_scenario
@@ -47,9 +48,10 @@ def run_against(provider: FakeProvider, *, store: MemoryStore | None = None,
     store = store or MemoryStore()
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id=session_id, goal="Say hello.", scenario=None,
-                          profile=profile, config=ContextConfig(), store=store, events=sink,
-                          workspace=Path(tmp), retries=retries)
+        run = run_session(SessionSpec.plan(goal="Say hello.", scenario=None, profile=profile,
+                                           config=ContextConfig()),
+                          session_id=session_id, store=store, events=sink, workspace=Path(tmp),
+                          retries=retries)
     return run, sink, store
 
 
@@ -208,10 +210,11 @@ def test_a_rate_limited_summary_call_is_retried_instead_of_truncating():
     client = httpx2.Client(transport=flaky, base_url="http://sim.taskos.invalid/v1")
     sink, sleep = ListSink(), FakeSleep()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id="s", goal=scenario.goal, scenario=scenario,
-                          profile=ModelProfile(context_size=scenario.window),
-                          config=ContextConfig(), store=MemoryStore(), events=sink,
-                          workspace=Path(tmp), http_client=client,
+        run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                           profile=ModelProfile(context_size=scenario.window),
+                                           config=ContextConfig()),
+                          session_id="s", store=MemoryStore(), events=sink, workspace=Path(tmp),
+                          http_client=client,
                           retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))
     assert run.status == "finished" and flaky.refused == 1
     assert [e["code"] for e in errors(sink, fatal=False)] == ["rate_limited"]

@@ -6,6 +6,7 @@ import pytest
 from agents.config import ModelProfile
 from agents.counting.tokens import TokenCounter
 from agents.events import EventType
+from agents.loop.spec import SessionSpec
 from agents.provider.client import ContextOverflow, ModelClient, parse_overflow
 from agents.scenarios import parse_scenario
 from agents.sim import counting
@@ -116,9 +117,10 @@ def test_a_profile_s_sim_latency_paces_every_call_of_a_run(monkeypatch, tmp_path
     from agents.store.memory import MemoryStore
     slept = []
     monkeypatch.setattr(transport_module.time, "sleep", slept.append)
-    run = run_session(session_id="paced", goal="", scenario=SCENARIO, config=ContextConfig(),
-                      profile=ModelProfile(name="sim", context_size=16_000, sim_latency_ms=40),
-                      store=MemoryStore(), events=ListSink(), workspace=tmp_path)
+    run = run_session(SessionSpec.plan(goal="", scenario=SCENARIO, config=ContextConfig(),
+                                       profile=ModelProfile(name="sim", context_size=16_000, sim_latency_ms=40)),
+                      session_id="paced", store=MemoryStore(), events=ListSink(),
+                      workspace=tmp_path)
     calls = run.report["model_calls"]
     assert run.result.status == "finished" and len(calls) >= 2
     assert slept == [0.04] * len(calls)

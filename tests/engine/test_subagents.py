@@ -11,6 +11,7 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
+from agents.loop.spec import SessionSpec
 from agents.scenarios import SCENARIO_DIR, ScenarioError, parse_scenario
 from agents.store.memory import MemoryStore
 from agents.subagents import run_tree
@@ -46,10 +47,11 @@ def run(data: dict | None = None, limits: DelegationLimits | None = None, on_eve
             sink.emit = emit
         return sink
 
-    result = run_tree(session_id="p", goal="", scenario=str(path),
-                      profile=ModelProfile(name="sim", context_size=16000),
-                      config=ContextConfig(), store=store, events_for=events_for,
-                      workspace=path.parent / "ws", delegation=limits)
+    result = run_tree(SessionSpec.plan(goal="", scenario=str(path),
+                                       profile=ModelProfile(name="sim", context_size=16000),
+                                       config=ContextConfig(), delegation=limits),
+                      session_id="p", store=store, events_for=events_for,
+                      workspace=path.parent / "ws")
     return result, store, sinks
 
 

@@ -16,6 +16,7 @@ from agents.config import ContextConfig, ModelProfile
 from agents.counting.tokens import TokenCounter
 from agents.events import EventType, ListSink
 from agents.loop.reply_vetting import echoed, text_tool_calls
+from agents.loop.spec import SessionSpec
 from agents.provider.client import ModelClient
 from agents.provider.overflow import parse_overflow
 from agents.runner import run_session
@@ -31,9 +32,9 @@ def run_against(provider: FakeProvider, config: ContextConfig | None = None,
     profile = ModelProfile(name="fake", model="fake-model", base_url=provider.base_url, **fields)
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id="w1", goal=goal, scenario=None, profile=profile,
-                          config=config or ContextConfig(), store=MemoryStore(), events=sink,
-                          workspace=Path(tmp), tools=tools)
+        run = run_session(SessionSpec.plan(goal=goal, scenario=None, profile=profile,
+                                           config=config or ContextConfig(), tools=tools),
+                          session_id="w1", store=MemoryStore(), events=sink, workspace=Path(tmp))
     return run, sink
 
 

@@ -17,6 +17,7 @@ from agents.compaction.summary import SummaryError, parse_model_summary
 from agents.config import ContextConfig, ModelProfile
 from agents.counting.tokens import TokenCounter
 from agents.events import EventType, ListSink
+from agents.loop.spec import SessionSpec
 from agents.provider.client import wire_messages
 from agents.runner import run_session
 from agents.store.memory import MemoryStore
@@ -47,9 +48,10 @@ def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = 
         for i in range(parts):
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
-        run = run_session(session_id="weak", goal=GOAL, scenario=None, profile=profile,
-                          config=ContextConfig(max_rounds=1, max_turns=max_turns), store=MemoryStore(),
-                          events=sink, workspace=Path(tmp), tools=list(tools))
+        run = run_session(SessionSpec.plan(goal=GOAL, scenario=None, profile=profile,
+                                           config=ContextConfig(max_rounds=1, max_turns=max_turns),
+                                           tools=list(tools)),
+                          session_id="weak", store=MemoryStore(), events=sink, workspace=Path(tmp))
     if events is not None:
         events.extend(sink.events)
     calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]

@@ -15,6 +15,7 @@ import pytest
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
+from agents.loop.spec import SessionSpec
 from agents.runner import run_session
 from agents.store.memory import MemoryStore
 
@@ -37,9 +38,10 @@ def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: i
                            retry_budget=900)
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_session(session_id=name, goal=goal, scenario=None, profile=profile,
-                          config=ContextConfig(max_turns=max_turns, **config), store=MemoryStore(),
-                          events=sink, workspace=Path(tmp), tools=tools)
+        run = run_session(SessionSpec.plan(goal=goal, scenario=None, profile=profile,
+                                           config=ContextConfig(max_turns=max_turns, **config),
+                                           tools=tools),
+                          session_id=name, store=MemoryStore(), events=sink, workspace=Path(tmp))
     record = evidence(name, run, sink)
     with open(os.environ.get("TASKOS_REAL_MODEL_REPORT", "/tmp/taskos-real-model.jsonl"),
               "a") as out:

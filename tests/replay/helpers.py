@@ -6,6 +6,7 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
+from agents.loop.spec import SessionSpec
 from agents.replay.recording import build_recording
 from agents.replay.runner import replay_session
 from agents.scenarios import load_scenario
@@ -26,9 +27,10 @@ def replay(source: Outcome, name: str, window: int, config: ContextConfig | None
     store, sink = MemoryStore(), ListSink()
     scenario = load_scenario(name)
     with tempfile.TemporaryDirectory() as tmp:
-        run = replay_session(recording=recording, session_id=session_id, goal=scenario.goal,
-                             scenario=scenario, profile=ModelProfile(name="sim",
+        run = replay_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                              profile=ModelProfile(name="sim",
                                                                      context_size=window),
-                             config=config or ContextConfig(), store=store, events=sink,
+                                              config=config or ContextConfig()),
+                             recording=recording, session_id=session_id, store=store, events=sink,
                              workspace=Path(tmp))
     return run, sink, store

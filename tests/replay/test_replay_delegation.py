@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.events import ListSink
+from agents.loop.spec import SessionSpec
 from agents.replay.recording import build_recording
 from agents.replay.runner import replay_session
 from agents.scenarios import load_scenario
@@ -26,10 +27,10 @@ def replay_parent(recording, tmp_path, window=16000, config=None):
     scenario = load_scenario(str(tmp_path / "scenario.json"))
     store, sink = MemoryStore(), ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        replay = replay_session(recording=recording, session_id="p", goal=scenario.goal,
-                                scenario=scenario,
-                                profile=ModelProfile(name="sim", context_size=window),
-                                config=config or ContextConfig(), store=store, events=sink,
+        replay = replay_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                                 profile=ModelProfile(name="sim", context_size=window),
+                                                 config=config or ContextConfig()),
+                                recording=recording, session_id="p", store=store, events=sink,
                                 workspace=Path(tmp))
     return replay, store, sink
 

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from agents.config import ContextConfig
+from agents.loop.spec import SessionSpec
 from agents.protocol import is_summary_request
 from agents.replay.recording import RecordingError, build_recording
 from tests.replay.helpers import record, replay
@@ -68,10 +69,10 @@ def test_a_decision_the_new_context_cannot_support_is_reported_at_its_turn():
     from agents.store.memory import MemoryStore
     sink = ListSink()
     with tempfile.TemporaryDirectory() as tmp:
-        run = replay_session(recording=recording, session_id="s1", goal="read back",
-                             scenario=parse_scenario(scenario),
-                             profile=ModelProfile(name="sim", context_size=4000),
-                             config=ContextConfig(max_rounds=1), store=MemoryStore(),
+        run = replay_session(SessionSpec.plan(goal="read back", scenario=parse_scenario(scenario),
+                                              profile=ModelProfile(name="sim", context_size=4000),
+                                              config=ContextConfig(max_rounds=1)),
+                             recording=recording, session_id="s1", store=MemoryStore(),
                              events=sink, workspace=Path(tmp))
     assert run.status == "finished"
     impossible = run.report["impossible_decisions"]
@@ -108,9 +109,10 @@ def test_a_replay_past_the_end_of_its_recording_fails_clearly():
     from agents.store.memory import MemoryStore
     scenario = load_scenario("retrieval-6x1600")
     with tempfile.TemporaryDirectory() as tmp:
-        run = replay_session(recording=recording, session_id="s1", goal=scenario.goal,
-                             scenario=scenario, profile=ModelProfile(name="sim",
+        run = replay_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                              profile=ModelProfile(name="sim",
                                                                      context_size=4000),
-                             config=ContextConfig(), store=MemoryStore(), events=ListSink(),
-                             workspace=Path(tmp))
+                                              config=ContextConfig()),
+                             recording=recording, session_id="s1", store=MemoryStore(),
+                             events=ListSink(), workspace=Path(tmp))
     assert run.status == "failed" and "the recording ends after turn" in run.result.error
