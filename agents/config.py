@@ -1,4 +1,4 @@
-"""Context settings (SPEC C4) and model profiles (SPEC C18)."""
+"""Context settings (feature C4) and model profiles (feature C18)."""
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +36,7 @@ class ContextConfig:
     tool_result_limit: int = 50_000  # tokens of one tool result allowed into the context
     compression_fallback_to_truncation: bool = True
     compression_tool_enabled: bool = False
-    delegation_enabled: bool = False  # offer the delegate tool (sub-agents, SPEC T6)
+    delegation_enabled: bool = False  # offer the delegate tool (sub-agents, feature T6)
     max_image_num: int = 5
     max_rounds: int = 5  # rolling-window trigger: more rounds than this kept → compact
     timezone: str = "UTC"
@@ -139,7 +139,7 @@ class ModelProfile:
         128_000, optional=True,
         help="The model's window in tokens, as its server enforces it. Blank: the known window "
              "of a well-known model; for any other model TaskOS assumes 128 000 and warns on "
-             "every page that shows the profile (SPEC C18).")
+             "every page that shows the profile (feature C18).")
     encoding: str = setting("", max_chars=50, help="tiktoken encoding; blank: the model's own.")
     price_input: float = setting(0.0, money=True, help="Per 1M input tokens.")
     price_cached_input: float = setting(0.0, money=True, help="Per 1M cached input tokens.")

@@ -1,4 +1,4 @@
-"""The error quick reference (SPEC W8): every known error gets a cause and an action."""
+"""The error quick reference (feature W8): every known error gets a cause and an action."""
 from __future__ import annotations
 
 from dataclasses import dataclass

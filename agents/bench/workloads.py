@@ -1,4 +1,4 @@
-"""The benchmark (SPEC E1): bundled scenarios run managed and unmanaged, side by side."""
+"""The benchmark (feature E1): bundled scenarios run managed and unmanaged, side by side."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Compaction and summaries (SPEC C3, C6, C7, C13, C14, E3): folding old history into a
+"""Compaction and summaries (features C3, C6, C7, C13, C14, E3): folding old history into a
 structured summary, and checking what that left.
 
 `compactor` sizes and sends the summary requests (falling back to truncation), `summary`

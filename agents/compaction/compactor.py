@@ -1,9 +1,9 @@
-"""History compaction (SPEC C3, C5–C7, C13, C16): fold old units into the summary.
+"""History compaction (features C3, C5–C7, C13, C16): fold old units into the summary.
 
 Every summary request is sized before it is sent: the old units are cut into chunks that
 fit the window minus the summary's own output room, so the compaction request can never
 overflow ("compress half-way and overflow again" cannot happen). A summary that fails,
-is invalid or is cut short falls back to truncation with the SPEC marker.
+is invalid or is cut short falls back to truncation with the marker of feature C7.
 """
 from __future__ import annotations
 

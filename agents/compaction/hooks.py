@@ -1,4 +1,4 @@
-"""Compaction hooks (SPEC C14): `on_compress_context` wrappers run in onion order.
+"""Compaction hooks (feature C14): `on_compress_context` wrappers run in onion order.
 
 A hook receives the compaction about to happen and a `proceed` callable; it may act
 before, call `proceed()` (which runs the inner hooks and then the compaction itself) and

@@ -1,4 +1,4 @@
-"""Numbers in text for the compaction audit (SPEC E3), cheap enough for every compaction.
+"""Numbers in text for the compaction audit (feature E3), cheap enough for every compaction.
 
 The audit reads every number of the compacted messages and of the previous summary: tens
 of kB, often thousands of numbers, per compaction. Each distinct number is converted once

@@ -1,4 +1,4 @@
-"""Probe questions after a compaction (SPEC E3 with a real model, issue 11 item 5).
+"""Probe questions after a compaction (feature E3 with a real model, issue 11 item 5).
 
 The audit checks that constraints and figures are *written* in the new context; a probe
 checks that a model can *answer* from it. After a compaction the model is asked short

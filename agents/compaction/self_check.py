@@ -1,4 +1,4 @@
-"""The engine's own check of a compaction (SPEC E3): what must stay in context stayed,
+"""The engine's own check of a compaction (feature E3): what must stay in context stayed,
 and the new summary holds no number that none of its sources held.
 
 (agents/compaction/source_audit.py is the independent audit against the archive; this one checks the

@@ -1,4 +1,4 @@
-"""The compaction audit (SPEC E3), checked against the source of truth, not the engine's memory.
+"""The compaction audit (feature E3), checked against the source of truth, not the engine's memory.
 
 What the audit believes comes from the Store's archive, read back by ref: the person's own
 messages and the raw tool results and assistant turns. It does not read the anchor book,

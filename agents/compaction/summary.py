@@ -1,4 +1,4 @@
-"""The structured, incremental summary (SPEC C6), its fallback marker (C7) and the audit (E3).
+"""The structured, incremental summary (feature C6), its fallback marker (C7) and the audit (E3).
 
 A hand-off document: AgentScope's sections plus ruled-out approaches and open questions. A
 model answers the growing sections with new items only and `merge` folds them into the

@@ -1,4 +1,4 @@
-"""The working context and its zones (SPEC C1, C5, C9, C12, C17): what the next request
+"""The working context and its zones (features C1, C5, C9, C12, C17): what the next request
 holds, zone by zone, and the limits it must keep.
 
 `working` builds the request (layout by attention and by cache), `budget` sizes the

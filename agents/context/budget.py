@@ -1,4 +1,4 @@
-"""Budget zones (SPEC C1) and the lines the triggers compare against (C3, C4)."""
+"""Budget zones (feature C1) and the lines the triggers compare against (C3, C4)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from agents.config import ContextConfig
 
 REFERENCE_WINDOW = 128_000
-# The SPEC's zone defaults at the reference window; other windows scale proportionally.
+# Feature C1's zone defaults at the reference window; other windows scale proportionally.
 DEFAULT_ZONES = {"system": 3000, "snapshot": 2000, "words": 3000, "history": 16000,
                  "summary": 8000, "summary_max": 20000, "reserve": 1000}
 MIN_WORDS_BUDGET = 128  # the person's words block: a few sentences even in a tiny window
@@ -61,10 +61,10 @@ class Budget:
 
 def plan_budget(window: int, config: ContextConfig, *, final_phase: bool = False,
                 extra_reserve: int = 0) -> Budget:
-    """Scale the SPEC zones to `window`; the output reserve grows in the answer phase."""
+    """Scale feature C1's zones to `window`; the output reserve grows in the answer phase."""
     scale = window / REFERENCE_WINDOW
     zone = {k: max(1, int(v * scale)) for k, v in DEFAULT_ZONES.items()}
-    # Small windows still need room for a short answer; large ones keep the SPEC's ratio.
+    # Small windows still need room for a short answer; large ones keep feature C1's ratio.
     reserve = max(zone["reserve"], min(1000, window // 8))
     if final_phase:
         reserve = min(window // 4, reserve * FINAL_RESERVE_FACTOR)

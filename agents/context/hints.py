@@ -1,4 +1,4 @@
-"""Hint injection (SPEC C12): short facts appended at the end of the context each turn.
+"""Hint injection (feature C12): short facts appended at the end of the context each turn.
 
 Volatile facts do not belong in the system prompt (that would change the agent's persona
 every turn) nor in the user's words. Four kinds, each with its own throttle:

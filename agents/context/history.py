@@ -60,7 +60,7 @@ class Unit:
 
     @property
     def is_round(self) -> bool:
-        """A round is a tool call with its results (SPEC naming)."""
+        """A round is a tool call with its results (the vocabulary of docs/features.md)."""
         return any(m.role == "tool" for m in self.messages)
 
     @property

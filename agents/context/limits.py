@@ -1,4 +1,4 @@
-"""Hard limits checked before anything is sent (SPEC C1, C3, issue 13).
+"""Hard limits checked before anything is sent (features C1, C3, issue 13).
 
 Preflight: the part of every request that no compaction can shrink — the system prompt,
 the tool schemas, the goal with the tier-1 anchors, and the output reserve — must fit the

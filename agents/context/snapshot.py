@@ -1,4 +1,4 @@
-"""The task snapshot (SPEC C9): rewritten every turn, placed right after the system prompt.
+"""The task snapshot (feature C9): rewritten every turn, placed right after the system prompt.
 
 Tier-1 anchors and the goal are always in it, whatever its budget; the rest (key data,
 tasks, notes) is added in order of importance while it fits.

@@ -1,4 +1,4 @@
-"""The working context (SPEC C1, C5, C17): what goes into the next request, zone by zone.
+"""The working context (features C1, C5, C17): what goes into the next request, zone by zone.
 
 Layout by attention and by cache (C17). Providers bill a request's prefix that repeats an
 earlier request at 10–25 % of the price, so what stays the same between compactions
@@ -244,7 +244,7 @@ class WorkingContext:
                        total=sum(v for k, v in zones.items() if k != "reserve"),
                        refs_of=[m.ref for _, m in parts])
 
-    # --- persistence (resume, SPEC T8)
+    # --- persistence (resume, feature T8)
     def to_state(self) -> dict[str, Any]:
         return {"history": [m.to_state() for m in self.history], "summary": self.summary,
                 "snapshot": self.snapshot_text,

@@ -1,4 +1,4 @@
-"""Counting per model (SPEC C2, issue 11): the engine's figure corrected by the provider's.
+"""Counting per model (feature C2, issue 11): the engine's figure corrected by the provider's.
 
 The engine counts with tiktoken (cl100k when the model's own encoding is unknown), or
 with the server's tokenizer per text (agents.counting.server_tokens). Neither sees the text a

@@ -1,4 +1,4 @@
-"""Money per run under named price tables (SPEC W9): the benchmark's headline metric.
+"""Money per run under named price tables (feature W9): the benchmark's headline metric.
 
 Tokens alone hide what caching does: providers bill a repeated prompt prefix at 10–25 %
 of the input price, so a run that sends more tokens can still cost less. Each table

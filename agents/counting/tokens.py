@@ -1,4 +1,4 @@
-"""Token counting (SPEC C2): the model's own tiktoken encoding, else the offline cl100k.
+"""Token counting (feature C2): the model's own tiktoken encoding, else the offline cl100k.
 
 This is the only module that imports tiktoken. Counts follow OpenAI's chat framing: every
 message costs its text plus a fixed overhead, tool schemas cost their JSON, and the reply

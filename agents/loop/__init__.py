@@ -1,4 +1,4 @@
-"""The agent loop (SPEC T1, T6, T8): turns, model calls with their accounting, commit
+"""The agent loop (features T1, T6, T8): turns, model calls with their accounting, commit
 points, retries, and what a run is given and ends with."""
 from agents.loop.agent_loop import AgentLoop
 from agents.loop.calls import canonical_keys

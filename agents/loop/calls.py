@@ -1,4 +1,4 @@
-"""Model calls with their accounting: every call becomes a MODEL_CALL event (SPEC W9)."""
+"""Model calls with their accounting: every call becomes a MODEL_CALL event (feature W9)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Sub-agents (SPEC T6) as the loop sees them: delegate calls waiting for their children.
+"""Sub-agents (feature T6) as the loop sees them: delegate calls waiting for their children.
 
 The `delegate` tool (agents/tools/delegate.py) records a queued child session and returns
 a Pending result. The loop ends that turn *waiting* (state saved, nothing in flight)

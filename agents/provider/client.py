@@ -1,4 +1,4 @@
-"""The model client (SPEC T7): one chat-completion call through the `openai` SDK.
+"""The model client (feature T7): one chat-completion call through the `openai` SDK.
 
 This is the only module that imports `openai`. The simulated model is reached through
 the same SDK with an in-process HTTP transport, so every run exercises this code path.
@@ -42,7 +42,7 @@ class ModelError(RuntimeError):
 
 
 class ContextOverflow(ModelError):
-    """The provider refused the request as longer than its window (SPEC C16)."""
+    """The provider refused the request as longer than its window (feature C16)."""
 
     def __init__(self, limit: int, requested: int, message: str,
                  code: str = "context_length_exceeded") -> None:

@@ -1,4 +1,4 @@
-"""What a recorded session decided, read back from its events and archive (SPEC E2).
+"""What a recorded session decided, read back from its events and archive (feature E2).
 
 A replay needs, per agent turn: the model's answers (MODEL_CALL "reply"), the user
 messages that arrived, the time the turn started (for the time hint), and for every tool
@@ -35,7 +35,7 @@ class RecordedResult:
 
 @dataclass
 class RecordedAnswer:
-    """A sub-agent's answer as the recorded parent received it (SPEC T6)."""
+    """A sub-agent's answer as the recorded parent received it (feature T6)."""
 
     child: str
     ref: str | None  # the delivered text, in the parent's archive

@@ -162,7 +162,7 @@ def split_subtask(name_or_path: str) -> tuple[str, str]:
 
 def load_scenario(name_or_path: str) -> Scenario:
     """Load a bundled scenario by name, or a scenario file by path; "NAME#SUB" loads the
-    subtask SUB of that file (what a sub-agent plays, SPEC T6)."""
+    subtask SUB of that file (what a sub-agent plays, feature T6)."""
     name_or_path, subtask = split_subtask(name_or_path)
     path = Path(name_or_path)
     if not path.suffix:

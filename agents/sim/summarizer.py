@@ -1,4 +1,4 @@
-"""The simulated model's answer to a summary request, in three modes (SPEC C6, T7, issue 13).
+"""The simulated model's answer to a summary request, in three modes (features C6, T7, issue 13).
 
 The simulated provider shares no code with the engine: it reads the request as any model
 would (role, text, tool calls, the "[archive turn N, ref …]" labels and a previous

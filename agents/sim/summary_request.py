@@ -1,5 +1,5 @@
 """How the simulated model reads the summary request that reuses the agent's own prefix
-(SPEC C17); the request's form is agents/protocol.py.
+(feature C17); the request's form is agents/protocol.py.
 
 The engine asks for a summary by sending the agent's stable prefix (same tools, system
 prompt, snapshot, previous summary, the history to fold, all byte-identical, so a provider

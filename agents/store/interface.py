@@ -29,7 +29,7 @@ class AnchorRecord:
 
 @dataclass
 class TaskRecord:
-    """One entry of the agent's task list (SPEC T2)."""
+    """One entry of the agent's task list (feature T2)."""
 
     id: str
     subject: str
@@ -56,7 +56,7 @@ class ArchiveHit:
 
 @dataclass
 class ChildRecord:
-    """A sub-agent session as its parent sees it (SPEC T6)."""
+    """A sub-agent session as its parent sees it (feature T6)."""
 
     id: str
     goal: str
@@ -75,7 +75,7 @@ class ChildRecord:
 
 
 class Store(Protocol):
-    # --- archive (SPEC C5, C11, T4): append-only, never truncated
+    # --- archive (features C5, C11, T4): append-only, never truncated
     def archive(
         self,
         session_id: str,
@@ -97,7 +97,7 @@ class Store(Protocol):
     def search_archive(self, session_id: str, query: str, limit: int = 5) -> list[ArchiveHit]:
         """Keyword search over this session's archive, best first."""
 
-    # --- anchors (SPEC C8)
+    # --- anchors (feature C8)
     def load_anchors(self, session_id: str) -> list[AnchorRecord]:
         """The session's active anchors as they are now (admin edits included), oldest first.
 
@@ -106,7 +106,7 @@ class Store(Protocol):
     def save_anchor(self, session_id: str, anchor: AnchorRecord) -> AnchorRecord:
         """Insert (id None) or update an anchor; return it with its id."""
 
-    # --- tasks and notes (SPEC T2, T3)
+    # --- tasks and notes (features T2, T3)
     def load_tasks(self, session_id: str) -> list[TaskRecord]:
         """The task list as it is now, admin edits included."""
 
@@ -114,19 +114,19 @@ class Store(Protocol):
         """Replace the task list (tasks missing from `tasks` are deleted)."""
 
     def load_notes(self, session_id: str) -> dict[str, Any]:
-        """The structured notepad (SPEC T3), {} when empty."""
+        """The structured notepad (feature T3), {} when empty."""
 
     def save_notes(self, session_id: str, notes: dict[str, Any]) -> None:
         """Replace the notepad."""
 
-    # --- loop state, for resume (SPEC T1, T8)
+    # --- loop state, for resume (features T1, T8)
     def load_state(self, session_id: str) -> dict[str, Any] | None:
         """The engine state saved at the end of the last committed turn, if any."""
 
     def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist the engine state at the end of a turn."""
 
-    # --- requests from people while the task runs (SPEC W2, C13)
+    # --- requests from people while the task runs (features W2, C13)
     def take_user_messages(self, session_id: str, turn: int = 0) -> list[str]:
         """Follow-up messages sent from the dashboard since the last call, oldest first;
         `turn` is the turn taking them, so an uncommitted turn can give them back."""
@@ -142,7 +142,7 @@ class Store(Protocol):
     def cancel_requested(self, session_id: str) -> bool:
         """True when a person asked to cancel the session."""
 
-    # --- sub-agents (SPEC T6)
+    # --- sub-agents (feature T6)
     def create_child(self, parent_id: str, request: dict[str, Any]) -> str:
         """Record a queued child session and return its id. `request` holds "goal",
         "scenario", "window", "max_turns", "profile" ("" = the parent's), "anchors" (tier-1

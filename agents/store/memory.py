@@ -30,7 +30,7 @@ class MemoryStore:
         self.compaction_requests: dict[str, str] = {}
         self.cancelled: set[str] = set()
         self._next_anchor_id = 1
-        # Sub-agent sessions (SPEC T6): id -> {"parent", "request", "record"}.
+        # Sub-agent sessions (feature T6): id -> {"parent", "request", "record"}.
         self.sessions: dict[str, dict[str, Any]] = {}
 
     # archive

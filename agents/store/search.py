@@ -1,4 +1,4 @@
-"""Keyword search over archived text, the same for every Store (SPEC T4).
+"""Keyword search over archived text, the same for every Store (feature T4).
 
 The in-memory store searches with these directly; the database store indexes the same
 keywords, so a recall finds the same rows whichever store a session runs on.

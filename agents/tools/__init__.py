@@ -1,4 +1,4 @@
-"""The agent's tools (SPEC C10, C11, T2–T6) and the registry that runs them.
+"""The agent's tools (features C10, C11, T2–T6) and the registry that runs them.
 
 `registry.ToolRegistry.run` is the only way the loop runs a tool and it never raises;
 `base` is the contract every tool follows; `bounding`, `render` and `offload` keep a

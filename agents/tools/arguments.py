@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.tools.base import Tool, ToolError
 
-# Parameters the registry fills in itself; the model never sees or sets them (SPEC T2).
+# Parameters the registry fills in itself; the model never sees or sets them (feature T2).
 HIDDEN_PARAMETERS = ("_ctx", "_state", "_boundary")
 MAX_ARGUMENTS_CHARS = 5_000_000
 

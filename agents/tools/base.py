@@ -1,6 +1,6 @@
 """The contract between the agent loop and every tool.
 
-A tool is a plain function plus a JSON schema and a boundary declaration (SPEC C10).
+A tool is a plain function plus a JSON schema and a boundary declaration (feature C10).
 The loop only ever calls `ToolRegistry.run`, which never raises: whatever the tool does
 (raise, hang, return 10 MB, bytes, invalid UTF-8, deep JSON) comes back as a bounded
 `ToolOutcome`, with the raw output archived through the Store first.
@@ -17,7 +17,7 @@ from agents.store.interface import Store
 
 @dataclass(frozen=True)
 class ToolBoundary:
-    """How much of a tool's result may enter the context (SPEC C10)."""
+    """How much of a tool's result may enter the context (feature C10)."""
 
     max_result_rows: int = 200
     max_result_length: int = 8000  # characters kept in context
@@ -95,7 +95,7 @@ class ToolError(Exception):
 
 @dataclass
 class Table:
-    """A tabular tool result: bounded as head rows + tail rows + statistics (SPEC C10)."""
+    """A tabular tool result: bounded as head rows + tail rows + statistics (feature C10)."""
 
     columns: list[str]
     rows: list[list[Any]]

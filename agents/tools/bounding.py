@@ -1,4 +1,4 @@
-"""Bound a tool result to its ToolBoundary (SPEC C10).
+"""Bound a tool result to its ToolBoundary (feature C10).
 
 Tables keep head rows + tail rows + statistics over all rows; text keeps its head and
 tail. The cut part is replaced by one marker line that names the archive ref and the

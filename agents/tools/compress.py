@@ -1,4 +1,4 @@
-"""compress_context (SPEC C13): the model may ask for a compaction when the config allows it.
+"""compress_context (feature C13): the model may ask for a compaction when the config allows it.
 
 Compaction only ever runs at the start of an iteration, before a request; the tool
 therefore schedules it through the agent state and the loop carries it out next turn.

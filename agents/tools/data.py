@@ -1,4 +1,4 @@
-"""CSV data tools (SPEC T5): describe, group-by aggregate, top-k. Standard library only.
+"""CSV data tools (feature T5): describe, group-by aggregate, top-k. Standard library only.
 
 Missing values (empty, NA, null, ...) are counted and reported in one phrasing,
 "missing: 3 of 120 (2.5%)", so a later phase can still quote phase 1's figure.

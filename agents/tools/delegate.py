@@ -1,4 +1,4 @@
-"""The `delegate` tool (SPEC T6): hand a sub-task to a sub-agent session of its own.
+"""The `delegate` tool (feature T6): hand a sub-task to a sub-agent session of its own.
 
 A delegate call records a queued child session through the Store and returns a Pending
 result; the loop then waits for the child (agents/loop/delegations.py) instead of

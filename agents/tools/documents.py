@@ -1,9 +1,9 @@
 """fetch_document: a deterministic synthetic document of about N tokens, for load.
 
-Scenarios use it to put realistic weight on the context (SPEC reference figures: six
-retrieval rounds of ~1600 tokens). Every line is a numbered fact with a figure and a
-unit, so a summary has something concrete to keep and a test can check it was kept.
-The same (tokens, topic) always gives the same text.
+Scenarios use it to put realistic weight on the context (the reference figures in
+docs/features.md: six retrieval rounds of ~1600 tokens). Every line is a numbered fact
+with a figure and a unit, so a summary has something concrete to keep and a test can
+check it was kept. The same (tokens, topic) always gives the same text.
 """
 from __future__ import annotations
 
@@ -80,5 +80,6 @@ def tools() -> list[Tool]:
             "save_as": {"type": "string", "description": "Optional workspace file to save to."}},
             "required": ["tokens", "topic"]},
         func=fetch_document,
-        # ~2000 tokens of this text: a 1600-token document passes uncut (SPEC reference run).
+        # ~2000 tokens of this text: a 1600-token document passes uncut (the reference run
+        # in docs/features.md).
         boundary=ToolBoundary(max_result_rows=2000, max_result_length=7000))]

@@ -1,4 +1,4 @@
-"""The notes tool (SPEC T3): a structured notepad the model keeps outside the context.
+"""The notes tool (feature T3): a structured notepad the model keeps outside the context.
 
 Sections: objective, plan (steps and the current step), findings with their source, data
 points, open questions, and ruled-out approaches with reason and evidence ref. The

@@ -1,4 +1,4 @@
-"""The Offloader (SPEC C11): move content out of the context into the archive, keep a ref.
+"""The Offloader (feature C11): move content out of the context into the archive, keep a ref.
 
 `offload_context` takes the messages a compaction removes, `offload_tool_result` a tool
 result that was cut. Both archive the full content through the Store (append-only, in the

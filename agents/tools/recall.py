@@ -1,4 +1,4 @@
-"""Reading the archive back (SPEC T4, C11): read_ref pages through one ref, recall searches.
+"""Reading the archive back (features T4, C11): read_ref pages through one ref, recall searches.
 
 read_ref never returns more than its own max_result_length at once; its header line
 says which characters it shows, the total and the offset of the next page, so the model

@@ -2,7 +2,7 @@
 
 `run` parses and checks the arguments, calls the tool (in a worker thread with a timeout
 unless the tool is `inline`), renders whatever came back into text, archives the full raw
-result, bounds it to the tool's boundary (SPEC C10) and reports an OFFLOAD event when
+result, bounds it to the tool's boundary (feature C10) and reports an OFFLOAD event when
 something was cut. Every failure becomes a ToolOutcome with a clear `error`.
 """
 from __future__ import annotations
@@ -175,7 +175,7 @@ def default_registry(config: ContextConfig | None = None, only: list[str] | None
                      extra: list[Tool] | None = None) -> ToolRegistry:
     """A registry with every TaskOS tool (or the named ones); results capped by the config.
     `extra` tools (e.g. delegate, built per session) are offered when `only` allows them."""
-    # tool_result_limit is in tokens (SPEC C4). Tools bound their output in characters,
+    # tool_result_limit is in tokens (feature C4). Tools bound their output in characters,
     # cheaply, at a generous 4 characters a token; the engine then enforces the exact token
     # limit when the result enters the context (Budget.message_cap).
     registry = ToolRegistry(

@@ -1,4 +1,4 @@
-"""SQL over the session database (SPEC T5): csv_load writes it, sql_query only reads it.
+"""SQL over the session database (feature T5): csv_load writes it, sql_query only reads it.
 
 The database is `<workspace>/session.sqlite3`. sql_query accepts only SELECT / WITH, opens
 the file with `mode=ro`, sets `query_only`, and an authorizer denies every action that is

@@ -1,6 +1,6 @@
 """Shared pieces for tabular results: numbers, missing values, column statistics, CSV lines.
 
-Used by the bounding of tabular results (SPEC C10) and by the CSV data tools (SPEC T5), so
+Used by the bounding of tabular results (feature C10) and by the CSV data tools (feature T5), so
 a statistic reads the same wherever the model meets it.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Task tools (SPEC T2) with AgentScope's semantics: TaskCreate, TaskList, TaskUpdate, TaskGet.
+"""Task tools (feature T2) with AgentScope's semantics: TaskCreate, TaskList, TaskUpdate, TaskGet.
 
 The list lives in the Store (admin-editable, never touched by compaction). Ids count up
 from "1"; a task's field is `state` (pending / in_progress / completed) while TaskUpdate's

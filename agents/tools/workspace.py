@@ -1,4 +1,4 @@
-"""Workspace tools (SPEC T5): list, read and write files in the session's own folder.
+"""Workspace tools (feature T5): list, read and write files in the session's own folder.
 
 Every path is resolved (symlinks followed) and must stay inside the workspace; anything
 else — `..`, absolute paths, a symlink pointing out — is refused with a clear error.

@@ -1,4 +1,4 @@
-"""The person's words and the anchors read from them (SPEC C8, C19).
+"""The person's words and the anchors read from them (features C8, C19).
 
 `person` keeps every message the person wrote in every request; `anchors` and `patterns`
 extract hard constraints and details from them, `conclusions` the findings of tool

@@ -1,4 +1,4 @@
-"""Anchors (SPEC C8): rule-based extraction of what must stay in context, English and Chinese.
+"""Anchors (feature C8): rule-based extraction of what must stay in context, English and Chinese.
 
 Tier 1 hard constraints come from user messages and are never dropped; tier 3 details (a
 number that constrains nothing) roll off with the window; tier 2 conclusions come from tool
@@ -14,39 +14,12 @@ import re
 
 from agents.store.interface import AnchorRecord
 
-# DATE_RE, QUANTITY_RE, STOP_WORDS and WORDS_RE are re-exported for the other extractors.
-from agents.words.patterns import (  # noqa: F401
-    ASCII_WORDS,
-    CANON,
-    CJK,
-    CJK_DATE_HINT,
-    CJK_FILLERS,
-    CUTOFF,
-    DATA,
-    DATE_LOW,
-    DATE_RE,
-    DATE_WORDS,
-    DEMAND,
-    FORMAT_ANY,
-    FORMAT_WORDS,
-    FORMATS_BEFORE,
-    MAX,
-    MIN,
-    MUST,
-    NEGATION,
-    NEGATION_OR_USE,
-    OTHER_TRIGGER,
-    QUANTITY_RE,
-    REPLACING,
-    RULE_ANY,
-    RULE_HEAD,
-    STOP,
-    STOP_WORDS,
-    SUFFIX_LIMIT,
-    SUPERSEDE,
-    TRIGGER_WORDS,
-    WORDS_RE,
-)
+from agents.words.patterns import (ASCII_WORDS, CANON, CJK, CJK_DATE_HINT, CJK_FILLERS, CUTOFF,
+                                   DATA, DATE_LOW, DATE_RE, DATE_WORDS, DEMAND, FORMAT_ANY,
+                                   FORMAT_WORDS, FORMATS_BEFORE, MAX, MIN, MUST, NEGATION,
+                                   NEGATION_OR_USE, OTHER_TRIGGER, QUANTITY_RE, REPLACING,
+                                   RULE_ANY, RULE_HEAD, STOP, SUFFIX_LIMIT, SUPERSEDE,
+                                   TRIGGER_WORDS, WORDS_RE)
 
 MAX_ANCHOR_CHARS = 200
 _SENTENCES = re.compile(r"[\n\r]+|(?<=[。！？；!?;])|(?<=\.)(?=\s|$)")

@@ -1,4 +1,4 @@
-"""Anchors and tasks as the loop sees them, kept in step with the Store (SPEC C8, W4).
+"""Anchors and tasks as the loop sees them, kept in step with the Store (features C8, W4).
 
 At every turn the book reloads anchors and tasks from the Store; whatever differs from
 what the engine itself last wrote was edited by a person in the admin, and is reported

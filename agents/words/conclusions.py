@@ -1,4 +1,4 @@
-"""Tier-2 anchors (SPEC C8): the conclusions a tool result states, kept while they are news.
+"""Tier-2 anchors (feature C8): the conclusions a tool result states, kept while they are news.
 
 A line scores as a finding by its shape ("key: value" with a number, a percentage, words
 like total or 下降); the best few of a result become tier-2 anchors keyed by what they
@@ -10,7 +10,8 @@ import json
 import re
 
 from agents.store.interface import AnchorRecord
-from agents.words.anchors import QUANTITY_RE, clip_text, sentences
+from agents.words.anchors import clip_text, sentences
+from agents.words.patterns import QUANTITY_RE
 
 CONCLUSIONS_PER_RESULT = 3
 _WORDS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[\u4e00-\u9fff]+", re.I)

@@ -1,4 +1,4 @@
-"""Keeping the anchor set current (SPEC C8; issue 13): what a new statement adds or replaces.
+"""Keeping the anchor set current (feature C8; issue 13): what a new statement adds or replaces.
 
 A hard constraint is replaced only when the person says so; conclusions and details are
 replaced by a newer one with the same key; details roll off after a few turns.
@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.store.interface import AnchorRecord
-from agents.words.anchors import STOP_WORDS, WORDS_RE, supersedes
+from agents.words.anchors import supersedes
+from agents.words.patterns import STOP_WORDS, WORDS_RE
 
 
 @dataclass

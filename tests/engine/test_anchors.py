@@ -1,4 +1,4 @@
-"""Anchors (SPEC C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
+"""Anchors (feature C8): extraction rules in English and Chinese, conflicts, tiers, roll-off."""
 import pytest
 
 from agents.store.interface import AnchorRecord

@@ -1,4 +1,4 @@
-"""The cache-stable layout (SPEC C17): what is stable comes first, what changes comes last."""
+"""The cache-stable layout (feature C17): what is stable comes first, what changes comes last."""
 from agents.config import ContextConfig
 from agents.events import EventType
 from agents.loop.spec import SessionSpec

@@ -1,4 +1,4 @@
-"""The engine must stay free of Django (DESIGN boundaries)."""
+"""The engine must stay free of Django (docs/design.md, boundaries)."""
 import re
 from pathlib import Path
 

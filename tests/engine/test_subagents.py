@@ -1,4 +1,4 @@
-"""Sub-agents (SPEC T6) in memory: delegate, wait, resume with the children's answers."""
+"""Sub-agents (feature T6) in memory: delegate, wait, resume with the children's answers."""
 from __future__ import annotations
 
 import copy

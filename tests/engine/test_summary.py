@@ -1,4 +1,5 @@
-"""The structured summary (SPEC C6), its validation, shrinking, the C7 marker and the E3 audit."""
+"""The structured summary (feature C6), its validation, shrinking, the C7 marker and the E3
+audit."""
 import json
 
 import pytest

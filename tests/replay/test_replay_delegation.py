@@ -1,4 +1,4 @@
-"""Replaying a session that delegated (SPEC E2 × T6): recorded sub-agents' answers reused."""
+"""Replaying a session that delegated (feature E2 × T6): recorded sub-agents' answers reused."""
 from __future__ import annotations
 
 import json

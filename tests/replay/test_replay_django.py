@@ -1,4 +1,4 @@
-"""Replays as sessions of their own: created, run by the worker task, compared (SPEC E2)."""
+"""Replays as sessions of their own: created, run by the worker task, compared (feature E2)."""
 import json
 from io import StringIO
 

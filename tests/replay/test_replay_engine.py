@@ -1,4 +1,4 @@
-"""Replay (SPEC E2) in memory: recorded decisions, archived results, a new context."""
+"""Replay (feature E2) in memory: recorded decisions, archived results, a new context."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Bounding (SPEC C10): exact cut formats per summary mode, and the limits as properties."""
+"""Bounding (feature C10): exact cut formats per summary mode, and the limits as properties."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""CSV data tools (SPEC T5): exact outputs, missing values, errors."""
+"""CSV data tools (feature T5): exact outputs, missing values, errors."""
 from __future__ import annotations
 
 import csv

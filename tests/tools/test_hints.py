@@ -1,4 +1,4 @@
-"""Hint injection (SPEC C12): four kinds, their conditions, throttles and exact texts."""
+"""Hint injection (feature C12): four kinds, their conditions, throttles and exact texts."""
 from __future__ import annotations
 
 import datetime as dt

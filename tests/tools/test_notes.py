@@ -1,4 +1,4 @@
-"""The notes tool (SPEC T3) and render_notes, which the task snapshot shows every turn."""
+"""The notes tool (feature T3) and render_notes, which the task snapshot shows every turn."""
 from __future__ import annotations
 
 from agents.events import EventType

@@ -1,4 +1,4 @@
-"""read_ref pages a ref back in full; recall finds archived content (SPEC T4, C11)."""
+"""read_ref pages a ref back in full; recall finds archived content (features T4, C11)."""
 from __future__ import annotations
 
 import json

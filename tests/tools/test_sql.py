@@ -1,4 +1,4 @@
-"""csv_load writes the session database; sql_query can only read it (SPEC T5)."""
+"""csv_load writes the session database; sql_query can only read it (feature T5)."""
 from __future__ import annotations
 
 import sqlite3

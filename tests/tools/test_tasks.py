@@ -1,4 +1,4 @@
-"""Task tools (SPEC T2): AgentScope's semantics and exact texts."""
+"""Task tools (feature T2): AgentScope's semantics and exact texts."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Workspace tools (SPEC T5): files inside the session folder only."""
+"""Workspace tools (feature T5): files inside the session folder only."""
 from __future__ import annotations
 
 import os
