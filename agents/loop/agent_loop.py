@@ -230,8 +230,7 @@ class AgentLoop:
         for text, source in texts:
             refused = input_too_long(text, "message", spec.max_input_chars)
             if refused:  # reported, never archived
-                deps.emit(error_event("input_too_long", refused,
-                                                               fatal=False))
+                deps.emit(error_event("input_too_long", refused, fatal=False))
                 continue
             self.add_user_message(text, source)
 
@@ -258,8 +257,7 @@ class AgentLoop:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
                                               turn=self.state.turn)
             except ContextOverflow as exc:
-                self.deps.emit(error_event(exc.code, str(exc),
-                                                                    fatal=False))
+                self.deps.emit(error_event(exc.code, str(exc), fatal=False))
                 overflows += 1
                 if overflows > MAX_OVERFLOW_RETRIES:
                     raise

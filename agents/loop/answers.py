@@ -46,8 +46,7 @@ class Answers:
         message = f"the model returned an empty answer ({state.empty_answers} in a row)"
         if state.empty_answers > MAX_EMPTY_ANSWERS:
             raise ModelError("bad_response", message)
-        self.deps.emit(error_event("bad_response", message,
-                                                            fatal=False))
+        self.deps.emit(error_event("bad_response", message, fatal=False))
         self.add_user_message("Your last answer was empty. Continue the task with a tool call, "
                               "or give the final answer.", source="engine")
         return None
@@ -134,8 +133,7 @@ class Answers:
                 "drawn from a tool result"))
         if state.rejected_answers > MAX_REJECTED_ANSWERS:
             raise ModelError("unusable_answer", f"{message} ({state.rejected_answers} in a row)")
-        self.deps.emit(error_event("unusable_answer", message,
-                                                            fatal=False))
+        self.deps.emit(error_event("unusable_answer", message, fatal=False))
         self.add_user_message(why, source="engine")
         return None
 
