@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agents import DelegationLimits
 
+from . import queue
 from .models import Session
 
 log = logging.getLogger("taskos.runs")
@@ -32,9 +33,7 @@ def limits() -> DelegationLimits:
 
 def _send(pk: int, send=None) -> None:
     """Send run_session(pk) once the current transaction (if any) has committed."""
-    if send is None:
-        from .tasks import run_session
-        send = run_session.delay
+    send = send or queue.run_session
 
     def now() -> None:
         try:

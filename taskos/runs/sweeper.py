@@ -17,11 +17,14 @@ import datetime as dt
 import logging
 import threading
 
+import redis
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
+from . import queue
+from .delegation import resume_if_done, stranded_parents
 from .models import Session
 
 log = logging.getLogger("taskos.runs")
@@ -47,8 +50,6 @@ def _claim(pk: int, orphaned: Q, now: dt.datetime) -> bool:
 
 def broker_started(now: dt.datetime) -> dt.datetime | None:
     """When the broker's Redis started: messages sent before then are gone with it."""
-    import redis
-
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=3,
                                   socket_timeout=3)
     try:
@@ -94,9 +95,7 @@ def cancel_unasked_children() -> list[int]:
 
 def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
     """Queue again every orphaned session; return their ids."""
-    if send is None:
-        from .tasks import run_session
-        send = run_session.delay
+    send = send or queue.run_session
     now = now or timezone.now()
     orphaned = orphaned_sessions(now, broker_started(now))
     sent = []
@@ -111,7 +110,6 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
             continue
         sent.append(pk)
     cancel_unasked_children()
-    from .delegation import resume_if_done, stranded_parents
     for pk in stranded_parents():  # every sub-agent ended, but nobody woke the parent
         if resume_if_done(pk, send):
             sent.append(pk)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from agents import Event, EventType, redact
 from taskos.live.publisher import ChannelsPublisher
 
-from . import delegation
+from . import delegation, queue
 from .lease import Lease, LeaseLost
 from .models import Session, SessionEvent, max_input_chars
 from .store import DjangoStore, relaxed_commits
@@ -122,7 +122,7 @@ def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: Base
 
 # ignore_result: the session row is the result; storing the report in Redis as well only
 # made a finished run raise (and log a traceback) when Redis was down at that moment.
-@shared_task(name="taskos.runs.tasks.run_session", bind=True, ignore_result=True)
+@shared_task(name=queue.RUN_SESSION, bind=True, ignore_result=True)
 def run_session(self, session_id: int) -> dict:
     """Run one session; a redelivered task for a running session resumes it.
 

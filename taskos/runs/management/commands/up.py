@@ -10,8 +10,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from taskos.celery import app
+from taskos.runs import queue
 from taskos.runs.launcher import Launcher, LaunchError
 from taskos.runs.models import Session
+from taskos.runs.sweeper import mark_enqueued
 
 ADMIN_USERNAME = "admin"
 # The simulated model's answer time on this command (TASKOS_SIM_LATENCY_MS overrides it):
@@ -50,16 +53,12 @@ def services_env(redis_url: str) -> dict[str, str]:
 
 def resume_interrupted(redis_url: str) -> int:
     """Queue again the sessions a previous stop interrupted (their queue died with Redis)."""
-    from taskos.celery import app
-    from taskos.runs.sweeper import mark_enqueued
-    from taskos.runs.tasks import run_session
-
     app.conf.broker_url = redis_url
     app.conf.result_backend = redis_url
     pending = list(Session.objects.filter(status__in=Session.ACTIVE_STATUSES)
                    .values_list("pk", flat=True))
     for pk in pending:
-        run_session.delay(pk)
+        queue.run_session(pk)
         mark_enqueued(pk)
     return len(pending)
 
