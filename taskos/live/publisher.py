@@ -15,9 +15,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agents import Event, EventType
-from taskos.runs import batch_writes, turn_sql
-from taskos.runs.call_messages import CallCompactor
 from taskos.runs.models import Session, SessionEvent
+from taskos.store import batch_writes, turn_sql
+from taskos.store.call_messages import CallCompactor
 
 from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
 
@@ -42,7 +42,7 @@ class ChannelsPublisher:
     events get their seq at once but are stored by `flush()`: one bulk insert and one
     counter update in the caller's transaction, sent after its commit in one hop to the
     send loop. A MODEL_CALL is stored as what is new since the previous
-    call (taskos/runs/call_messages.py).
+    call (taskos/store/call_messages.py).
     """
 
     def __init__(self, session: Session | int | str) -> None:
@@ -113,7 +113,7 @@ class ChannelsPublisher:
         writes = batch_writes.for_connection()
         if writes.active:
             # Sent with the batch's other writes. A seq another executor took fails the
-            # commit instead of being renumbered here (taskos/runs/store.py commit_batch).
+            # commit instead of being renumbered here (taskos/store/django_store.py commit_batch).
             with writes.writing():
                 self._insert(events, returning=False)
             return

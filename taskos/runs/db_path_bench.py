@@ -30,7 +30,7 @@ CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
 @contextmanager
 def _counted() -> Iterator[dict[str, int]]:
     """Statements, the queries that carried them and commits sent on this thread's
-    connection meanwhile. On PostgreSQL a batch's kept writes (taskos/runs/batch_writes.py)
+    connection meanwhile. On PostgreSQL a batch's kept writes (taskos/store/batch_writes.py)
     are statements sent together in one query."""
     counts = {"statements": 0, "queries": 0, "commits": 0}
 

@@ -23,7 +23,7 @@ _ENGINE_WRITING: ContextVar[bool] = ContextVar("taskos_engine_writing", default=
 
 @contextmanager
 def engine_writes():
-    """Writes made inside are the engine's own (taskos/runs/store.py): not counted."""
+    """Writes made inside are the engine's own (taskos/store/django_store.py): not counted."""
     token = _ENGINE_WRITING.set(True)
     try:
         yield

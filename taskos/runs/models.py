@@ -252,7 +252,7 @@ class PendingMessage(models.Model):
 
 
 class EngineStateChunk(models.Model):
-    """A piece of a session's saved engine state, written once (taskos/runs/state_chunks.py).
+    """A piece of a session's saved engine state, written once (taskos/store/state_chunks.py).
 
     `Session.engine_state` holds the small part that changes every turn and names its
     pieces by key; a key is the hash of its text, so a piece that did not change since the

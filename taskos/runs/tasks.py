@@ -9,11 +9,11 @@ from django.utils import timezone
 
 from agents import Event, EventType, redact
 from taskos.live.publisher import ChannelsPublisher
+from taskos.store.django_store import DjangoStore, relaxed_commits
 
 from . import delegation, queue
 from .lease import Lease, LeaseLost
 from .models import Session, SessionEvent, max_input_chars
-from .store import DjangoStore, relaxed_commits
 
 log = logging.getLogger("taskos.runs")
 

@@ -1,4 +1,4 @@
-"""A batch's writes kept and sent as one query on PostgreSQL (taskos/runs/batch_writes.py): what
+"""A batch's writes kept and sent as one query on PostgreSQL (taskos/store/batch_writes.py): what
 runs in between sees them, a rollback drops them, a clash with another executor stops this
 one. On other databases they run at once, and the same checks hold."""
 from __future__ import annotations
@@ -11,10 +11,11 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.events import Event, EventType
 from taskos.live.publisher import ChannelsPublisher
-from taskos.runs import batch_writes, services
+from taskos.runs import services
 from taskos.runs.lease import Lease, LeaseLost
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
-from taskos.runs.store import DjangoStore
+from taskos.store import batch_writes
+from taskos.store.django_store import DjangoStore
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("channels_redis_url")]

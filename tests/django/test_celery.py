@@ -109,7 +109,7 @@ class WorkerKilled(BaseException):
 
 def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, channels_redis_url,
                                                                monkeypatch):
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
     save_state, commit_batch = DjangoStore.save_state, DjangoStore.commit_batch
     saved = []
 

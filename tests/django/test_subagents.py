@@ -8,7 +8,7 @@ import pytest
 from agents.scenarios import SCENARIO_DIR
 from taskos.runs import delegation, services
 from taskos.runs.models import Session
-from taskos.runs.store import DjangoStore
+from taskos.store.django_store import DjangoStore
 from tests.django.test_celery import _wait_until_done, worker  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ def research_file(tmp_path, mutate=None) -> str:
 
 def agent_inputs(session: Session) -> list[str]:
     """The text of each agent request, rebuilt as sent (rows store what is new, by ref)."""
-    from taskos.runs.call_messages import full_payload
+    from taskos.store.call_messages import full_payload
     rows = session.events.filter(type="MODEL_CALL", payload__kind="agent").order_by("seq")
     return ["\n".join(str(m.get("content") or "")
                       for m in full_payload(session.pk, seq, payload)["messages"])

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from taskos.runs import services, sweeper
 from taskos.runs.models import Session
-from taskos.runs.store import DjangoStore
 from taskos.runs.tasks import run_session
+from taskos.store.django_store import DjangoStore
 
 from .test_celery import _wait_until_done, worker  # noqa: F401 - the real worker fixture
 

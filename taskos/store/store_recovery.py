@@ -6,8 +6,9 @@ import logging
 
 from django.db import transaction
 
-from .edits import engine_writes
-from .models import Anchor, ArchivedTurn, PendingMessage, Session, SessionEvent
+from taskos.runs.edits import engine_writes
+from taskos.runs.models import Anchor, ArchivedTurn, PendingMessage, Session, SessionEvent
+
 from .store_base import session_pk
 
 log = logging.getLogger("taskos.runs")

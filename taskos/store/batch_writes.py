@@ -1,7 +1,7 @@
 """PostgreSQL: a batch's writes sent together, as one query, instead of one at a time (issue 8).
 
 A batch writes a dozen rows whose results the turn never reads: events, an archive row, an
-anchor or two (their ids reserved beforehand, taskos/runs/row_ids.py), the call counters,
+anchor or two (their ids reserved beforehand, taskos/store/row_ids.py), the call counters,
 state pieces. Sent one at a time, each waited a round trip (0.2–0.5 ms on a loaded 2-core
 machine), and that was most of what a turn cost on PostgreSQL. Written inside `writing()`
 they are kept in order instead, and `flush()` sends them as one multi-statement query

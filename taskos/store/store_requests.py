@@ -7,8 +7,9 @@ from typing import Any
 
 from django.db import transaction
 
+from taskos.runs.models import PendingMessage, Session
+
 from . import turn_sql
-from .models import PendingMessage, Session
 from .store_base import session_pk
 
 

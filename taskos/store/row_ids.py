@@ -1,6 +1,6 @@
 """Ids of new rows handed out before the rows are written (issue 8).
 
-An insert kept for its batch's one query (taskos/runs/batch_writes.py) must not wait for
+An insert kept for its batch's one query (taskos/store/batch_writes.py) must not wait for
 `RETURNING id`: the engine needs an archive row's ref and an anchor's id at once, and
 waiting for each would send the batch out statement by statement again. On PostgreSQL the table's own sequence hands out a block of ids in one read; an
 id taken is never given out again, used or not (a rollback only leaves a gap). Elsewhere

@@ -4,8 +4,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from agents import ChildRecord
+from taskos.runs.models import Anchor, ArchivedTurn, ModelProfile, Session
 
-from .models import Anchor, ArchivedTurn, ModelProfile, Session
 from .store_base import session_pk
 
 

@@ -1,5 +1,5 @@
 """The turn's batch of the Django Store: one transaction from one wait to the next
-(agents/loop/commits.py), its writes sent together on PostgreSQL (taskos/runs/batch_writes.py)."""
+(agents/loop/commits.py), its writes sent together on PostgreSQL (taskos/store/batch_writes.py)."""
 from __future__ import annotations
 
 import logging
@@ -29,7 +29,7 @@ class Batches:
     def commit_batch(self, durable: bool = False) -> None:
         """Commit the open batch (durable or not as the connection is: see relaxed_commits;
         a batch holding a state save commits durably, and that flushes every earlier
-        commit along). Its kept writes go out first (taskos/runs/batch_writes.py)."""
+        commit along). Its kept writes go out first (taskos/store/batch_writes.py)."""
         self._poll = None  # a model call or a tool starts: what people asked is read anew
         batch, self._batch, self._saved_turn = self._batch, None, None
         if batch is None:

@@ -12,8 +12,7 @@ from django.db import connection, transaction
 from django.db.models.functions import Substr
 
 from agents import ArchiveHit, excerpt_around, keywords
-
-from .models import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms
+from taskos.runs.models import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms
 
 MAX_QUERY_WORDS = 12
 # Partial matches are ranked among this many newest candidates.

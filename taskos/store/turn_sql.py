@@ -17,7 +17,7 @@ from typing import Any, Callable
 from django.db import connection
 from django.utils import timezone
 
-from .models import Anchor, ArchivedTurn, PendingMessage, Session
+from taskos.runs.models import Anchor, ArchivedTurn, PendingMessage, Session
 
 ANCHOR_FIELDS = ("tier", "text", "key", "source", "active", "turn")
 ARCHIVE_FIELDS = ("session_id", "turn", "role", "content", "tool_name", "tool_args",
@@ -47,7 +47,7 @@ def _json(model, field: str, value: Any) -> Any:
 def _run(sql: str, params: list[Any], fetch: bool = False,
          settle: Callable[[], int] | None = None) -> Any:
     """The first row when `fetch`, else the number of rows changed. A statement kept for a
-    batch's next flush (taskos/runs/batch_writes.py) has no count yet: `settle` sends it and
+    batch's next flush (taskos/store/batch_writes.py) has no count yet: `settle` sends it and
     returns it."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -86,7 +86,7 @@ def _insert_sql(vendor: str, table: str, columns: tuple[str, ...], returning: bo
 
 
 def _insert(model, columns: tuple[str, ...], params: list[Any], row_id: int | None) -> int:
-    """The new row's id: `row_id` when given (reserved ahead, taskos/runs/row_ids.py: the
+    """The new row's id: `row_id` when given (reserved ahead, taskos/store/row_ids.py: the
     statement then waits for nothing), else what the database gave it."""
     if row_id is not None:
         _run(_insert_sql(connection.vendor, model._meta.db_table, ("id", *columns), False),

@@ -13,11 +13,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agents import AnchorRecord, ArchiveHit, TaskRecord
+from taskos.runs.edits import engine_writes
+from taskos.runs.models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
 
 from . import search, state_chunks, turn_sql
 from .call_messages import remember_archived
-from .edits import engine_writes
-from .models import Anchor, ArchivedTurn, EngineStateChunk, Session, Task, search_terms
 from .row_ids import RowIds
 
 # relaxed_commits is the worker's (tasks.py) to wrap a session's run in.
@@ -203,7 +203,7 @@ class DjangoStore(Batches, PeopleRequests, SubAgents, RedoneTurns):
                     row.save()
 
     # --- loop state
-    # Saved in pieces (taskos/runs/state_chunks.py): the head on the session row, every
+    # Saved in pieces (taskos/store/state_chunks.py): the head on the session row, every
     # piece once in EngineStateChunk. `_chunks` is, per session, the keys stored.
     def load_state(self, session_id):
         pk = session_pk(session_id)

@@ -23,8 +23,7 @@ from collections import OrderedDict
 from typing import Any, Iterable
 
 from agents import ANNOTATIONS
-
-from .models import ArchivedTurn, SessionEvent
+from taskos.runs.models import ArchivedTurn, SessionEvent
 
 # A request shares its prefix with the previous one; after this many parts (one per
 # call since the last whole row) the next row is stored whole, so a rebuild reads at
@@ -41,8 +40,8 @@ _archived: OrderedDict[str, tuple[str, int, str]] = OrderedDict()
 
 
 def remember_archived(ref: str, session_pk: int, row_id: int, text: str) -> None:
-    """The store archived `text` as it is, as row `row_id` of the session (taskos/runs/
-    store.py). A ref names one new row, so insertion order is age order: the oldest go."""
+    """The store archived `text` as it is, as row `row_id` of the session (taskos/store/
+    django_store.py). A ref names one new row, so insertion order is age order: the oldest go."""
     _archived[ref] = (str(session_pk), row_id, text)
     while len(_archived) > RECENT_ARCHIVED:
         _archived.popitem(last=False)
