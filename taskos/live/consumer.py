@@ -42,7 +42,7 @@ from taskos.drawer.stream import (
     render_named_panels,
     render_update,
 )
-from taskos.live.publisher import group_name
+from taskos.live.sending import group_name
 from taskos.runs.models import Session
 
 log = logging.getLogger("taskos.live")

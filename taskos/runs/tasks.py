@@ -1,4 +1,4 @@
-"""Celery tasks, kept thin: build the store and the publisher, hand over to the engine."""
+"""Celery tasks, kept thin: build the store and the event sink, hand over to the engine."""
 from __future__ import annotations
 
 import logging
@@ -8,8 +8,9 @@ from celery import shared_task
 from django.utils import timezone
 
 from agents import Event, EventType, redact
-from taskos.live.publisher import ChannelsPublisher
+from taskos.live.sending import GroupSender
 from taskos.store.django_store import DjangoStore, relaxed_commits
+from taskos.store.event_log import EventLog
 
 from . import delegation, queue
 from .lease import Lease, LeaseLost
@@ -20,6 +21,13 @@ log = logging.getLogger("taskos.runs")
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
 
 
+def event_sink(session: Session | int | str) -> EventLog:
+    """The engine's event sink for a session: the event log, announcing what it stored to
+    the session's live pages."""
+    pk = session.pk if isinstance(session, Session) else int(session)
+    return EventLog(pk, GroupSender(pk).announce)
+
+
 def execute_session(session: Session, progress=None, lease: Lease | None = None,
                     summarizer: str | None = None) -> dict:
     """Run (or resume) a session through the engine in this process; return its report.
@@ -28,7 +36,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
     session row, which belongs to the new executor then. `summarizer` picks the simulated
     model's summary mode (faithful, lossy, hostile).
     """
-    publisher = ChannelsPublisher(session)
+    sink = event_sink(session)
     Session.objects.filter(pk=session.pk).update(
         status=Session.Status.RUNNING,
         started_at=session.started_at or timezone.now())
@@ -46,14 +54,14 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
                 session_id=str(session.pk), goal=session.goal, scenario=session.scenario or None,
                 profile=session.profile.to_engine(context_size=session.window),
                 config=ContextConfig.from_dict(session.context_settings),
-                store=store, events=publisher,
+                store=store, events=sink,
                 workspace=session.workspace, progress=progress, summarizer=summarizer,
                 max_input_chars=max_input_chars(), delegation=delegation.limits())
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
     except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
-        mark_failed(session, publisher, exc)
+        mark_failed(session, sink, exc)
         raise
     report = dict(result.report or {})
     session.profile.learn_token_ratio(report)
@@ -100,14 +108,14 @@ def failure_reason(session: Session, report: dict) -> str:
     return redact(f"{label}{message}{end}{action}")
 
 
-def mark_failed(session: Session, publisher: ChannelsPublisher | None, exc: BaseException) -> None:
+def mark_failed(session: Session, sink: EventLog | None, exc: BaseException) -> None:
     """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
     message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or in the event
     log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
     # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
-    if publisher is not None:
+    if sink is not None:
         try:
-            publisher.emit(Event(type=EventType.ERROR, payload={
+            sink.emit(Event(type=EventType.ERROR, payload={
                 "code": "internal_error", "message": message,
                 "cause": "An unexpected error in the engine or the worker.",
                 "action": "Everything up to the last committed turn is saved; see the worker "

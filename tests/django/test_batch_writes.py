@@ -10,10 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.events import Event, EventType
-from taskos.live.publisher import ChannelsPublisher
 from taskos.runs import services
 from taskos.runs.lease import Lease, LeaseLost
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
+from taskos.runs.tasks import event_sink
 from taskos.store import batch_writes
 from taskos.store.django_store import DjangoStore
 
@@ -66,7 +66,7 @@ def test_events_clashing_with_a_new_owners_stop_this_executor(session):
         pytest.skip("SQLite runs one writer at a time: the new owner waits for this batch")
     old = Lease(session.pk, owner="worker-a:1")
     assert old.take()
-    store, publisher = DjangoStore(lease=old), ChannelsPublisher(session)
+    store, publisher = DjangoStore(lease=old), event_sink(session)
     publisher.hold()
     store.begin_batch()
     store.archive(str(session.pk), 1, "tool", "the old owner's result")
@@ -76,7 +76,7 @@ def test_events_clashing_with_a_new_owners_stop_this_executor(session):
     def new_owner():  # another worker, on its own connection
         try:
             Session.objects.filter(pk=session.pk).update(lease_owner="worker-b:2")
-            ChannelsPublisher(session).emit(Event(EventType.TURN_STARTED, {"turn": 1}, turn=1))
+            event_sink(session).emit(Event(EventType.TURN_STARTED, {"turn": 1}, turn=1))
         finally:
             connection.close()
 

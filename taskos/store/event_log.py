@@ -1,14 +1,15 @@
-"""The engine's event sink in the web app: store every event, then stream it (SPEC W5).
+"""The event log: the engine's event sink over the ORM, every event a SessionEvent row
+(SPEC W5).
 
-Contract with the websocket consumer: group `session.<pk>`, message
-{"type": "session.event", "event": Event.to_dict()}. The database row is written first
-and is the truth; a browser that missed a message resyncs from it.
+The database row is written first and is the truth; once committed, the newest stored
+event is handed to an announcer (the worker gives it the live pages' group sender,
+taskos/live/sending.py), and a browser that missed an announcement resyncs from the rows.
 """
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import fields
+from typing import Callable
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
@@ -16,12 +17,15 @@ from django.utils import timezone
 
 from agents import Event, EventType
 from taskos.runs.models import Session, SessionEvent
-from taskos.store import batch_writes, turn_sql
-from taskos.store.call_messages import CallCompactor
 
-from .sending import SEND_RETRY_AFTER_S, SEND_TIMEOUT_S, GroupSender, group_name  # noqa: F401
+from . import batch_writes, turn_sql
+from .call_messages import CallCompactor
 
 log = logging.getLogger("taskos.live")
+
+# announce(event, wait): tell whoever follows the session that every event up to this
+# one's seq is stored; `wait` when the sender should not return before it went out.
+Announce = Callable[[Event, bool], None]
 
 # After these the session's worker stops or runs another session: nothing stays queued.
 LAST_EVENTS = (EventType.SESSION_FINISHED, EventType.SESSION_WAITING)
@@ -35,8 +39,8 @@ def _event_time(event: Event) -> dt.datetime:
     return at if at.tzinfo else at.replace(tzinfo=dt.timezone.utc)
 
 
-class ChannelsPublisher:
-    """EventSink for one session: SessionEvent row first, then the channel layer.
+class EventLog:
+    """EventSink for one session: SessionEvent row first, then `announce` after the commit.
 
     Between `hold()` and `release()` (the engine's commit points, agents/loop/commits.py)
     events get their seq at once but are stored by `flush()`: one bulk insert and one
@@ -45,10 +49,10 @@ class ChannelsPublisher:
     call (taskos/store/call_messages.py).
     """
 
-    def __init__(self, session: Session | int | str) -> None:
+    def __init__(self, session: Session | int | str, announce: Announce) -> None:
         self.session_pk = session.pk if isinstance(session, Session) else int(session)
         self._seq = self._stored_max_seq()
-        self._sender = GroupSender(self.session_pk)
+        self._announce = announce
         self._held: list[Event] | None = None  # None: events are stored as they come
         self._unannounced: Event | None = None  # stored and committed, not sent yet
         # MODEL_CALLs stored in the caller's open transaction: a paid call stays on record
@@ -122,7 +126,7 @@ class ChannelsPublisher:
             stored = self._insert(events)
             if len(stored) == len(events):
                 return
-            # Another publisher (an executor that lost its lease) took some of these
+            # Another event log (an executor that lost its lease) took some of these
             # numbers: take back the rows that went in and number the batch after whatever
             # is stored now (the loop reads event.seq back). No savepoint per batch: a
             # clash is rare, and undoing it by hand keeps a turn's transaction whole.
@@ -224,7 +228,7 @@ class ChannelsPublisher:
                         payload=self._stored_payload(event), turn=event.turn or 0,
                         at=_event_time(event))
             except IntegrityError:
-                # Another publisher (a redelivered task overlapping the old one) took this
+                # Another event log (a redelivered task overlapping the old one) took this
                 # seq; continue after whatever is stored now.
                 self._seq = self._stored_max_seq()
                 self._calls.forget()
@@ -277,24 +281,15 @@ class ChannelsPublisher:
     def _send(self, event: Event) -> None:
         self._send_many([event])
 
-    def _message(self, event: Event) -> dict:
-        """What the group gets: pages re-read the stored rows, so a call's prompt is not
-        sent (it may be hundreds of kB); its seq, type and figures are. Shallow: the
-        payload is not copied (asdict would deep-copy every message of a call)."""
-        data = {f.name: getattr(event, f.name) for f in fields(event)}
-        data["type"] = str(event.type)
-        if event.type == EventType.MODEL_CALL:
-            data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
-        return {"type": "session.event", "event": data}
-
     def _send_many(self, events: list[Event], wait: bool = True) -> None:
         """Announce a committed batch: its newest event only — a page syncs every stored
         event up to that seq from the database (taskos/live/consumer.py), so one message
-        per batch carries what ten did. An engine batch's goes out within the sender's
-        interval without being waited for (GroupSender), except the session's last one,
-        after which this worker moves on: that one is sent at once and waited for."""
+        per batch carries what ten did. An engine batch's goes out within the announcer's
+        interval without being waited for (taskos/live/sending.py GroupSender), except the
+        session's last one, after which this worker moves on: that one is sent at once and
+        waited for."""
         if not events:
             return
         self._unannounced = None  # the newest event sent: it covers every one before it
         last = any(e.type in LAST_EVENTS for e in events)
-        self._sender.send([self._message(events[-1])], wait=wait or last)
+        self._announce(events[-1], wait or last)
