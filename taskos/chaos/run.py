@@ -18,7 +18,7 @@ from django.core.management import call_command
 
 from taskos.runs import services
 from taskos.runs.models import ModelProfile, Session, SessionEvent
-from taskos.runs.tasks import run_session
+from taskos.worker.tasks import run_session
 
 from .compare import compare, fingerprint
 from .report import summarize

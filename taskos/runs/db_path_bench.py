@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator
 from django.db import connection
 
 from agents import run_once
+from taskos.worker.execute import execute_tree
 
-from .delegation import execute_tree
 from .models import ModelProfile, Session
 from .services import create_session
 

@@ -79,7 +79,7 @@ class Session(models.Model):
     # edits.py): the engine re-reads them only when this moved since it last looked.
     person_edits = models.PositiveIntegerField(default=0, editable=False)
     celery_task_id = models.CharField(max_length=255, blank=True)
-    # One executor per session (taskos/runs/lease.py): whoever holds an unexpired lease runs
+    # One executor per session (taskos/worker/lease.py): whoever holds an unexpired lease runs
     # the session; a second delivery of the same task finds it taken and exits.
     lease_owner = models.CharField(max_length=200, blank=True, editable=False)
     lease_expires = models.DateTimeField(null=True, blank=True, editable=False)

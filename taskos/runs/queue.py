@@ -2,7 +2,7 @@
 
 Everything that queues a run (starting a session, waking a parent or its sub-agents, the
 sweeper, `up` resuming what a stop interrupted) goes through here, so none of it imports
-the worker's code; the worker's tasks register under these names (taskos/runs/tasks.py).
+the worker's code; the worker's tasks register under these names (taskos/worker/tasks.py).
 The names are those of queued messages in running installations: they stay as they are.
 """
 from __future__ import annotations

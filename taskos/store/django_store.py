@@ -113,7 +113,7 @@ def _insert_chunks(pk: int, rows: list[tuple[str, str]]) -> None:
 class DjangoStore:
     """Every method of agents.store.interface.Store; session ids are Session primary keys as str.
 
-    With a `lease` (taskos/runs/lease.py) every write of the loop is fenced: an executor
+    With a `lease` (taskos/worker/lease.py) every write of the loop is fenced: an executor
     that lost the session to another one raises LeaseLost instead of writing.
     """
 

@@ -11,11 +11,11 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.events import Event, EventType
 from taskos.runs import services
-from taskos.runs.lease import Lease, LeaseLost
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
-from taskos.runs.tasks import event_sink
 from taskos.store import batch_writes
 from taskos.store.django_store import DjangoStore
+from taskos.worker.execute import event_sink
+from taskos.worker.lease import Lease, LeaseLost
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("channels_redis_url")]

@@ -9,7 +9,7 @@ from django.db import connections
 from taskos.celery import app
 from taskos.runs import services
 from taskos.runs.models import Session, SessionEvent
-from taskos.runs.tasks import run_session
+from taskos.worker.tasks import run_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

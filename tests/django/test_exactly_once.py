@@ -14,10 +14,10 @@ from django.db import connections
 from django.utils import timezone
 
 from taskos.runs import services
-from taskos.runs.lease import Lease
 from taskos.runs.models import ArchivedTurn, PendingMessage, Session, SessionEvent
-from taskos.runs.tasks import run_session
 from taskos.store.django_store import DjangoStore
+from taskos.worker.lease import Lease
+from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
 

@@ -11,7 +11,7 @@ from django.db import connection
 from agents.events import Event, EventType
 from taskos.live.sending import group_name
 from taskos.runs.models import Session, SessionEvent
-from taskos.runs.tasks import event_sink
+from taskos.worker.execute import event_sink
 
 pytestmark = pytest.mark.django_db
 

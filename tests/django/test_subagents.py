@@ -117,7 +117,7 @@ def test_a_waiting_parent_is_woken_once_whoever_finishes_last(sim_profile, make_
 
 
 def test_the_sweeper_wakes_a_parent_whose_wake_up_was_lost(sim_profile, make_session):
-    from taskos.runs.sweeper import sweep
+    from taskos.worker.sweeper import sweep
     parent = make_session(status="waiting")
     make_session(status="finished", parent=parent)
     busy = make_session(status="waiting")

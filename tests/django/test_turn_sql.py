@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from taskos.runs import services
-from taskos.runs.lease import Lease, LeaseLost
 from taskos.runs.models import Anchor, ArchivedTurn, Session
 from taskos.store import turn_sql
 from taskos.store.search import search_archive
+from taskos.worker.lease import Lease, LeaseLost
 
 pytestmark = pytest.mark.django_db
 

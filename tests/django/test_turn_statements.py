@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from taskos.runs import services
 from taskos.runs.models import Anchor, Session, SessionEvent
-from taskos.runs.tasks import execute_session
 from taskos.store.django_store import DjangoStore
+from taskos.worker.execute import execute_session
 
 from .conftest import sent_statements
 
@@ -125,7 +125,7 @@ def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
         return written
 
     monkeypatch.setattr(turn_sql, "save_head", save_head)
-    from taskos.runs.tasks import run_session
+    from taskos.worker.tasks import run_session
     with pytest.raises(WorkerKilled):
         run_session.apply(args=[session.pk], throw=True)
     session.refresh_from_db()

@@ -16,7 +16,7 @@ from taskos.drawer.events import call_payload
 from taskos.runs import services
 from taskos.runs.compare import agent_requests
 from taskos.runs.models import SessionEvent
-from taskos.runs.tasks import execute_session
+from taskos.worker.execute import execute_session
 
 from .conftest import sent_statements
 

@@ -13,7 +13,7 @@ from django.db import connections
 from agents.events import Event
 from taskos.live.routing import websocket_urlpatterns
 from taskos.live.sending import group_name
-from taskos.runs.tasks import event_sink
+from taskos.worker.execute import event_sink
 
 from .factories import add_events, budget
 

@@ -11,13 +11,13 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from taskos.runs.compare import compare
-from taskos.runs.lease import headless_lease
 from taskos.runs.management.commands.runtask import ProgressBar
 from taskos.runs.management.migrated import require_migrated
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.replays import create_replay, parse_settings
 from taskos.runs.services import SessionError
-from taskos.runs.tasks import execute_session
+from taskos.worker.execute import execute_session
+from taskos.worker.lease import headless_lease
 
 
 class Command(BaseCommand):

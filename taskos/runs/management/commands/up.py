@@ -14,7 +14,7 @@ from taskos.celery import app
 from taskos.runs import queue
 from taskos.runs.launcher import Launcher, LaunchError
 from taskos.runs.models import Session
-from taskos.runs.sweeper import mark_enqueued
+from taskos.worker.sweeper import mark_enqueued
 
 ADMIN_USERNAME = "admin"
 # The simulated model's answer time on this command (TASKOS_SIM_LATENCY_MS overrides it):

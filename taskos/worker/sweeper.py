@@ -23,9 +23,9 @@ from django.db import close_old_connections, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import queue
-from .delegation import resume_if_done, stranded_parents
-from .models import Session
+from taskos.runs import queue
+from taskos.runs.delegation import resume_if_done, stranded_parents
+from taskos.runs.models import Session
 
 log = logging.getLogger("taskos.runs")
 
@@ -116,6 +116,14 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
     if sent:
         log.info("Queued again %d session(s) no worker was running: %s", len(sent), sent)
     return sent
+
+
+def start_session_sweeper(sender=None, **kwargs) -> Sweeper | None:
+    """On Celery's worker_ready (apps.py): every worker looks for sessions nobody runs, at
+    start and then periodically, whoever started Redis."""
+    if float(getattr(settings, "TASKOS_SWEEP_SECONDS", 0)) > 0:
+        return Sweeper().start()
+    return None
 
 
 class Sweeper:

@@ -1,20 +1,25 @@
-"""Celery tasks, kept thin: build the store and the event sink, hand over to the engine."""
+"""Running a session in this process: the engine with the Django store and the event sink.
+
+The Celery task (tasks.py) runs execute_session under the session's lease; the headless
+commands (`runtask`, `replay`) run it, or execute_tree for a session with sub-agents, under
+a headless lease."""
 from __future__ import annotations
 
 import logging
 import traceback
 
-from celery import shared_task
 from django.utils import timezone
 
-from agents import Event, EventType, redact
+import agents
+from agents import ContextConfig, Event, EventType, advise, redact
 from taskos.live.sending import GroupSender
+from taskos.runs import delegation
+from taskos.runs.models import Session, SessionEvent, max_input_chars
+from taskos.runs.replays import replay_engine
 from taskos.store.django_store import DjangoStore, relaxed_commits
 from taskos.store.event_log import EventLog
 
-from . import delegation, queue
-from .lease import Lease, LeaseLost
-from .models import Session, SessionEvent, max_input_chars
+from .lease import Lease, LeaseLost, headless_lease
 
 log = logging.getLogger("taskos.runs")
 
@@ -41,11 +46,9 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         status=Session.Status.RUNNING,
         started_at=session.started_at or timezone.now())
     try:
-        from agents import ContextConfig
-        from agents import run_session as run_engine
-
+        # Looked up at every run, not bound at import: tests run a stand-in engine in its place.
+        run_engine = agents.run_session
         if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
-            from .replays import replay_engine
             run_engine = replay_engine(session)
         store = DjangoStore(lease=lease)
         store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
@@ -90,8 +93,6 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
 def failure_reason(session: Session, report: dict) -> str:
     """Why a run failed, for Session.error and the page: the engine's message and what to
     do about it, else the last fatal ERROR event the session stored."""
-    from agents import advise
-
     message, code = report.get("error") or "", report.get("error_code") or ""
     if not message:
         fatal = (SessionEvent.objects.filter(session=session, type="ERROR", payload__fatal=True)
@@ -128,55 +129,22 @@ def mark_failed(session: Session, sink: EventLog | None, exc: BaseException) -> 
         error=f"The run stopped because of an internal error: {message}")
 
 
-# ignore_result: the session row is the result; storing the report in Redis as well only
-# made a finished run raise (and log a traceback) when Redis was down at that moment.
-@shared_task(name=queue.RUN_SESSION, bind=True, ignore_result=True)
-def run_session(self, session_id: int) -> dict:
-    """Run one session; a redelivered task for a running session resumes it.
+def execute_tree(session: Session, progress=None, summarizer: str | None = None) -> dict:
+    """Headless (runtask): run the session; whenever it waits, run its children here,
+    one after another, then run it again. Returns the root's report."""
+    def once() -> dict:
+        # Leased like a worker's run: a worker's sweep must not take it for an orphan.
+        with headless_lease(session.pk) as lease:
+            return execute_session(session, progress=progress, summarizer=summarizer,
+                                   lease=lease)
 
-    Whatever the outcome, once the lease is released: a session now waiting sends its
-    sub-agents to the queue, a sub-agent that ended may wake its parent (SPEC T6)."""
-    try:
-        return _run_session(self, session_id)
-    finally:
-        try:
-            delegation.after_run(session_id)
-        except Exception:  # noqa: BLE001 - the sweeper wakes a stranded parent later
-            log.exception("Session %s: could not hand over to its sub-agents or parent",
-                          session_id)
-
-
-def _run_session(self, session_id: int) -> dict:
-    session = Session.objects.select_related("profile").filter(pk=session_id).first()
-    if session is None:
-        log.warning("Session %s no longer exists; nothing to run.", session_id)
-        return {"status": "missing"}
-    if session.status in FINAL_STATUSES:
-        return {"status": session.status}
-    # A parent woken from waiting (it has a saved state) still runs: it receives its
-    # children's cancellations as its delegate results, then stops at its next turn.
-    if (session.cancel_requested and session.status == Session.Status.QUEUED
-            and not session.engine_state):
-        Session.objects.filter(pk=session.pk).update(status=Session.Status.CANCELLED,
-                                                     finished_at=timezone.now())
-        return {"status": Session.Status.CANCELLED}
-    lease = Lease(session.pk)
-    if not lease.take():
-        # A redelivered message (visibility timeout, a sweep) while the session runs
-        # elsewhere: the holder goes on, this delivery ends here without a single write.
-        log.info("Session %s is being run by another worker; this delivery exits.", session.pk)
-        return {"status": "leased_elsewhere"}
-    session.refresh_from_db()
-    if session.status in FINAL_STATUSES:  # the previous holder finished meanwhile
-        lease.release()
-        return {"status": session.status}
-    if self.request.id:
-        Session.objects.filter(pk=session.pk).update(celery_task_id=self.request.id)
-    lease.start_heartbeat()
-    try:
-        return execute_session(session, lease=lease)
-    except Exception as exc:  # noqa: BLE001 - already recorded by execute_session
-        # Not re-raised: a retry would replay a failure; the session row says what happened.
-        return {"status": Session.Status.FAILED, "error": redact(f"{type(exc).__name__}: {exc}")}
-    finally:
-        lease.release()
+    report = once()
+    while report.get("status") == Session.Status.WAITING:
+        queued = list(session.children.filter(status=Session.Status.QUEUED).order_by("id"))
+        if not queued:
+            raise RuntimeError(f"session {session.pk} waits for children that never ran")
+        for child in queued:
+            execute_tree(child, summarizer=summarizer)
+        session.refresh_from_db()
+        report = once()
+    return report

@@ -23,7 +23,7 @@ from django.db import close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
-from .models import Session
+from taskos.runs.models import Session
 
 log = logging.getLogger("taskos.runs")
 
