@@ -13,9 +13,9 @@ from django.utils import timezone
 import agents
 from agents import ContextConfig, Event, EventType, advise, redact
 from taskos.live.sending import GroupSender
+from taskos.replays.sessions import replay_engine
 from taskos.runs import delegation
 from taskos.runs.models import Session, SessionEvent, max_input_chars
-from taskos.runs.replays import replay_engine
 from taskos.store.django_store import DjangoStore, relaxed_commits
 from taskos.store.event_log import EventLog
 

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 import agents.runner
 from agents.context.working import ANNOTATIONS
 from taskos.drawer.events import call_payload
+from taskos.replays.compare import agent_requests
 from taskos.runs import services
-from taskos.runs.compare import agent_requests
 from taskos.runs.models import SessionEvent
 from taskos.worker.execute import execute_session
 

@@ -6,10 +6,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from taskos.replays.compare import compare, first_difference
+from taskos.replays.sessions import create_replay, parse_settings
 from taskos.runs import services
-from taskos.runs.compare import compare, first_difference
 from taskos.runs.models import Session, SessionEvent
-from taskos.runs.replays import create_replay, parse_settings
 from taskos.worker.execute import execute_session
 from taskos.worker.tasks import run_session
 

@@ -8,7 +8,7 @@ import pytest
 from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
 from taskos.drawer.panels import CompactionsPanel
-from taskos.runs.compare import stored_report
+from taskos.replays.compare import stored_report
 from taskos.runs.models import Session
 
 from .factories import add_events, compaction

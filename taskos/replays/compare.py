@@ -12,9 +12,8 @@ from typing import Any, Iterator
 from django.db.models import F
 
 from agents import ANNOTATIONS, ReportSink, ScenarioError, differences, load_scenario
+from taskos.runs.models import ArchivedTurn, Session, SessionEvent
 from taskos.store.call_messages import MessageResolver
-
-from .models import ArchivedTurn, Session, SessionEvent
 
 REF = re.compile(r"arc:(\d+):(\d+)")
 IMPOSSIBLE = "replay_decision_impossible"

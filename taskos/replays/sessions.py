@@ -19,10 +19,9 @@ from agents import (
     build_recording,
     replay_runner,
 )
+from taskos.runs.models import ModelProfile, Session, SessionEvent
+from taskos.runs.services import MIN_WINDOW, SessionError
 from taskos.store.django_store import DjangoStore
-
-from .models import ModelProfile, Session, SessionEvent
-from .services import MIN_WINDOW, SessionError
 
 RECORDED_TYPES = ("MODEL_CALL", "USER_MESSAGE", "TOOL_RESULT", "TURN_STARTED")
 SETTING_TYPES = {f.name: f.type for f in fields(ContextConfig)}
