@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "taskos.drawer",
     "taskos.live",
     "taskos.worker",
+    "taskos.ops",
 ]
 
 MIDDLEWARE = [

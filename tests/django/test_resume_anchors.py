@@ -11,7 +11,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from taskos.chaos.scenario import write_chaos_scenario
+from taskos.ops.chaos.scenario import write_chaos_scenario
 from taskos.runs import services
 from taskos.runs.models import Anchor, Session, SessionEvent
 from taskos.store.django_store import DjangoStore

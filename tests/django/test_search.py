@@ -2,7 +2,7 @@
 window path, and the recall benchmark helper."""
 import pytest
 
-from taskos.runs import recall_bench
+from taskos.ops import recall_bench
 from taskos.runs.models import ArchivedTurn, Session
 from taskos.store import search
 from taskos.store.django_store import DjangoStore

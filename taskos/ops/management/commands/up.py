@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from taskos.celery import app
+from taskos.ops.launcher import Launcher, LaunchError
 from taskos.runs import queue
-from taskos.runs.launcher import Launcher, LaunchError
 from taskos.runs.models import Session
 from taskos.worker.sweeper import mark_enqueued
 

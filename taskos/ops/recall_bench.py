@@ -12,9 +12,8 @@ import time
 
 from django.db import connection, transaction
 
+from taskos.runs.models import ArchivedTurn, ModelProfile, Session, search_terms
 from taskos.store.django_store import DjangoStore
-
-from .models import ArchivedTurn, ModelProfile, Session, search_terms
 
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "pe", "da", "go", "shi",
              "an", "er", "ol", "un", "ta", "ri", "zo", "be")

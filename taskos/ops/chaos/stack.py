@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import redis
 
-from taskos.runs.launcher import find_redis_server, redis_answers
+from taskos.ops.launcher import find_redis_server, redis_answers
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
+BASE_DIR = Path(__file__).resolve().parents[3]  # the checkout: taskos/ops/chaos/stack.py
 START_TIMEOUT_S = 60.0
 
 

@@ -18,10 +18,9 @@ from typing import Any, Callable, Iterator
 from django.db import connection
 
 from agents import run_once
+from taskos.runs.models import ModelProfile, Session
+from taskos.runs.services import create_session
 from taskos.worker.execute import execute_tree
-
-from .models import ModelProfile, Session
-from .services import create_session
 
 SCENARIO, WINDOW = "long-200", 128_000
 CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")

@@ -11,7 +11,7 @@ import subprocess
 
 from django.core.management.base import BaseCommand, CommandError
 
-from taskos.runs.localmodel import (
+from taskos.ops.localmodel import (
     LocalModelError,
     check_server_installed,
     find_gguf,

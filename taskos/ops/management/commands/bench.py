@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from agents import run_bench
-from taskos.runs import db_path_bench
-from taskos.runs.management.migrated import require_migrated
-from taskos.runs.recall_bench import measure
+from taskos.ops import db_path_bench
+from taskos.ops.management.migrated import require_migrated
+from taskos.ops.recall_bench import measure
 
 DB_PATH_TARGET = 2.0  # issue 8: runtask's median turn at most twice the in-memory one
 

@@ -7,7 +7,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from taskos.runs.management.migrated import require_migrated
+from taskos.ops.management.migrated import require_migrated
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
 from taskos.worker.execute import execute_tree

@@ -10,10 +10,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from taskos.ops.management.commands.runtask import ProgressBar
+from taskos.ops.management.migrated import require_migrated
 from taskos.replays.compare import compare
 from taskos.replays.sessions import create_replay, parse_settings
-from taskos.runs.management.commands.runtask import ProgressBar
-from taskos.runs.management.migrated import require_migrated
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.services import SessionError
 from taskos.worker.execute import execute_session
