@@ -79,11 +79,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    # TaskOS, bottom to top: an app imports only from those listed before it (taskos.store
+    # sits between runs and drawer, taskos.replays after it; they have no AppConfig).
     "taskos.runs",
-    "taskos.web",
     "taskos.drawer",
     "taskos.live",
     "taskos.worker",
+    "taskos.web",
     "taskos.ops",
 ]
 

@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from django.db.models import F
 from django.db.models.signals import post_delete, post_save
 
+from .models import Anchor, Session, Task
+
 _ENGINE_WRITING: ContextVar[bool] = ContextVar("taskos_engine_writing", default=False)
 
 
@@ -34,12 +36,10 @@ def engine_writes():
 def _count_edit(sender, instance, **kwargs) -> None:
     if _ENGINE_WRITING.get() or kwargs.get("raw"):  # raw: loaddata, not a person
         return
-    from .models import Session
     Session.objects.filter(pk=instance.session_id).update(person_edits=F("person_edits") + 1)
 
 
 def connect() -> None:
-    from .models import Anchor, Task
     for model in (Anchor, Task):
         post_save.connect(_count_edit, sender=model,
                           dispatch_uid=f"person-edits-save-{model.__name__}")
