@@ -11,7 +11,7 @@ with an uninterrupted run of the same scenario (turns, archive, events, model ca
 The database comes from DATABASE_URL (a SQLite file in the run folder when unset) and is
 migrated first. Redis is a private redis-server started on a free port without persistence
 (a SIGKILL loses every queued message), or with --redis external the one at REDIS_URL,
-which is not killed but emptied and disconnected (see taskos/chaos/stack.py). Exit status
+which is not killed but emptied and disconnected (see taskos/ops/chaos/stack.py). Exit status
 0 only when every session finished exactly like the uninterrupted run: no lost or
 duplicated turn or archive row, unbroken call numbers and no double execution.
 """
@@ -72,11 +72,11 @@ def main() -> int:
     import django
 
     django.setup()
-    from taskos.chaos.report import summary_text
-    from taskos.chaos.run import ChaosPlan, run_chaos, worker_env
-    from taskos.chaos.scenario import write_chaos_scenario
-    from taskos.chaos.stack import Stack
-    from taskos.chaos.this_process import database_url, using_redis
+    from taskos.ops.chaos.report import summary_text
+    from taskos.ops.chaos.run import ChaosPlan, run_chaos, worker_env
+    from taskos.ops.chaos.scenario import write_chaos_scenario
+    from taskos.ops.chaos.stack import Stack
+    from taskos.ops.chaos.this_process import database_url, using_redis
 
     plan = ChaosPlan(sessions=args.sessions, kills=args.kills, workers=args.workers,
                      scenario=args.scenario, seed=args.seed, timeout_s=args.timeout,

@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 import sys
 
+from django.core.management import execute_from_command_line
+
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "taskos.settings")
-    from django.core.management import execute_from_command_line
-
     args = sys.argv[1:]
     if args[:1] in (["-h"], ["--help"]) or not args or args[0].startswith("-"):
         execute_from_command_line(["taskos", "up", *args])

@@ -79,10 +79,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    # TaskOS, bottom to top: an app imports only from those listed before it (taskos.store
+    # sits between runs and drawer, taskos.replays after it; they have no AppConfig).
     "taskos.runs",
-    "taskos.web",
     "taskos.drawer",
     "taskos.live",
+    "taskos.worker",
+    "taskos.web",
+    "taskos.ops",
 ]
 
 MIDDLEWARE = [
@@ -162,8 +166,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # With acks_late, Redis hands an unacknowledged message to another worker after the
 # visibility timeout (one hour by default): a session running longer was run twice at once.
-# The lease (runs/lease.py) makes a second delivery exit; the long timeout keeps them rare,
-# and the sweeper (runs/sweeper.py) re-queues a dead worker's session within a minute.
+# The lease (taskos/worker/lease.py) makes a second delivery exit; the long timeout keeps
+# them rare, and the sweeper (taskos/worker/sweeper.py) re-queues a dead worker's session
+# within a minute.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 CELERY_RESULT_EXPIRES = 24 * 3600
 

@@ -11,12 +11,12 @@ from typing import Any, Iterable
 
 from django.db.models import F
 
-from taskos.runs.call_messages import full_payload
 from taskos.runs.models import Session, SessionEvent
+from taskos.store.call_messages import full_payload
 
 MODEL_CALL = "MODEL_CALL"
 # Every key of a MODEL_CALL payload except "messages" and "message_parts" (see
-# agents/events.py and taskos/runs/call_messages.py).
+# agents/events.py and taskos/store/call_messages.py).
 CALL_KEYS = ("call", "kind", "input_tokens", "zones", "output_tokens", "cached_tokens",
              "finish_reason", "latency_ms", "cost", "over_window", "limit", "model")
 

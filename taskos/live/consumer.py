@@ -37,7 +37,7 @@ from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import (Update, children_state, render_children_update,
                                   render_named_panels, render_update)
-from taskos.live.publisher import group_name
+from taskos.live.sending import group_name
 from taskos.runs.models import Session
 
 log = logging.getLogger("taskos.live")

@@ -1,7 +1,10 @@
 """Announcing a session's stored events to its channel-layer group.
 
-The database row is the truth (taskos/live/publisher.py); a page that missed a message
-resyncs from it, so a failed send pauses streaming for a while instead of failing the run.
+Contract with the websocket consumer (consumer.py): group `session.<pk>`, message
+{"type": "session.event", "event": Event.to_dict()}, a MODEL_CALL's payload without its
+messages. The database row is the truth (the event log, taskos/store/event_log.py, calls
+`GroupSender.announce` after its commit); a page that missed a message resyncs from it,
+so a failed send pauses streaming for a while instead of failing the run.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import threading
 import time
 
 from channels.layers import get_channel_layer
+
+from agents import Event, EventType
 
 log = logging.getLogger("taskos.live")
 
@@ -64,6 +69,16 @@ def group_name(session_id: int | str) -> str:
     return f"session.{session_id}"
 
 
+def event_message(event: Event) -> dict:
+    """What the group gets: pages re-read the stored rows, so a call's prompt is not
+    sent (it may be hundreds of kB); its seq, type and figures are. Shallow: the
+    payload is not copied (asdict would deep-copy every message of a call)."""
+    data = event.to_dict()
+    if event.type == EventType.MODEL_CALL:
+        data["payload"] = {k: v for k, v in data["payload"].items() if k != "messages"}
+    return {"type": "session.event", "event": data}
+
+
 class GroupSender:
     """Announces a session's newest stored event, at most once per ANNOUNCE_INTERVAL_S.
 
@@ -84,6 +99,11 @@ class GroupSender:
         self._waiting: dict | None = None  # the newest message not sent yet
         self._scheduled: concurrent.futures.Future | None = None  # the send that carries it
         self._last_sent = float("-inf")
+
+    def announce(self, event: Event, wait: bool) -> None:
+        """The event log's announcer (taskos/store/event_log.py): every event of the session
+        up to `event` is stored and committed."""
+        self.send([event_message(event)], wait=wait)
 
     def send(self, messages: list[dict], wait: bool = True) -> None:
         if not messages or self._layer is None or time.monotonic() < self._send_blocked_until:

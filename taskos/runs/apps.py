@@ -7,5 +7,8 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
+        # Here, not at the top of the module: edits imports the models, which Django loads
+        # only after every app's AppConfig module.
         from . import edits
+
         edits.connect()

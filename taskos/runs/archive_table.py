@@ -42,7 +42,7 @@ class ArchivedTurn(models.Model):
     # True while the row's words are not in the full-text index yet. The engine archives a
     # turn's rows without them (reading ~200 words out of a result and indexing them was a
     # third of a turn's database time); the session's next search indexes them first
-    # (taskos/runs/search.py), as the in-memory store does. NULL once indexed, as every
+    # (taskos/store/search.py), as the in-memory store does. NULL once indexed, as every
     # row saved through the ORM is.
     search_pending = models.BooleanField(null=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

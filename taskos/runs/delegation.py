@@ -1,4 +1,4 @@
-"""Sub-agents on the worker side (SPEC T6): who queues children and wakes their parent.
+"""Sub-agents (SPEC T6): who queues children, wakes their parent and cancels a tree.
 
 A parent whose turn called `delegate` ends that turn with status "waiting" and lets its
 worker go. After its task has released the lease, `after_run` sends the queued children
@@ -6,6 +6,7 @@ to the queue; each child's task, when it ends (however it ends), calls `after_ru
 which moves the parent from waiting back to queued and sends it once every child is done.
 The move is a compare-and-set on the status, so of two children finishing together exactly
 one wakes the parent; the sweeper repeats the check for a worker that died in between.
+Headless runs (`runtask`) run a tree in their own process instead (taskos/worker/execute.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from agents import DelegationLimits
 
+from . import queue
 from .models import Session
 
 log = logging.getLogger("taskos.runs")
@@ -32,9 +34,7 @@ def limits() -> DelegationLimits:
 
 def _send(pk: int, send=None) -> None:
     """Send run_session(pk) once the current transaction (if any) has committed."""
-    if send is None:
-        from .tasks import run_session
-        send = run_session.delay
+    send = send or queue.run_session
 
     def now() -> None:
         try:
@@ -108,27 +108,3 @@ def cancel_tree(session: Session) -> list[int]:
     for pk in reversed(tree):  # the deepest first: a woken parent then sees ended children
         resume_if_done(pk)
     return tree
-
-
-def execute_tree(session: Session, progress=None, summarizer: str | None = None) -> dict:
-    """Headless (runtask): run the session; whenever it waits, run its children here,
-    one after another, then run it again. Returns the root's report."""
-    from .lease import headless_lease
-    from .tasks import execute_session
-
-    def once() -> dict:
-        # Leased like a worker's run: a worker's sweep must not take it for an orphan.
-        with headless_lease(session.pk) as lease:
-            return execute_session(session, progress=progress, summarizer=summarizer,
-                                   lease=lease)
-
-    report = once()
-    while report.get("status") == WAITING:
-        queued = list(session.children.filter(status=QUEUED).order_by("id"))
-        if not queued:
-            raise RuntimeError(f"session {session.pk} waits for children that never ran")
-        for child in queued:
-            execute_tree(child, summarizer=summarizer)
-        session.refresh_from_db()
-        report = once()
-    return report

@@ -18,12 +18,14 @@ from contextvars import ContextVar
 from django.db.models import F
 from django.db.models.signals import post_delete, post_save
 
+from .models import Anchor, Session, Task
+
 _ENGINE_WRITING: ContextVar[bool] = ContextVar("taskos_engine_writing", default=False)
 
 
 @contextmanager
 def engine_writes():
-    """Writes made inside are the engine's own (taskos/runs/store.py): not counted."""
+    """Writes made inside are the engine's own (taskos/store/django_store.py): not counted."""
     token = _ENGINE_WRITING.set(True)
     try:
         yield
@@ -34,12 +36,10 @@ def engine_writes():
 def _count_edit(sender, instance, **kwargs) -> None:
     if _ENGINE_WRITING.get() or kwargs.get("raw"):  # raw: loaddata, not a person
         return
-    from .models import Session
     Session.objects.filter(pk=instance.session_id).update(person_edits=F("person_edits") + 1)
 
 
 def connect() -> None:
-    from .models import Anchor, Task
     for model in (Anchor, Task):
         post_save.connect(_count_edit, sender=model,
                           dispatch_uid=f"person-edits-save-{model.__name__}")

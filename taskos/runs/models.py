@@ -79,7 +79,7 @@ class Session(models.Model):
     # edits.py): the engine re-reads them only when this moved since it last looked.
     person_edits = models.PositiveIntegerField(default=0, editable=False)
     celery_task_id = models.CharField(max_length=255, blank=True)
-    # One executor per session (taskos/runs/lease.py): whoever holds an unexpired lease runs
+    # One executor per session (taskos/worker/lease.py): whoever holds an unexpired lease runs
     # the session; a second delivery of the same task finds it taken and exits.
     lease_owner = models.CharField(max_length=200, blank=True, editable=False)
     lease_expires = models.DateTimeField(null=True, blank=True, editable=False)
@@ -252,7 +252,7 @@ class PendingMessage(models.Model):
 
 
 class EngineStateChunk(models.Model):
-    """A piece of a session's saved engine state, written once (taskos/runs/state_chunks.py).
+    """A piece of a session's saved engine state, written once (taskos/store/state_chunks.py).
 
     `Session.engine_state` holds the small part that changes every turn and names its
     pieces by key; a key is the hash of its text, so a piece that did not change since the

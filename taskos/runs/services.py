@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from agents import ConfigError, ContextConfig, ScenarioError, default_registry, load_scenario
 
+from . import queue
+from .delegation import cancel_tree
 from .models import ModelProfile, PendingMessage, Session, input_too_long
 
 log = logging.getLogger("taskos.runs")
@@ -58,13 +60,11 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
 
 def start_session(session: Session) -> None:
     """Queue the session's Celery task once the current transaction has committed."""
-    from .tasks import run_session
-
     pk = session.pk
 
     def enqueue() -> None:
         try:
-            result = run_session.delay(pk)
+            result = queue.run_session(pk)
         except Exception as exc:  # noqa: BLE001 - the broker is down or misconfigured
             log.error("Could not queue session %s: %s", pk, exc)
             Session.objects.filter(pk=pk, status=Session.Status.QUEUED).update(
@@ -87,8 +87,6 @@ def _require_active(session: Session, action: str) -> None:
 def request_cancel(session: Session) -> None:
     """Ask the agent to stop at its next turn; a session not yet started stops at once.
     Its sub-agents are cancelled with it (SPEC T6)."""
-    from .delegation import cancel_tree
-
     _require_active(session, "cancel")
     cancel_tree(session)
     session.refresh_from_db(fields=["cancel_requested", "status", "finished_at"])

@@ -14,7 +14,7 @@ from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.inspector import InspectorPanel
 from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn
-from taskos.runs.store import DjangoStore
+from taskos.store.django_store import DjangoStore
 from taskos.web.views import owned_session
 
 REF_PAGE_CHARS = 20_000

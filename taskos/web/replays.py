@@ -16,9 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from taskos.runs.compare import compare
+from taskos.replays.compare import compare
+from taskos.replays.sessions import changed_settings, create_replay
 from taskos.runs.models import ModelProfile, Session
-from taskos.runs.replays import changed_settings, create_replay
 from taskos.runs.services import SessionError, start_session
 from taskos.web.forms import KNOBS, MAX_WINDOW, MIN_WINDOW, NewSessionForm, ProfileChoiceField
 from taskos.web.views import owned_session

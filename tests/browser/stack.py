@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from taskos.runs.launcher import find_redis_server, port_answers, redis_answers
+from taskos.ops.launcher import find_redis_server, port_answers, redis_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from taskos.runs.batch_writes import SEPARATOR
+from taskos.store.batch_writes import SEPARATOR
 
 
 @pytest.fixture(autouse=True)
@@ -13,7 +13,7 @@ def workspaces_in_tmp(settings, tmp_path):
     return settings.TASKOS_WORKSPACES
 
 
-# How taskos/runs/batch_writes.py joins a batch's kept writes into one query.
+# How taskos/store/batch_writes.py joins a batch's kept writes into one query.
 _NEXT_STATEMENT = re.compile(re.escape(SEPARATOR)
                              + r"(?=(?:INSERT|UPDATE|DELETE|SELECT|SET|SAVEPOINT) )")
 

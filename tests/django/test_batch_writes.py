@@ -1,4 +1,4 @@
-"""A batch's writes kept and sent as one query on PostgreSQL (taskos/runs/batch_writes.py): what
+"""A batch's writes kept and sent as one query on PostgreSQL (taskos/store/batch_writes.py): what
 runs in between sees them, a rollback drops them, a clash with another executor stops this
 one. On other databases they run at once, and the same checks hold."""
 from __future__ import annotations
@@ -10,11 +10,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.events import EventType, event_from
-from taskos.live.publisher import ChannelsPublisher
-from taskos.runs import batch_writes, services
-from taskos.runs.lease import Lease, LeaseLost
+from taskos.runs import services
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
-from taskos.runs.store import DjangoStore
+from taskos.store import batch_writes
+from taskos.store.django_store import DjangoStore
+from taskos.worker.execute import event_sink
+from taskos.worker.lease import Lease, LeaseLost
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("channels_redis_url")]
@@ -65,7 +66,7 @@ def test_events_clashing_with_a_new_owners_stop_this_executor(session):
         pytest.skip("SQLite runs one writer at a time: the new owner waits for this batch")
     old = Lease(session.pk, owner="worker-a:1")
     assert old.take()
-    store, publisher = DjangoStore(lease=old), ChannelsPublisher(session)
+    store, publisher = DjangoStore(lease=old), event_sink(session)
     publisher.hold()
     store.begin_batch()
     store.archive(str(session.pk), 1, "tool", "the old owner's result")
@@ -75,7 +76,7 @@ def test_events_clashing_with_a_new_owners_stop_this_executor(session):
     def new_owner():  # another worker, on its own connection
         try:
             Session.objects.filter(pk=session.pk).update(lease_owner="worker-b:2")
-            ChannelsPublisher(session).emit(event_from(EventType.TURN_STARTED, {"turn": 1}, turn=1))
+            event_sink(session).emit(event_from(EventType.TURN_STARTED, {"turn": 1}, turn=1))
         finally:
             connection.close()
 

@@ -12,7 +12,7 @@ import agents.runner
 from agents.sim import transport as sim_transport
 from taskos.runs import services
 from taskos.runs.models import SessionEvent
-from taskos.runs.tasks import run_session
+from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
 

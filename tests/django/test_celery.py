@@ -9,7 +9,7 @@ from django.db import connections
 from taskos.celery import app
 from taskos.runs import services
 from taskos.runs.models import Session, SessionEvent
-from taskos.runs.tasks import run_session
+from taskos.worker.tasks import run_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -109,7 +109,7 @@ class WorkerKilled(BaseException):
 
 def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, channels_redis_url,
                                                                monkeypatch):
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
     save_state, commit_batch = DjangoStore.save_state, DjangoStore.commit_batch
     saved = []
 
@@ -145,3 +145,16 @@ def test_a_session_killed_mid_run_resumes_from_its_saved_state(sim_profile, chan
     # What the fifth turn had committed with the fourth's state is marked discarded: that
     # turn ran again. Nothing of the four saved turns is.
     assert set(every.filter(discarded=True).values_list("turn", flat=True)) == {4}
+
+
+def test_up_queues_the_interrupted_sessions_again_for_a_worker(worker, sim_profile,
+                                                              celery_redis_url):
+    """`up` after a stop whose Redis took the queue along: every active session is sent
+    again, by task name, and a worker runs it."""
+    from taskos.ops.management.commands.up import resume_interrupted
+
+    session = services.create_session(None, "", "sales-report", sim_profile, None, {})
+    assert resume_interrupted(celery_redis_url) == 1
+    done = _wait_until_done(session.pk)
+    assert done.status == "finished", done.error
+    assert done.enqueued_at and done.celery_task_id

@@ -13,11 +13,11 @@ import socket
 
 import pytest
 
-from taskos.chaos.report import FAILURES, summary_text
-from taskos.chaos.run import ChaosPlan, kill_schedule, run_chaos, worker_env
-from taskos.chaos.scenario import write_chaos_scenario
-from taskos.chaos.stack import Stack
-from taskos.chaos.this_process import database_url, using_redis
+from taskos.ops.chaos.report import FAILURES, summary_text
+from taskos.ops.chaos.run import ChaosPlan, kill_schedule, run_chaos, worker_env
+from taskos.ops.chaos.scenario import write_chaos_scenario
+from taskos.ops.chaos.stack import Stack
+from taskos.ops.chaos.this_process import database_url, using_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

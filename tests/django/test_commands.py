@@ -7,9 +7,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from taskos.runs import launcher
-from taskos.runs.management.commands.runtask import ProgressBar
-from taskos.runs.management.commands.up import ensure_admin, services_env
+from taskos.ops import launcher
+from taskos.ops.management.commands.runtask import ProgressBar
+from taskos.ops.management.commands.up import ensure_admin, services_env
 from taskos.runs.models import Session
 
 pytestmark = pytest.mark.django_db
@@ -98,7 +98,7 @@ def test_progress_bar_draws_on_a_log_once_per_tenth():
 
 
 def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
-    import taskos.runs.management.commands.bench as bench_command
+    import taskos.ops.management.commands.bench as bench_command
     monkeypatch.setattr(bench_command, "run_bench",
                         lambda json_path, out, **kw: out("table") or {"sales-report": {"turns": 14}})
     path = tmp_path / "bench.json"
@@ -115,7 +115,7 @@ def test_bench_merges_recall_latency_into_the_json(tmp_path, monkeypatch, db):
 
 def test_bench_hands_the_summary_mode_to_the_runs_and_names_it_in_the_json(tmp_path,
                                                                            monkeypatch):
-    import taskos.runs.management.commands.bench as bench_command
+    import taskos.ops.management.commands.bench as bench_command
     asked = []
     monkeypatch.setattr(bench_command, "run_bench", lambda json_path, out, **kw: asked.append(
         kw["summarizer"]) or {})
@@ -136,8 +136,8 @@ def test_bench_measures_the_database_path_against_memory_and_names_the_target(
     """`bench --db-runs N`: the same scenario run the way runtask runs it and in memory,
     alternately; its figures, statements and commits per turn, and the issue-8 target. A
     short scenario here: the figures, not their size, are what is checked."""
-    import taskos.runs.management.commands.bench as bench_command
-    from taskos.runs import db_path_bench
+    import taskos.ops.management.commands.bench as bench_command
+    from taskos.ops import db_path_bench
     from taskos.runs.models import Session
     monkeypatch.setattr(bench_command, "run_bench", lambda json_path, out, **kw: {})
     monkeypatch.setattr(db_path_bench, "SCENARIO", "sales-report")
@@ -209,7 +209,7 @@ def test_admin_is_created_once_and_its_password_shown_once(monkeypatch, django_u
 
 
 def test_up_warns_when_the_listening_host_is_not_an_allowed_host(settings):
-    from taskos.runs.management.commands.up import Command
+    from taskos.ops.management.commands.up import Command
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
     out = io.StringIO()
     command = Command(stdout=out)
@@ -261,5 +261,5 @@ def test_commands_on_an_unmigrated_database_say_to_migrate(argv, monkeypatch):
 
 
 def test_a_migrated_database_passes_the_check(db):
-    from taskos.runs.management.migrated import require_migrated
+    from taskos.ops.management.migrated import require_migrated
     require_migrated()

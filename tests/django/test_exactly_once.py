@@ -14,10 +14,10 @@ from django.db import connections
 from django.utils import timezone
 
 from taskos.runs import services
-from taskos.runs.lease import Lease
 from taskos.runs.models import ArchivedTurn, PendingMessage, Session, SessionEvent
-from taskos.runs.store import DjangoStore
-from taskos.runs.tasks import run_session
+from taskos.store.django_store import DjangoStore
+from taskos.worker.lease import Lease
+from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
 
@@ -227,7 +227,7 @@ def test_a_message_taken_by_a_killed_turn_is_delivered_again(sim_profile, monkey
     texts = list(SessionEvent.objects.filter(session=session, type="USER_MESSAGE")
                  .values_list("payload__text", flat=True))
     assert texts.count("Also split by channel, please.") == 1
-    from taskos.runs.call_messages import full_payload
+    from taskos.store.call_messages import full_payload
     rows = SessionEvent.objects.filter(session=session, type="MODEL_CALL",
                                        seq__gt=before_resume).values_list("seq", "payload")
     seen_by_model = [payload for seq, payload in rows  # rebuilt: stored by archive ref

@@ -154,7 +154,7 @@ def test_the_learnt_overheads_are_kept_with_the_ratio():
 
 
 def test_the_local_profile_asks_for_weak_model_requests_and_paid_ones_do_not():
-    from taskos.runs.localmodel import register_profile
+    from taskos.ops.localmodel import register_profile
 
     local = register_profile(port=8453, n_ctx=4096).to_engine()
     assert local.tool_free_summaries and local.single_system_message and local.probe_questions

@@ -6,10 +6,10 @@ import pytest
 from django.urls import reverse
 
 from taskos.runs import services
-from taskos.runs.call_messages import full_payload
 from taskos.runs.models import Anchor, ArchivedTurn, Session, SessionEvent
-from taskos.runs.store import DjangoStore
-from taskos.runs.tasks import run_session
+from taskos.store.call_messages import full_payload
+from taskos.store.django_store import DjangoStore
+from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
 

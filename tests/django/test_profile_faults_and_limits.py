@@ -120,7 +120,7 @@ def test_the_admin_refuses_a_goal_over_the_limit(make_session, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_cancel_from_the_dashboard_interrupts_a_hung_model_call(channels_redis_url):
-    from taskos.runs.tasks import execute_session
+    from taskos.worker.execute import execute_session
     from tests.engine.fake_provider import FakeProvider
 
     with FakeProvider(default="hang") as provider:

@@ -1,4 +1,5 @@
-"""ChannelsPublisher: every event is stored, then sent to the session's group (SPEC W5)."""
+"""The worker's event sink (the event log, announcing to the live pages): every event is
+stored, then sent to the session's group (SPEC W5)."""
 import logging
 import socket
 
@@ -8,8 +9,9 @@ from channels.layers import get_channel_layer
 from django.db import connection
 
 from agents.events import EventType, event_from
-from taskos.live.publisher import ChannelsPublisher, group_name
+from taskos.live.sending import group_name
 from taskos.runs.models import Session, SessionEvent
+from taskos.worker.execute import event_sink
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +41,7 @@ def test_event_is_stored_before_it_is_sent_and_arrives_in_the_group(
         await real_send(group, message)
 
     monkeypatch.setattr(layer, "group_send", recording_send)
-    publisher = ChannelsPublisher(session)
+    publisher = event_sink(session)
     publisher.emit(_event(EventType.BUDGET, window=8000, zones={"system": 300}))
     message = async_to_sync(layer.receive)(channel)
     assert stored_at_send == [True]
@@ -54,16 +56,16 @@ def test_event_is_stored_before_it_is_sent_and_arrives_in_the_group(
 
 def test_seq_continues_from_what_is_stored(make_session, channels_redis_url):
     session = make_session()
-    first = ChannelsPublisher(session)
+    first = event_sink(session)
     first.emit(_event(EventType.SESSION_STARTED))
     first.emit(_event(EventType.TURN_STARTED))
-    ChannelsPublisher(session.pk).emit(_event(EventType.TURN_STARTED, turn=2))
+    event_sink(session.pk).emit(_event(EventType.TURN_STARTED, turn=2))
     assert list(session.events.values_list("seq", flat=True)) == [1, 2, 3]
 
 
 def test_two_publishers_on_one_session_never_clash(make_session, channels_redis_url):
     session = make_session()
-    old, new = ChannelsPublisher(session), ChannelsPublisher(session)
+    old, new = event_sink(session), event_sink(session)
     for _ in range(3):
         old.emit(_event(EventType.TURN_STARTED))
         new.emit(_event(EventType.TURN_STARTED))
@@ -72,7 +74,7 @@ def test_two_publishers_on_one_session_never_clash(make_session, channels_redis_
 
 def test_session_counters_follow_the_events(make_session, channels_redis_url):
     session = make_session()
-    publisher = ChannelsPublisher(session)
+    publisher = event_sink(session)
     publisher.emit(_event(EventType.SESSION_STARTED))
     session.refresh_from_db()
     assert session.status == "running" and session.started_at is not None
@@ -102,7 +104,7 @@ def test_unreachable_redis_warns_once_and_keeps_storing(settings, make_session, 
         "CONFIG": {"hosts": [{"address": f"redis://127.0.0.1:{closed_port}/0",
                               "socket_connect_timeout": 1}]}}}
     session = make_session()
-    publisher = ChannelsPublisher(session)
+    publisher = event_sink(session)
     with caplog.at_level(logging.WARNING, logger="taskos.live"):
         for turn in range(1, 5):
             publisher.emit(_event(EventType.TURN_STARTED, turn=turn))
@@ -113,7 +115,7 @@ def test_unreachable_redis_warns_once_and_keeps_storing(settings, make_session, 
 
 def test_publisher_accepts_a_session_id_string(make_session, channels_redis_url):
     session = make_session()
-    ChannelsPublisher(str(session.pk)).emit(_event(EventType.SESSION_STARTED))
+    event_sink(str(session.pk)).emit(_event(EventType.SESSION_STARTED))
     assert Session.objects.get(pk=session.pk).events.count() == 1
 
 
@@ -123,7 +125,7 @@ def test_a_held_batch_whose_seqs_were_taken_is_numbered_after_them(make_session,
     every seq and goes in after the first, with no row of it lost or doubled."""
     from django.db import transaction
     session = make_session()
-    first, second = ChannelsPublisher(session), ChannelsPublisher(session)
+    first, second = event_sink(session), event_sink(session)
     first.hold(), second.hold()
     mine = [_event(EventType.TURN_STARTED, turn=t) for t in (1, 2, 3)]
     theirs = [_event(EventType.TURN_STARTED, turn=t) for t in (7, 8)]
@@ -155,7 +157,7 @@ def test_an_unannounced_batch_is_announced_by_the_next_wait(make_session, channe
                         lambda self, messages, wait=True: sent.extend(
                             m["event"]["seq"] for m in messages))
     session = make_session()
-    publisher = ChannelsPublisher(session)
+    publisher = event_sink(session)
     publisher.hold()
     publisher.emit(_event(EventType.TURN_STARTED))
     publisher.emit(_event(EventType.MODEL_CALL, input_tokens=10))

@@ -11,11 +11,11 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from taskos.chaos.scenario import write_chaos_scenario
+from taskos.ops.chaos.scenario import write_chaos_scenario
 from taskos.runs import services
 from taskos.runs.models import Anchor, Session, SessionEvent
-from taskos.runs.store import DjangoStore
-from taskos.runs.tasks import run_session
+from taskos.store.django_store import DjangoStore
+from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
 

@@ -2,9 +2,10 @@
 window path, and the recall benchmark helper."""
 import pytest
 
-from taskos.runs import recall_bench, search
+from taskos.ops import recall_bench
 from taskos.runs.models import ArchivedTurn, Session
-from taskos.runs.store import DjangoStore
+from taskos.store import search
+from taskos.store.django_store import DjangoStore
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """Services the dashboard calls: create, start, cancel, follow-up message, compact now."""
 import pytest
 
-from taskos.runs import services, tasks
+from taskos.runs import queue, services
 from taskos.runs.models import ModelProfile, PendingMessage, Session
 from taskos.runs.services import SessionError
 
@@ -49,7 +49,7 @@ def test_start_session_enqueues_after_commit(make_session, monkeypatch,
     class Result:
         id = "celery-task-1"
 
-    monkeypatch.setattr(tasks.run_session, "delay", lambda pk: queued.append(pk) or Result())
+    monkeypatch.setattr(queue, "run_session", lambda pk: queued.append(pk) or Result())
     session = make_session()
     with django_capture_on_commit_callbacks(execute=True):
         services.start_session(session)
@@ -64,7 +64,7 @@ def test_start_session_marks_the_session_failed_when_the_queue_is_down(
     def broken(pk):
         raise ConnectionRefusedError("Error 111 connecting to 127.0.0.1:6390")
 
-    monkeypatch.setattr(tasks.run_session, "delay", broken)
+    monkeypatch.setattr(queue, "run_session", broken)
     session = make_session()
     with django_capture_on_commit_callbacks(execute=True):
         services.start_session(session)

@@ -1,4 +1,4 @@
-"""SQLite: the engine's connection leaves checkpoints to a thread (taskos/runs/
+"""SQLite: the engine's connection leaves checkpoints to a thread (taskos/store/
 sqlite_checkpoint.py), and that thread copies the log back while the engine writes on."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import pytest
 from django.db import connection
 
-from taskos.runs import sqlite_checkpoint
+from taskos.store import sqlite_checkpoint
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif("connection.vendor != 'sqlite'")]

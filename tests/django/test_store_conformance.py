@@ -10,7 +10,7 @@ import pytest
 from agents.store.interface import AnchorRecord, TaskRecord
 from agents.store.memory import MemoryStore
 from taskos.runs import services
-from taskos.runs.store import DjangoStore
+from taskos.store.django_store import DjangoStore
 
 # For every test, also the MemoryStore ones: a database requested only from inside a
 # parametrized fixture is not set up by pytest-django.

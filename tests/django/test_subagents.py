@@ -8,7 +8,7 @@ import pytest
 from agents.scenarios import SCENARIO_DIR
 from taskos.runs import delegation, services
 from taskos.runs.models import Session
-from taskos.runs.store import DjangoStore
+from taskos.store.django_store import DjangoStore
 from tests.django.test_celery import _wait_until_done, worker  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ def research_file(tmp_path, mutate=None) -> str:
 
 def agent_inputs(session: Session) -> list[str]:
     """The text of each agent request, rebuilt as sent (rows store what is new, by ref)."""
-    from taskos.runs.call_messages import full_payload
+    from taskos.store.call_messages import full_payload
     rows = session.events.filter(type="MODEL_CALL", payload__kind="agent").order_by("seq")
     return ["\n".join(str(m.get("content") or "")
                       for m in full_payload(session.pk, seq, payload)["messages"])
@@ -117,7 +117,7 @@ def test_a_waiting_parent_is_woken_once_whoever_finishes_last(sim_profile, make_
 
 
 def test_the_sweeper_wakes_a_parent_whose_wake_up_was_lost(sim_profile, make_session):
-    from taskos.runs.sweeper import sweep
+    from taskos.worker.sweeper import sweep
     parent = make_session(status="waiting")
     make_session(status="finished", parent=parent)
     busy = make_session(status="waiting")

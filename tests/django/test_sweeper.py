@@ -6,10 +6,11 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from taskos.runs import services, sweeper
+from taskos.runs import services
 from taskos.runs.models import Session
-from taskos.runs.store import DjangoStore
-from taskos.runs.tasks import run_session
+from taskos.store.django_store import DjangoStore
+from taskos.worker import sweeper
+from taskos.worker.tasks import run_session
 
 from .test_celery import _wait_until_done, worker  # noqa: F401 - the real worker fixture
 
@@ -111,7 +112,7 @@ def test_the_worker_sweeper_resumes_a_dead_workers_session(worker, sim_profile, 
     assert Session.objects.get(pk=session.pk).status == "running"
 
     settings.TASKOS_SWEEP_SECONDS = 0.3
-    from taskos.celery import start_session_sweeper
+    from taskos.worker.sweeper import start_session_sweeper
 
     running = start_session_sweeper()
     try:
@@ -188,7 +189,7 @@ def test_a_headless_run_is_never_taken_for_an_orphan_by_a_workers_sweep(
 
     from django.core.management import call_command
 
-    from taskos.runs.delegation import execute_tree
+    from taskos.worker.execute import execute_tree
     monkeypatch.setattr(sweeper, "broker_started", lambda now: None)
     swept = []
     original = DjangoStore.save_state

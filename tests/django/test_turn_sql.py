@@ -1,4 +1,4 @@
-"""The per-turn statements written as plain SQL (taskos/runs/turn_sql.py) store exactly what
+"""The per-turn statements written as plain SQL (taskos/store/turn_sql.py) store exactly what
 the ORM would, on the database the suite runs on (SQLite or PostgreSQL)."""
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from taskos.runs import services, turn_sql
-from taskos.runs.lease import Lease, LeaseLost
+from taskos.runs import services
 from taskos.runs.models import Anchor, ArchivedTurn, Session
-from taskos.runs.search import search_archive
+from taskos.store import turn_sql
+from taskos.store.search import search_archive
+from taskos.worker.lease import Lease, LeaseLost
 
 pytestmark = pytest.mark.django_db
 
@@ -53,11 +54,11 @@ def test_an_anchor_a_person_deleted_is_written_again_under_its_id(session):
 
 
 def test_rows_can_be_written_under_ids_reserved_ahead(session):
-    """PostgreSQL's kept inserts (taskos/runs/batch_writes.py) take their ids from the table's sequence beforehand
-    (taskos/runs/row_ids.py); elsewhere the database hands them out as before."""
+    """PostgreSQL's kept inserts (taskos/store/batch_writes.py) take their ids from the table's sequence beforehand
+    (taskos/store/row_ids.py); elsewhere the database hands them out as before."""
     from django.db import connection
 
-    from taskos.runs.row_ids import RowIds
+    from taskos.store.row_ids import RowIds
     ids = RowIds(ArchivedTurn._meta.db_table)
     reserved = [ids.next() for _ in range(3)]
     if connection.vendor != "postgresql":

@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from taskos.runs import services
 from taskos.runs.models import Anchor, Session, SessionEvent
-from taskos.runs.store import DjangoStore
-from taskos.runs.tasks import execute_session
+from taskos.store.django_store import DjangoStore
+from taskos.worker.execute import execute_session
 
 from .conftest import sent_statements
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 # 19.4 on SQLite at first, 22.2 on SQLite before (a turn read every anchor, twice, and
 # every task). The run is deterministic: these do not vary between runs.
 MAX_STATEMENTS_PER_TURN = {"postgresql": 21.5, "sqlite": 20.0}
-# On PostgreSQL a batch's writes go out as one query (taskos/runs/batch_writes.py): 17.6 queries
+# On PostgreSQL a batch's writes go out as one query (taskos/store/batch_writes.py): 17.6 queries
 # per turn, BEGIN and COMMIT included, against 23.6 when each went out on its own.
 MAX_ROUND_TRIPS_PER_TURN = {"postgresql": 18.5}
 
@@ -36,7 +36,7 @@ def sales_report(sim_profile):
 
 def statements(queries) -> list[str]:
     """What was sent, transaction control left out (SQLite shows it, PostgreSQL does not);
-    a batch's one query (taskos/runs/batch_writes.py) counts as the statements it holds."""
+    a batch's one query (taskos/store/batch_writes.py) counts as the statements it holds."""
     return [s for s in sent_statements(queries)
             if not s.startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT"))]
 
@@ -114,7 +114,7 @@ def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
     """A worker killed in the state save's commit loses the turn's last batch with it: the
     tool result is not stored without the state that says its turn happened (its model
     call is: that was committed when it was recorded)."""
-    from taskos.runs import turn_sql
+    from taskos.store import turn_sql
     session = sales_report(sim_profile)
     original = turn_sql.save_head
 
@@ -125,7 +125,7 @@ def test_the_state_commits_with_the_turns_last_writes(sim_profile, monkeypatch):
         return written
 
     monkeypatch.setattr(turn_sql, "save_head", save_head)
-    from taskos.runs.tasks import run_session
+    from taskos.worker.tasks import run_session
     with pytest.raises(WorkerKilled):
         run_session.apply(args=[session.pk], throw=True)
     session.refresh_from_db()

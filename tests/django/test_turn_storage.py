@@ -13,10 +13,10 @@ from django.test.utils import CaptureQueriesContext
 import agents.runner
 from agents.context.working import ANNOTATIONS
 from taskos.drawer.events import call_payload
+from taskos.replays.compare import agent_requests
 from taskos.runs import services
-from taskos.runs.compare import agent_requests
 from taskos.runs.models import SessionEvent
-from taskos.runs.tasks import execute_session
+from taskos.worker.execute import execute_session
 
 from .conftest import sent_statements
 
@@ -111,7 +111,7 @@ def test_a_turn_stores_its_events_in_batches_and_commits_durably_once(sim_profil
 
 def test_the_engine_state_is_saved_in_pieces_each_written_once(sim_profile):
     from taskos.runs.models import EngineStateChunk, Session
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store = DjangoStore()
@@ -157,9 +157,9 @@ def test_a_turn_writes_the_audits_small_part_not_its_figures_or_the_summary(sim_
     neither the figures nor the summary again while they are the same objects. Before,
     every turn wrote the whole audit anew (24 kB a turn on long-200) and dumped the
     summary twice (~50 kB of JSON)."""
-    from taskos.runs import state_chunks
     from taskos.runs.models import EngineStateChunk
-    from taskos.runs.store import DjangoStore
+    from taskos.store import state_chunks
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store, sid = DjangoStore(), str(session.pk)
@@ -194,7 +194,7 @@ def test_the_reports_summary_figures_leave_the_head_and_are_written_when_they_gr
     """The report changes every turn (its sums) and stays in the head; the figures every
     summary wrote grow per compaction only, so they are a piece of their own."""
     from taskos.runs.models import EngineStateChunk, Session
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store, sid = DjangoStore(), str(session.pk)
@@ -220,8 +220,8 @@ def test_a_state_save_dumps_only_the_messages_it_has_not_dumped(sim_profile, mon
     """The history's messages are dumped and hashed once (state_chunks.MessageMemo): a
     turn's save costs its new messages, and a message replaced by another dict or with
     other figures is dumped again."""
-    from taskos.runs import state_chunks
-    from taskos.runs.store import DjangoStore
+    from taskos.store import state_chunks
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store, sid = DjangoStore(), str(session.pk)
@@ -245,8 +245,8 @@ def test_a_state_save_dumps_only_the_messages_it_has_not_dumped(sim_profile, mon
 
 
 def test_pieces_no_head_names_are_deleted_with_a_later_save(sim_profile):
-    from taskos.runs import store as store_module
     from taskos.runs.models import EngineStateChunk
+    from taskos.store import django_store as store_module
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store, sid = store_module.DjangoStore(), str(session.pk)
@@ -280,7 +280,7 @@ def test_a_turn_reads_what_people_asked_for_in_one_statement(sim_profile):
 
 def test_a_message_and_a_compaction_request_left_before_a_turn_are_taken(sim_profile):
     from taskos.runs.models import PendingMessage, Session
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     store, sid = DjangoStore(), str(session.pk)
@@ -298,7 +298,7 @@ def test_a_message_and_a_compaction_request_left_before_a_turn_are_taken(sim_pro
 
 
 def test_read_refs_reads_own_rows_in_one_statement_and_others_like_read_ref(sim_profile):
-    from taskos.runs.store import DjangoStore
+    from taskos.store.django_store import DjangoStore
 
     session = services.create_session(None, "", "sales-report", sim_profile, None, {})
     other = services.create_session(None, "", "sales-report", sim_profile, None, {})

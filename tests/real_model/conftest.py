@@ -1,7 +1,7 @@
 """The opt-in real-model lane (issue 11): `scripts/test.sh --real-model`.
 
 Every test here is marked `real_model` and skipped unless TASKOS_REAL_MODEL=1: they start
-llama-cpp-python's server with SmolLM2-135M-Instruct (taskos.runs.localmodel) and drive
+llama-cpp-python's server with SmolLM2-135M-Instruct (taskos.ops.localmodel) and drive
 whole sessions on it, minutes each on a small CPU. The server is started once per run;
 TASKOS_REAL_MODEL_URL points at one already running instead.
 """
@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from taskos.runs.localmodel import (check_server_installed, find_gguf, server_command,
-                                    wait_until_ready)
+from taskos.ops.localmodel import (check_server_installed, find_gguf, server_command,
+                                   wait_until_ready)
 
 N_CTX = 4096
 

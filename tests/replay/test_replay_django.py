@@ -6,11 +6,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from taskos.replays.compare import compare, first_difference
+from taskos.replays.sessions import create_replay, parse_settings
 from taskos.runs import services
-from taskos.runs.compare import compare, first_difference
 from taskos.runs.models import Session, SessionEvent
-from taskos.runs.replays import create_replay, parse_settings
-from taskos.runs.tasks import execute_session, run_session
+from taskos.worker.execute import execute_session
+from taskos.worker.tasks import run_session
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +79,7 @@ def test_a_session_recorded_without_answers_cannot_be_replayed(recorded):
 @pytest.fixture
 def delegated(sim_profile, channels_redis_url):
     """research-subagents recorded headless: a parent and its three finished sub-agents."""
-    from taskos.runs.delegation import execute_tree
+    from taskos.worker.execute import execute_tree
     session = services.create_session(None, "", "research-subagents", sim_profile, None, {})
     execute_tree(session)
     session.refresh_from_db()

@@ -8,7 +8,7 @@ import pytest
 from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
 from taskos.drawer.panels import CompactionsPanel
-from taskos.runs.compare import stored_report
+from taskos.replays.compare import stored_report
 from taskos.runs.models import Session
 
 from .factories import add_events, compaction
@@ -47,7 +47,7 @@ def test_the_archive_audit_overrides_the_engines_own_check(session):
 
 
 def test_the_failure_reason_reaches_the_session_and_its_page(make_session, ann, ann_client, tmp_path):
-    from taskos.runs.tasks import execute_session
+    from taskos.worker.execute import execute_session
 
     scenario = tmp_path / "big-system.json"
     scenario.write_text(json.dumps({
@@ -67,7 +67,7 @@ def test_the_failure_reason_reaches_the_session_and_its_page(make_session, ann, 
 
 
 def test_a_failure_without_a_message_falls_back_to_the_fatal_event(make_session, ann):
-    from taskos.runs.tasks import failure_reason
+    from taskos.worker.execute import failure_reason
 
     session = make_session(owner=ann)
     add_events(session, ("ERROR", {"code": "turn_limit", "message": "no final answer after 4 turns",

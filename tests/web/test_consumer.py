@@ -11,8 +11,9 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connections
 
 from agents.events import event_from
-from taskos.live.publisher import ChannelsPublisher, group_name
 from taskos.live.routing import websocket_urlpatterns
+from taskos.live.sending import group_name
+from taskos.worker.execute import event_sink
 
 from .factories import add_events, budget
 
@@ -116,7 +117,7 @@ async def test_the_publisher_reaches_the_page_through_redis(session, ann):
     await comm.receive_from(timeout=TIMEOUT)
 
     def publish() -> None:
-        ChannelsPublisher(session).emit(event_from("BUDGET", payload=budget(history=4321)[1],
+        event_sink(session).emit(event_from("BUDGET", payload=budget(history=4321)[1],
                                               turn=2))
     await database_sync_to_async(publish)()
     html = await comm.receive_from(timeout=TIMEOUT)
@@ -182,7 +183,7 @@ async def test_an_idle_socket_stays_open_for_30_seconds(session, ann, caplog):
     assert await comm.receive_nothing(timeout=0.5)  # not closed, nothing pending
 
     def publish() -> None:
-        ChannelsPublisher(session).emit(event_from("BUDGET", payload=budget(history=5678)[1],
+        event_sink(session).emit(event_from("BUDGET", payload=budget(history=5678)[1],
                                               turn=1))
     await database_sync_to_async(publish)()
     assert "5,678" in await comm.receive_from(timeout=TIMEOUT)  # the same socket, still live

@@ -5,7 +5,8 @@ import pytest
 
 from taskos.runs import services
 from taskos.runs.models import Session
-from taskos.runs.tasks import execute_session, run_session
+from taskos.worker.execute import execute_session
+from taskos.worker.tasks import run_session
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,7 @@ def test_someone_else_cannot_replay_or_compare(client, bob, recorded):
 def test_a_delegating_session_is_replayed_from_the_page_with_its_answers_reused(
         ann, ann_client, sim_profile, channels_redis_url):
     from taskos.drawer.panels import ChildrenPanel
-    from taskos.runs.delegation import execute_tree
+    from taskos.worker.execute import execute_tree
     from tests.web.test_panels import panel_view
     parent = services.create_session(ann, "", "research-subagents", sim_profile, None, {})
     execute_tree(parent)

@@ -1,0 +1,159 @@
+"""Drive a chaos run: an uninterrupted run, N sessions on workers, seeded kills, comparison.
+
+The kill schedule comes from the seed and is keyed to progress, not to the clock: kill k
+fires when the sessions together have committed a given share of their turns, so the same
+seed kills at the same points of the work on a fast or a busy machine. Which worker dies
+is the one running a session at that moment (a kill of an idle worker proves nothing).
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from django.core.management import call_command
+
+from taskos.runs import services
+from taskos.runs.models import ModelProfile, Session, SessionEvent
+from taskos.worker.tasks import run_session
+
+from .compare import compare, fingerprint
+from .report import summarize
+from .stack import Managed, Stack
+
+POLL_S = 0.2
+
+
+@dataclass
+class ChaosPlan:
+    sessions: int = 3
+    kills: int = 4
+    workers: int = 2
+    scenario: str = ""  # a bundled name or a file path; empty: the generated chaos scenario
+    seed: int = 1
+    redis_kill_share: float = 0.25  # the rest of the kills hit a busy worker
+    progress: tuple[float, float] = (0.05, 0.85)  # share of all turns where kills may fire
+    down_s: tuple[float, float] = (0.2, 2.0)  # how long the killed process stays down
+    lease_s: float = 6.0
+    sweep_s: float = 2.0
+    requeue_after_s: float = 10.0
+    timeout_s: float = 900.0
+
+
+@dataclass
+class Kill:
+    at_share: float  # of all the sessions' turns committed
+    target: str  # "redis" or "worker"
+    down_s: float
+
+
+def kill_schedule(plan: ChaosPlan) -> list[Kill]:
+    rng = random.Random(plan.seed)
+    kills = [Kill(rng.uniform(*plan.progress),
+                  "redis" if rng.random() < plan.redis_kill_share else "worker",
+                  round(rng.uniform(*plan.down_s), 2)) for _ in range(plan.kills)]
+    return sorted(kills, key=lambda kill: kill.at_share)
+
+
+def worker_env(plan: ChaosPlan, workspaces: Path, database_url: str) -> dict[str, str]:
+    """The workers' own settings: the test suite's (sweeper off) must not leak into them."""
+    return {**os.environ, "DATABASE_URL": database_url,
+            "TASKOS_LEASE_SECONDS": str(plan.lease_s),
+            "TASKOS_SWEEP_SECONDS": str(plan.sweep_s),
+            "TASKOS_REQUEUE_AFTER_SECONDS": str(plan.requeue_after_s),
+            "TASKOS_WORKSPACES": str(workspaces), "PYTHONUNBUFFERED": "1"}
+
+
+def sim_profile() -> ModelProfile:
+    profile, _ = ModelProfile.objects.get_or_create(
+        name="sim", defaults={"model": "taskos-sim", "context_size": 128_000})
+    return profile
+
+
+def baseline(scenario: str, profile: ModelProfile) -> tuple[int, dict[str, Any]]:
+    """The uninterrupted run, in this process and through the task, so it holds a lease
+    like any other run (the workers' sweeper would otherwise take it for orphaned)."""
+    session = services.create_session(None, "", scenario, profile, None, {})
+    run_session.apply(args=[session.pk])
+    session.refresh_from_db()
+    if session.status != "finished":
+        raise RuntimeError(f"The uninterrupted run of {scenario} ended {session.status}: "
+                           f"{session.error}")
+    return session.pk, fingerprint(session)
+
+
+def committed_turns(pks: list[int]) -> int:
+    return SessionEvent.objects.filter(session_id__in=pks, type="TURN_STARTED").count()
+
+
+def active(pks: list[int]) -> int:
+    return Session.objects.filter(pk__in=pks, status__in=Session.ACTIVE_STATUSES).count()
+
+
+def busy_workers(stack: Stack, pks: list[int]) -> list[Managed]:
+    """Workers whose process group holds a session's lease (owner is host:pid:…)."""
+    groups = set()
+    for owner in Session.objects.filter(pk__in=pks).exclude(lease_owner="").values_list(
+            "lease_owner", flat=True):
+        try:
+            groups.add(os.getpgid(int(owner.split(":")[1])))
+        except (IndexError, ValueError, ProcessLookupError):
+            continue
+    return [w for w in stack.worker_procs if w.running and w.process.pid in groups]
+
+
+def fire(kill: Kill, stack: Stack, pks: list[int], rng: random.Random) -> dict[str, Any]:
+    """SIGKILL Redis or a busy worker now, then start it again after `down_s`."""
+    if kill.target == "redis":
+        target = stack.redis
+    else:
+        target = rng.choice(busy_workers(stack, pks) or stack.worker_procs)
+    turns = committed_turns(pks)
+    target.kill()
+    time.sleep(kill.down_s)
+    target.start()
+    return {"target": target.name, "at_share": round(kill.at_share, 3), "down_s": kill.down_s,
+            "turns_committed": turns}
+
+
+def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
+              say: Callable[[str], None] = print) -> dict:
+    """Run `plan` on `stack` (not started yet); return the report.
+
+    This process must already use the stack's Redis (settings and the Celery app) and
+    `stack.env` the same database.
+    """
+    call_command("migrate", interactive=False, verbosity=0)
+    rng = random.Random(plan.seed)
+    schedule = kill_schedule(plan)
+    done: list[dict[str, Any]] = []
+    started = time.monotonic()
+    try:
+        stack.start()
+        profile = sim_profile()
+        say(f"Uninterrupted run of {scenario} …")
+        base_pk, base = baseline(scenario, profile)
+        total_turns = base["turns"] * plan.sessions
+        pks = []
+        for _ in range(plan.sessions):
+            session = services.create_session(None, "", scenario, profile, None, {})
+            services.start_session(session)  # autocommit: sent at once
+            pks.append(session.pk)
+        say(f"{plan.sessions} sessions of {base['turns']} turns on {plan.workers} workers; "
+            f"{plan.kills} kills planned")
+        deadline = started + plan.timeout_s
+        while active(pks) and time.monotonic() < deadline:
+            if schedule and committed_turns(pks) >= schedule[0].at_share * total_turns:
+                done.append(fire(schedule.pop(0), stack, pks, rng))
+                say(f"kill {len(done)}: {done[-1]['target']} at {done[-1]['turns_committed']}"
+                    f"/{total_turns} turns, down {done[-1]['down_s']} s")
+                continue
+            time.sleep(POLL_S)
+        results = [compare(Session.objects.get(pk=pk), base) for pk in pks]
+    finally:
+        stack.stop()
+    return summarize(plan, base_pk, results, done, time.monotonic() - started,
+                     stack.worker_logs())

@@ -1,0 +1,112 @@
+"""`python manage.py runtask (--scenario NAME_OR_PATH | --goal TEXT) [--profile NAME]
+[--window N] [--max-turns N] [--tools a,b] [--json]` (SPEC W7, issue 11)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from taskos.ops.management.migrated import require_migrated
+from taskos.runs.models import ModelProfile
+from taskos.runs.services import SessionError, create_session
+from taskos.worker.execute import execute_tree
+
+
+class ProgressBar:
+    """progress(done, total) callback drawing a bar on stderr."""
+
+    def __init__(self, stream=None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        total = max(int(total or 0), 1)
+        done = min(max(int(done or 0), 0), total)
+        filled = self.width * done // total
+        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} steps"
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done == total else ""))
+        else:
+            tenth = 10 * done // total  # a line per 10 % when the output is a log
+            if tenth == self._last_tenth:
+                return
+            self._last_tenth = tenth
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+class Command(BaseCommand):
+    help = "Run a scenario headless through the engine, in this process."
+
+    def add_arguments(self, parser):
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--scenario",
+                            help="name of a bundled scenario or path to a scenario JSON file")
+        source.add_argument("--goal", help="a free goal, run on the profile's model (on the "
+                                           "simulated model: a generic plan)")
+        parser.add_argument("--max-turns", type=int, default=None,
+                            help="turns before the session stops without an answer")
+        parser.add_argument("--tools", default=None,
+                            help="comma-separated tool names offered (default: all, or the "
+                                 "scenario's); small windows need few")
+        parser.add_argument("--window", type=int, default=None,
+                            help="context window in tokens (default: the scenario's, else "
+                                 "the profile's)")
+        parser.add_argument("--profile", default="sim", help="model profile name (sim)")
+        parser.add_argument("--summarizer", choices=("faithful", "lossy", "hostile"),
+                            default=None, help="summary mode of the simulated model (default: "
+                                               "the scenario's, else faithful)")
+        parser.add_argument("--json", action="store_true",
+                            help="print the run report as one JSON object on stdout")
+
+    def handle(self, *args, **options):
+        require_migrated()
+        profile = ModelProfile.objects.filter(name=options["profile"]).first()
+        if profile is None:
+            names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
+            raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
+        try:
+            settings = {}
+            if options["max_turns"]:
+                settings["max_turns"] = options["max_turns"]
+            if options["tools"]:
+                settings["tools"] = [t.strip() for t in options["tools"].split(",") if t.strip()]
+            session = create_session(owner=None, goal=options["goal"] or "",
+                                     scenario=options["scenario"] or "", profile=profile,
+                                     window=options["window"], context_settings=settings)
+        except SessionError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
+                          f"(window {session.window})")
+        try:
+            # Sub-agents run here too, one after another, each as its own session row.
+            report = execute_tree(session, progress=ProgressBar(self.stderr._out),
+                                  summarizer=options["summarizer"])
+        except Exception as exc:  # noqa: BLE001 - recorded on the session already
+            raise CommandError(f"Session #{session.pk} failed: {type(exc).__name__}: {exc}")
+        if report.get("children"):
+            session.refresh_from_db()
+            report["children"]["cost_with_children"] = round(session.cost_with_children(), 6)
+        if options["json"]:
+            self.stdout.write(json.dumps(report, default=str))
+            return
+        session.refresh_from_db()
+        self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
+        for key in ("total_input_tokens", "peak_input_tokens", "compactions",
+                    "over_window_requests", "anchor_survival", "audit_failures",
+                    "unsupported_figures", "engine_ms_per_call", "count_source", "token_ratio",
+                    "token_overheads", "summaries"):
+            self.stdout.write(f"  {key:22} {report.get(key)}")
+        for probe in report.get("probe_recovery") or ():
+            rate = "not asked: " + probe.get("error", "") if probe.get("rate") is None \
+                else f"{probe['recovered']}/{probe['asked']} recovered ({probe['rate']:.0%})"
+            self.stdout.write(f"  probes after compaction {probe['compaction']} (turn "
+                              f"{probe['turn']}): {rate}")
+        if report.get("summaries", {}).get("fallback"):
+            self.stdout.write(f"  {report['summaries']['fallback']} model summaries were "
+                              "unusable: those compactions truncated instead (see the drawer)")
+        if session.final_answer:
+            self.stdout.write("\n" + session.final_answer)

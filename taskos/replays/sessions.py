@@ -1,0 +1,124 @@
+"""Replays of recorded sessions (SPEC E2): create one, and give the worker its engine.
+
+A replay is a session of its own (its own events, archive and drawer) whose `replay_of`
+names the recorded session. The engine plays that session's recorded decisions under the
+replay's settings and profile; summaries go to the replay profile's model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+from django.db.models import F
+
+from agents import (ConfigError, ContextConfig, Recording, RecordingError, build_recording,
+                    replay_runner)
+from taskos.runs.models import ModelProfile, Session, SessionEvent
+from taskos.runs.services import MIN_WINDOW, SessionError
+from taskos.store.django_store import DjangoStore
+
+RECORDED_TYPES = ("MODEL_CALL", "USER_MESSAGE", "TOOL_RESULT", "TURN_STARTED")
+SETTING_TYPES = {f.name: f.type for f in fields(ContextConfig)}
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    type: str
+    turn: int
+    at: Any
+    payload: dict[str, Any]
+
+
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """["trigger_ratio=0.6", "window=32000"] -> typed values; SessionError on a bad pair."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or not key:
+            raise SessionError(f"Settings are key=value pairs, got {pair!r}.")
+        if key == "window":
+            kind = "int"
+        elif key in SETTING_TYPES:
+            kind = SETTING_TYPES[key]
+        else:
+            known = ", ".join(["window", *SETTING_TYPES])
+            raise SessionError(f"Unknown setting {key!r}. Settings: {known}.")
+        try:
+            if kind == "bool":
+                if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
+                    raise ValueError(raw)
+                out[key] = raw.lower() in ("true", "1", "on")
+            elif kind == "int":
+                out[key] = int(raw)
+            elif kind == "float":
+                out[key] = float(raw)
+            else:
+                out[key] = raw
+        except ValueError:
+            raise SessionError(f"Setting {key} needs a {kind} value, got {raw!r}.") from None
+    return out
+
+
+def load_recording(source: Session) -> Recording:
+    """The recorded decisions of `source`, read from its stored events and archive."""
+    rows = SessionEvent.objects.filter(session=source, type__in=RECORDED_TYPES)
+    events: list[StoredEvent] = []
+    calls = rows.filter(type="MODEL_CALL").values(
+        "seq", "turn", "at", kind=F("payload__kind"), reply=F("payload__reply"),
+        refused=F("payload__refused"))
+    ordered = [(c["seq"], StoredEvent("MODEL_CALL", c["turn"], c["at"], {
+        "kind": c["kind"], "reply": c["reply"], "refused": c["refused"]})) for c in calls]
+    ordered += [(r["seq"], StoredEvent(r["type"], r["turn"], r["at"], r["payload"] or {}))
+                for r in rows.exclude(type="MODEL_CALL").values("seq", "type", "turn", "at",
+                                                                 "payload")]
+    ordered.sort(key=lambda item: item[0])
+    events = [ev for _, ev in ordered]
+    store = DjangoStore()
+    sid = str(source.pk)
+    return build_recording(sid, events, lambda ref: store.read_ref(sid, ref))
+
+
+def create_replay(source: Session, owner, settings: dict[str, Any] | None = None,
+                  profile: ModelProfile | None = None) -> Session:
+    """Validate and save a queued replay of `source` (start it with start_session)."""
+    if source.is_active:
+        raise SessionError(f"Session #{source.pk} is still {source.status}: replay it once "
+                           "it has ended.")
+    try:
+        load_recording(source)
+    except RecordingError as exc:
+        raise SessionError(str(exc)) from None
+    settings = dict(settings or {})
+    profile = profile or source.profile
+    window = settings.pop("window", None) or min(source.window, profile.effective_window)
+    if window < MIN_WINDOW:
+        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
+    if window > profile.effective_window:
+        raise SessionError(f"The window ({window} tokens) is larger than the context size of "
+                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
+    try:
+        config = ContextConfig.from_dict({**(source.context_settings or {}), **settings})
+    except (ConfigError, TypeError) as exc:
+        raise SessionError(f"Context settings: {exc}") from None
+    return Session.objects.create(
+        owner=owner, goal=source.goal, scenario=source.scenario, profile=profile,
+        window=window, context_settings=config.to_dict(), replay_of=source)
+
+
+def replay_engine(session: Session) -> Callable[..., Any]:
+    """The engine entry point for a replay session: run_session's signature."""
+    return replay_runner(load_recording(session.replay_of))
+
+
+def changed_settings(replay: Session) -> dict[str, Any]:
+    """What a replay changed against its source: settings, window and profile."""
+    source = replay.replay_of
+    out: dict[str, Any] = {}
+    if replay.profile_id != source.profile_id:
+        out["profile"] = replay.profile.name
+    if replay.window != source.window:
+        out["window"] = replay.window
+    out.update({k: v for k, v in (replay.context_settings or {}).items()
+                if (source.context_settings or {}).get(k) != v})
+    return out

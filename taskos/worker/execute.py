@@ -1,0 +1,145 @@
+"""Running a session in this process: the engine with the Django store and the event sink.
+
+The Celery task (tasks.py) runs execute_session under the session's lease; the headless
+commands (`runtask`, `replay`) run it, or execute_tree for a session with sub-agents, under
+a headless lease."""
+from __future__ import annotations
+
+import logging
+import traceback
+
+from django.utils import timezone
+
+import agents
+from agents import ContextConfig, SessionSpec, advise, error_event, redact
+from taskos.live.sending import GroupSender
+from taskos.replays.sessions import replay_engine
+from taskos.runs import delegation
+from taskos.runs.models import Session, SessionEvent, max_input_chars
+from taskos.store.django_store import DjangoStore, relaxed_commits
+from taskos.store.event_log import EventLog
+
+from .lease import Lease, LeaseLost, headless_lease
+
+log = logging.getLogger("taskos.runs")
+
+FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
+
+
+def event_sink(session: Session | int | str) -> EventLog:
+    """The engine's event sink for a session: the event log, announcing what it stored to
+    the session's live pages."""
+    pk = session.pk if isinstance(session, Session) else int(session)
+    return EventLog(pk, GroupSender(pk).announce)
+
+
+def execute_session(session: Session, progress=None, lease: Lease | None = None,
+                    summarizer: str | None = None) -> dict:
+    """Run (or resume) a session through the engine in this process; return its report.
+
+    With a lease, every write is fenced by it; losing it stops the run without touching the
+    session row, which belongs to the new executor then. `summarizer` picks the simulated
+    model's summary mode (faithful, lossy, hostile).
+    """
+    sink = event_sink(session)
+    Session.objects.filter(pk=session.pk).update(
+        status=Session.Status.RUNNING,
+        started_at=session.started_at or timezone.now())
+    try:
+        # Looked up at every run, not bound at import: tests run a stand-in engine in its place.
+        run_engine = agents.run_session
+        if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
+            run_engine = replay_engine(session)
+        store = DjangoStore(lease=lease)
+        store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
+        spec = SessionSpec.plan(
+            goal=session.goal, scenario=session.scenario or None,
+            profile=session.profile.to_engine(context_size=session.window),
+            config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
+            max_input_chars=max_input_chars(), delegation=delegation.limits())
+        with relaxed_commits():
+            result = run_engine(spec, session_id=str(session.pk), store=store, events=sink,
+                                workspace=session.workspace, progress=progress)
+    except LeaseLost as exc:
+        log.warning("Session %s: stopped, %s.", session.pk, exc)
+        return {"status": "lease_lost"}
+    except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
+        mark_failed(session, sink, exc)
+        raise
+    report = dict(result.report or {})
+    session.profile.learn_token_ratio(report)
+    if result.status == Session.Status.WAITING:  # for sub-agents: no worker holds it now
+        values = {"status": Session.Status.WAITING, "turns": result.turns}
+        if lease is not None:
+            lease.fenced_update(**values)
+        else:
+            Session.objects.filter(pk=session.pk).update(**values)
+        return report
+    status = result.status if result.status in FINAL_STATUSES else Session.Status.FAILED
+    values = {"status": status, "final_answer": result.final_answer or "",
+              "turns": result.turns, "finished_at": timezone.now()}
+    for name in ("total_input_tokens", "peak_input_tokens", "compactions"):
+        if isinstance(report.get(name), int):
+            values[name] = report[name]
+    if status == Session.Status.FAILED and not values["final_answer"]:
+        values["error"] = failure_reason(session, report)
+    if lease is not None:
+        lease.fenced_update(**values)
+    else:
+        Session.objects.filter(pk=session.pk).update(**values)
+    return report
+
+
+def failure_reason(session: Session, report: dict) -> str:
+    """Why a run failed, for Session.error and the page: the engine's message and what to
+    do about it, else the last fatal ERROR event the session stored."""
+    message, code = report.get("error") or "", report.get("error_code") or ""
+    if not message:
+        fatal = (SessionEvent.objects.filter(session=session, type="ERROR", payload__fatal=True)
+                 .order_by("-seq").values_list("payload", flat=True).first())
+        if fatal:
+            message, code = fatal.get("message") or "", fatal.get("code") or ""
+    if not message:
+        return ("The engine stopped without a final answer and gave no reason; see the "
+                "drawer's log and the worker log.")
+    label = f"{code}: " if code else ""
+    action = f" What to do: {advise(code).action}" if code else ""
+    message = message.rstrip()
+    end = "" if message.endswith((".", "!", "?", "。")) else "."
+    return redact(f"{label}{message}{end}{action}")
+
+
+def mark_failed(session: Session, sink: EventLog | None, exc: BaseException) -> None:
+    """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
+    message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or in the event
+    log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
+    # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
+    if sink is not None:
+        try:
+            sink.emit(error_event("internal_error", message, fatal=True))
+        except Exception:  # noqa: BLE001 - the database itself may be what failed
+            log.exception("Could not store the ERROR event of session %s", session.pk)
+    Session.objects.filter(pk=session.pk).update(
+        status=Session.Status.FAILED, finished_at=timezone.now(),
+        error=f"The run stopped because of an internal error: {message}")
+
+
+def execute_tree(session: Session, progress=None, summarizer: str | None = None) -> dict:
+    """Headless (runtask): run the session; whenever it waits, run its children here,
+    one after another, then run it again. Returns the root's report."""
+    def once() -> dict:
+        # Leased like a worker's run: a worker's sweep must not take it for an orphan.
+        with headless_lease(session.pk) as lease:
+            return execute_session(session, progress=progress, summarizer=summarizer,
+                                   lease=lease)
+
+    report = once()
+    while report.get("status") == Session.Status.WAITING:
+        queued = list(session.children.filter(status=Session.Status.QUEUED).order_by("id"))
+        if not queued:
+            raise RuntimeError(f"session {session.pk} waits for children that never ran")
+        for child in queued:
+            execute_tree(child, summarizer=summarizer)
+        session.refresh_from_db()
+        report = once()
+    return report
