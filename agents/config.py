@@ -139,7 +139,7 @@ class ModelProfile:
         128_000, optional=True,
         help="The model's window in tokens, as its server enforces it. Blank: the known window "
              "of a well-known model; for any other model TaskOS assumes 128 000 and warns on "
-             "every page that shows the profile (feature C18).")
+             "every page that shows the profile.")
     encoding: str = setting("", max_chars=50, help="tiktoken encoding; blank: the model's own.")
     price_input: float = setting(0.0, money=True, help="Per 1M input tokens.")
     price_cached_input: float = setting(0.0, money=True, help="Per 1M cached input tokens.")

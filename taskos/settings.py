@@ -206,7 +206,7 @@ TASKOS_REQUEUE_AFTER_SECONDS = float(os.environ.get("TASKOS_REQUEUE_AFTER_SECOND
 
 # Longest goal or follow-up message a person may send, in characters (refused, never stored).
 TASKOS_MAX_INPUT_CHARS = int(os.environ.get("TASKOS_MAX_INPUT_CHARS", 100_000))
-# Sub-agents (SPEC T6): how deep delegate calls may nest, and how many children one
+# Sub-agents (feature T6): how deep delegate calls may nest, and how many children one
 # session may start over its life.
 TASKOS_MAX_DELEGATION_DEPTH = int(os.environ.get("TASKOS_MAX_DELEGATION_DEPTH", 2))
 TASKOS_MAX_CHILDREN = int(os.environ.get("TASKOS_MAX_CHILDREN", 8))

@@ -11,12 +11,13 @@ meanwhile. So a tool turn commits twice and an answer turn once:
   turn's user messages, anchors, compaction and BUDGET;
 - before its tool: the MODEL_CALL, the reply and TOOL_CALL.
 
-The state save goes into the open batch; the next wait commits it, durably (taskos/runs/
-store.py), with what the next turn prepared. Between a state save or a model call's reply
-and that commit the engine only computes — it waits on nothing. An error there rolls back
-only what came after the saved turn: the store marks the turn's end (`mark_turn_saved`),
-rolls back to it and commits the turn. And the sink stores the rolled-back model calls
-again on their own, so a paid call stays on record (taskos/live/publisher.py drop_held).
+The state save goes into the open batch; the next wait commits it, durably
+(taskos/store/django_store.py), with what the next turn prepared. Between a state save or a
+model call's reply and that commit the engine only computes — it waits on nothing. An error
+there rolls back only what came after the saved turn: the store marks the turn's end
+(`mark_turn_saved`), rolls back to it and commits the turn. And the sink stores the
+rolled-back model calls again on their own, so a paid call stays on record
+(taskos/store/event_log.py, drop_held).
 
 Only the commits before a wait announce the stored events to the live pages; the others
 store theirs unannounced, and the next announcement (the next wait, the session's last

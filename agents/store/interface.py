@@ -1,6 +1,6 @@
 """The Store protocol: everything the engine persists goes through it.
 
-The Django app implements it over the ORM (taskos/runs/store.py); `agents.store.memory`
+The Django app implements it over the ORM (taskos/store/django_store.py); `agents.store.memory`
 implements it in memory for engine tests, runtask and the benchmark.
 Refs returned by `archive` look like "arc:<session_id>:<archive id>" and are what the
 model, the drawer and the recall tool use to read a raw message back.

@@ -21,7 +21,7 @@
 
   // On every (re)connect tell the consumer which events this page already has: it
   // answers with everything stored after them, so a dropped socket never leaves the
-  // drawer stale (SPEC W5). It also learns which panels are open: folded ones are not
+  // drawer stale (feature W5). It also learns which panels are open: folded ones are not
   // re-rendered while the task runs, and are brought up to date when unfolded.
   document.addEventListener("htmx:wsOpen", function (event) {
     socket = event.detail.socketWrapper;

@@ -1,1 +1,1 @@
-"""The debug drawer: one panel per concern, rendered from stored SessionEvents (SPEC W3)."""
+"""The debug drawer: one panel per concern, rendered from stored SessionEvents (feature W3)."""

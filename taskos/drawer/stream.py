@@ -1,6 +1,6 @@
 """What the session page, the resync view and the websocket consumer send to a browser.
 
-The database is the truth (SPEC W5): a browser that has events up to seq N asks for
+The database is the truth (feature W5): a browser that has events up to seq N asks for
 "everything after N" and gets the transcript entries it lacks, every panel the new
 events touch (or all of them on a resync), the status header and its new last seq,
 all as htmx out-of-band fragments swapped by id.

@@ -1,4 +1,4 @@
-"""Websocket consumer: streams a session's drawer to its owner as htmx fragments (SPEC W5).
+"""Websocket consumer: streams a session's drawer to its owner as htmx fragments (feature W5).
 
 Protocol. The page connects to ws/sessions/<pk>/ and, on every (re)connect, sends
 {"after": N}, N being the last seq it holds (the ws extension's open event; see
@@ -14,7 +14,7 @@ The channel layer drops messages for a consumer that falls behind (its capacity)
 the newest events of a burst may never announce themselves. While connected, the
 consumer therefore also checks the database every IDLE_CHECK_S seconds for events it
 has not sent; the stream stays the fast path, the check is the guarantee. The same check
-notices sub-agents (SPEC T6) changing: their progress is on their own rows, so a waiting
+notices sub-agents (feature T6) changing: their progress is on their own rows, so a waiting
 parent's page gets its Sub-agents panel re-rendered without any event of its own.
 It also notices the session's status changing without an event: the worker stores
 SESSION_FINISHED before it writes the final status on the row, so the sync that event

@@ -1,4 +1,4 @@
-"""The one run command (SPEC W6): Redis, a Celery worker and daphne, supervised together.
+"""The one run command (feature W6): Redis, a Celery worker and daphne, supervised together.
 
 Used by `python manage.py up` and the `taskos` console script. Children run in their own
 process groups so a Ctrl-C reaches only this supervisor, which then stops them in order:

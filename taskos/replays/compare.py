@@ -1,4 +1,4 @@
-"""Compare runs of one task (SPEC E2): reports from stored events, and where contexts part.
+"""Compare runs of one task (feature E2): reports from stored events, and where contexts part.
 
 Every figure is computed the same way for the recorded session and for each replay, from
 their stored events, so a difference is a difference of the runs, not of the counting.

@@ -1,4 +1,4 @@
-"""Replays of recorded sessions (SPEC E2): create one, and give the worker its engine.
+"""Replays of recorded sessions (feature E2): create one, and give the worker its engine.
 
 A replay is a session of its own (its own events, archive and drawer) whose `replay_of`
 names the recorded session. The engine plays that session's recorded decisions under the

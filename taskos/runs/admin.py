@@ -1,4 +1,4 @@
-"""Admin (staff only): anchors and tasks are editable while a session runs (SPEC W4).
+"""Admin (staff only): anchors and tasks are editable while a session runs (feature W4).
 
 Every save made here is marked as an admin edit, so the engine and the drawer can tell
 it from the agent's own changes.
@@ -178,7 +178,7 @@ class ModelProfileAdmin(admin.ModelAdmin):
 
     @admin.display(description="window")
     def window_shown(self, obj):
-        # SPEC C18: an assumed window is said wherever the profile is listed.
+        # feature C18: an assumed window is said wherever the profile is listed.
         return f"{obj.effective_window:,}" + (" (assumed: set the real one)"
                                                if obj.window_warning else "")
 

@@ -1,4 +1,4 @@
-"""The archive table (SPEC C5): every raw message and tool output, with its search terms."""
+"""The archive table (feature C5): every raw message and tool output, with its search terms."""
 from __future__ import annotations
 
 from django.db import models
@@ -21,7 +21,7 @@ def search_terms(content: str, tool_name: str = "", is_binary: bool = False) -> 
 
 
 class ArchivedTurn(models.Model):
-    """One raw message or tool output, append-only and never truncated (SPEC C5).
+    """One raw message or tool output, append-only and never truncated (feature C5).
 
     `search_text` feeds the full-text index created in migration 0003 (an FTS5 table kept
     in sync by triggers on SQLite, a generated tsvector column with a GIN index on

@@ -1,4 +1,4 @@
-"""Sub-agents (SPEC T6): who queues children, wakes their parent and cancels a tree.
+"""Sub-agents (feature T6): who queues children, wakes their parent and cancels a tree.
 
 A parent whose turn called `delegate` ends that turn with status "waiting" and lets its
 worker go. After its task has released the lease, `after_run` sends the queued children

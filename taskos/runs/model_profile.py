@@ -1,4 +1,4 @@
-"""Model profiles (SPEC W1, C18): which model a session talks to, how, and at what price."""
+"""Model profiles (features W1, C18): which model a session talks to, how, and at what price."""
 from __future__ import annotations
 
 import dataclasses
@@ -102,7 +102,7 @@ class ModelProfile(models.Model):
 
     @property
     def window_warning(self) -> str:
-        """Why the window is a guess (SPEC C18), or "" when it is not."""
+        """Why the window is a guess (feature C18), or "" when it is not."""
         if self.context_size or self.simulated or self.model in agents.KNOWN_CONTEXT_SIZES:
             return ""
         return (f"Model {self.model!r} is unknown and profile {self.name!r} sets no context "

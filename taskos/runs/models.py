@@ -1,4 +1,4 @@
-"""The domain tables (SPEC W1): sessions, their tasks, anchors, archive and event log."""
+"""The domain tables (feature W1): sessions, their tasks, anchors, archive and event log."""
 from __future__ import annotations
 
 import datetime as dt
@@ -46,7 +46,7 @@ class Session(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
-        WAITING = "waiting"  # for its sub-agents (SPEC T6); no worker holds it meanwhile
+        WAITING = "waiting"  # for its sub-agents (feature T6); no worker holds it meanwhile
         FINISHED = "finished"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -85,10 +85,10 @@ class Session(models.Model):
     lease_expires = models.DateTimeField(null=True, blank=True, editable=False)
     # When a run_session message was last sent; the sweeper re-sends only after a grace.
     enqueued_at = models.DateTimeField(null=True, blank=True, editable=False)
-    # A replay (SPEC E2) plays this session's recorded decisions under its own settings.
+    # A replay (feature E2) plays this session's recorded decisions under its own settings.
     replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
                                   related_name="replays")
-    # A sub-agent (SPEC T6) is a child session started by its parent's delegate call at
+    # A sub-agent (feature T6) is a child session started by its parent's delegate call at
     # `parent_turn`; the parent waits, then receives its final answer.
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="children")
@@ -129,7 +129,7 @@ class Session(models.Model):
 
 
 class Task(models.Model):
-    """One entry of the agent's task list (SPEC T2); editable in the admin mid-run."""
+    """One entry of the agent's task list (feature T2); editable in the admin mid-run."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -159,7 +159,7 @@ class Task(models.Model):
 
 
 class Anchor(models.Model):
-    """A fact that must survive compaction (SPEC C8)."""
+    """A fact that must survive compaction (feature C8)."""
 
     class Tier(models.IntegerChoices):
         HARD_CONSTRAINT = 1, "Tier 1: hard constraint"

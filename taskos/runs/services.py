@@ -86,7 +86,7 @@ def _require_active(session: Session, action: str) -> None:
 
 def request_cancel(session: Session) -> None:
     """Ask the agent to stop at its next turn; a session not yet started stops at once.
-    Its sub-agents are cancelled with it (SPEC T6)."""
+    Its sub-agents are cancelled with it (feature T6)."""
     _require_active(session, "cancel")
     cancel_tree(session)
     session.refresh_from_db(fields=["cancel_requested", "status", "finished_at"])
@@ -105,7 +105,7 @@ def post_message(session: Session, text: str) -> PendingMessage:
 
 
 def request_compaction(session: Session, instructions: str = "") -> None:
-    """Ask for a compaction at the start of the next iteration (SPEC C13)."""
+    """Ask for a compaction at the start of the next iteration (feature C13)."""
     _require_active(session, "compact")
     instructions = (instructions or "").strip()
     Session.objects.filter(pk=session.pk).update(compact_request=instructions)

@@ -338,7 +338,7 @@ class DjangoStore:
         Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
 
     # --- what people ask of a running session (cancel, messages, Compact now, edits), read
-    # once a turn (SPEC W4, C13)
+    # once a turn (features W4, C13)
     # Both take_* run every turn and nearly always find nothing: a plain read first, and the
     # locking transaction (a commit, so a disk flush on PostgreSQL) only when there is work.
     def take_user_messages(self, session_id, turn=0) -> list[str]:
@@ -453,7 +453,7 @@ class DjangoStore:
                 "key", flat=True))
         return self._chunks[pk]
 
-    # --- redoing a turn whose worker died: the store's part of exactly-once (SPEC T1)
+    # --- redoing a turn whose worker died: the store's part of exactly-once (feature T1)
     def discard_uncommitted(self, session_id, from_turn) -> dict[str, int]:
         """Undo what turns >= from_turn wrote before their worker died: the turn is run again.
 
@@ -510,7 +510,7 @@ class DjangoStore:
             log.info("Session %s: undid the anchor changes of uncommitted turn %s (%d added, "
                      "%d retired)", pk, from_turn, dropped, revived)
 
-    # --- sub-agents (SPEC T6)
+    # --- sub-agents (feature T6)
     def create_child(self, parent_id, request) -> str:
         """A queued child row; the worker sends it to the queue once the parent waits."""
         self._check_lease()

@@ -1,5 +1,5 @@
 """The event log: the engine's event sink over the ORM, every event a SessionEvent row
-(SPEC W5).
+(feature W5).
 
 The database row is written first and is the truth; once committed, the newest stored
 event is handed to an announcer (the worker gives it the live pages' group sender,

@@ -1,5 +1,5 @@
 """What a person does to a running session: cancel, follow up, compact now, pin a sentence
-(SPEC W2, C13; issue 13).
+(features W2, C13; issue 13).
 
 Each action answers htmx with a short notice for the page's #flash box and a plain
 form post with a redirect back to the session page; both are CSRF-protected.

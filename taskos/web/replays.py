@@ -1,4 +1,4 @@
-"""Replay with… and the comparison view (SPEC E2), from a session page.
+"""Replay with… and the comparison view (feature E2), from a session page.
 
 The form starts a replay of the session under other context settings or another profile
 (through the worker, like any session); the comparison view puts the recorded session and

@@ -48,7 +48,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
     try:
         # Looked up at every run, not bound at import: tests run a stand-in engine in its place.
         run_engine = agents.run_session
-        if session.replay_of_id:  # SPEC E2: recorded decisions under this session's settings
+        if session.replay_of_id:  # feature E2: recorded decisions under this session's settings
             run_engine = replay_engine(session)
         store = DjangoStore(lease=lease)
         store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit

@@ -25,7 +25,7 @@ def run_session(self, session_id: int) -> dict:
     """Run one session; a redelivered task for a running session resumes it.
 
     Whatever the outcome, once the lease is released: a session now waiting sends its
-    sub-agents to the queue, a sub-agent that ended may wake its parent (SPEC T6)."""
+    sub-agents to the queue, a sub-agent that ended may wake its parent (feature T6)."""
     try:
         return _run_session(self, session_id)
     finally:

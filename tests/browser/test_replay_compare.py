@@ -1,4 +1,4 @@
-"""Replay with… and the comparison view in Chromium, end to end (SPEC E2).
+"""Replay with… and the comparison view in Chromium, end to end (feature E2).
 
 From a finished session's page: open the replay form, submit it with a smaller window, land
 on the comparison, and see the replay's row fill in once the real worker has run it. Then

@@ -1,4 +1,4 @@
-"""Admin (SPEC W1, W4): staff-only, inlines on a session, edits marked as admin edits."""
+"""Admin (features W1, W4): staff-only, inlines on a session, edits marked as admin edits."""
 import pytest
 from django.urls import reverse
 

@@ -1,4 +1,4 @@
-"""The Celery task with a real worker on a real Redis broker (SPEC T1, W5)."""
+"""The Celery task with a real worker on a real Redis broker (features T1, W5)."""
 import time
 
 import pytest

@@ -1,4 +1,4 @@
-"""runtask, bench and the pieces of the run command that need no subprocesses (SPEC W6, W7)."""
+"""runtask, bench and the pieces of the run command that need no subprocesses (features W6, W7)."""
 import io
 import json
 import socket

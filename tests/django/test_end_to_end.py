@@ -1,5 +1,5 @@
 """The run command as a person uses it: start `taskos`, log in, start sales-report from the
-form, see it finish with its events stored, stop with Ctrl-C (SPEC W6, W2, T1, W5)."""
+form, see it finish with its events stored, stop with Ctrl-C (features W6, W2, T1, W5)."""
 from __future__ import annotations
 
 import http.cookiejar

@@ -1,4 +1,4 @@
-"""The domain models (SPEC W1): fields, constraints, helpers and the default profile."""
+"""The domain models (feature W1): fields, constraints, helpers and the default profile."""
 import datetime
 from decimal import Decimal
 
@@ -172,3 +172,25 @@ def test_the_sim_latency_setting_paces_only_the_simulated_profile(settings):
     assert real.to_engine().sim_latency_ms == 0.0
     settings.TASKOS_SIM_LATENCY_MS = 0.0
     assert ModelProfile.objects.get(name="sim").to_engine().sim_latency_ms == 0.0
+
+
+def test_the_models_match_their_migrations():
+    # The profile's columns are built from the engine's field definitions: a change there
+    # must come with its migration.
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    try:
+        call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
+    except SystemExit:
+        pytest.fail(f"models and migrations differ:\n{out.getvalue()}")
+
+
+def test_every_kept_engine_profile_field_is_a_column_with_its_help():
+    columns = {f.name: f for f in ModelProfile._meta.get_fields() if hasattr(f, "help_text")}
+    for spec, how in agents.config.profile_settings():
+        assert spec.name in columns, spec.name
+        assert columns[spec.name].help_text == how.help, spec.name
+        assert columns[spec.name].editable is not how.learnt, spec.name

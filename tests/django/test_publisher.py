@@ -1,5 +1,5 @@
 """The worker's event sink (the event log, announcing to the live pages): every event is
-stored, then sent to the session's group (SPEC W5)."""
+stored, then sent to the session's group (feature W5)."""
 import logging
 import socket
 

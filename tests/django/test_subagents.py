@@ -1,4 +1,4 @@
-"""Sub-agents (SPEC T6) as child sessions on the real Celery worker, and their hand-over."""
+"""Sub-agents (feature T6) as child sessions on the real Celery worker, and their hand-over."""
 from __future__ import annotations
 
 import json

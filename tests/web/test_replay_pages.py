@@ -1,4 +1,4 @@
-"""Replay with… and the comparison view (SPEC E2) through the dashboard."""
+"""Replay with… and the comparison view (feature E2) through the dashboard."""
 import re
 
 import pytest

@@ -7,7 +7,7 @@ from agents import ZONES
 from taskos.drawer.base import Panel
 from taskos.drawer.events import Ev
 
-# Zones that hold input, left to right as the context is laid out (SPEC C17).
+# Zones that hold input, left to right as the context is laid out (feature C17).
 INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
 
 
@@ -84,7 +84,7 @@ class BudgetPanel(Panel):
                 "count_source": data.get("count_source") or "",
                 "count_note": COUNT_NOTES.get(data.get("count_source") or "", ""),
                 "correction": data.get("correction"),
-                # SPEC C18: the profile's window is assumed, not known.
+                # feature C18: the profile's window is assumed, not known.
                 "window_warning": data.get("window_warning") or "",
             },
         }

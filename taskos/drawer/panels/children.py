@@ -1,4 +1,4 @@
-"""Sub-agents (SPEC T6): the children a session delegated to, with status and cost."""
+"""Sub-agents (feature T6): the children a session delegated to, with status and cost."""
 from __future__ import annotations
 
 from typing import Any

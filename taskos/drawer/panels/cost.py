@@ -1,4 +1,4 @@
-"""Cost (SPEC W9): tokens and money per zone, per turn and per session."""
+"""Cost (feature W9): tokens and money per zone, per turn and per session."""
 from __future__ import annotations
 
 from collections import defaultdict

@@ -1,5 +1,5 @@
 """`python manage.py bench [--json PATH] [--plot PNG] [--recall-rows N] [--db-runs N]
-[--summarizer MODE]`: the engine benchmark (SPEC E1), then on the configured database the
+[--summarizer MODE]`: the engine benchmark (feature E1), then on the configured database the
 engine's turn against the same turn in memory, and archive-recall latency."""
 from __future__ import annotations
 

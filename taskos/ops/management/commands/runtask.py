@@ -1,5 +1,5 @@
 """`python manage.py runtask (--scenario NAME_OR_PATH | --goal TEXT) [--profile NAME]
-[--window N] [--max-turns N] [--tools a,b] [--json]` (SPEC W7, issue 11)."""
+[--window N] [--max-turns N] [--tools a,b] [--json]` (feature W7, issue 11)."""
 from __future__ import annotations
 
 import json
