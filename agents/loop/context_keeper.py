@@ -81,16 +81,15 @@ class ContextKeeper:
         self.fit(hint_msgs)
         request = ctx.build(hint_msgs)
         budget = ctx.budget()
-        deps.emit(BudgetEvent(window=budget.window, zones=request.zones, budgets=budget.budgets(),
-                              input_tokens=request.total, trigger_line=budget.trigger_line,
-                              warning_line=budget.warning_line, limit=budget.input_limit,
-                              free=budget.window - request.total - budget.reserve,
-                              # Counting per model: exact / calibrated / estimate, and the
-                              # window divisor.
-                              count_source=self.count_source(),
-                              correction=round(ctx.correction, 4),
-                              # feature C18: a window that is a guess is said, every turn.
-                              window_warning=" ".join(deps.spec.profile.warnings) or None))
+        # How this model is counted (exact / calibrated / estimate) and the window divisor
+        # go with every turn, and so does a window that is a guess (feature C18).
+        deps.emit(BudgetEvent(
+            window=budget.window, zones=request.zones, budgets=budget.budgets(),
+            input_tokens=request.total, trigger_line=budget.trigger_line,
+            warning_line=budget.warning_line, limit=budget.input_limit,
+            free=budget.window - request.total - budget.reserve,
+            count_source=self.count_source(), correction=round(ctx.correction, 4),
+            window_warning=" ".join(deps.spec.profile.warnings) or None))
         return request, budget.input_limit
 
     def refresh_snapshot(self, minimal: bool = False) -> None:
@@ -145,9 +144,9 @@ class ContextKeeper:
 
         The rolling window counts tokens: the history may use its own zone, less the
         "since then" tail, plus whatever the system, snapshot, words and summary zones
-        leave unused, so a compaction (a summary
-        call, and a new cached prefix) comes only when a real amount of history is there
-        to fold. Many small rounds still roll over at ROUNDS_PER_MAX_ROUNDS × max_rounds.
+        leave unused, so a compaction (a summary call, and a new cached prefix) comes only
+        when a real amount of history is there to fold. Many small rounds still roll over
+        at ROUNDS_PER_MAX_ROUNDS × max_rounds.
         """
         ctx, budget = self.ctx, self.ctx.budget()
         zones = ctx.zones()
