@@ -45,22 +45,23 @@ class SimTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
-            return _error(404, f"the simulated model serves /chat/completions, not {request.url.path}")
+            return error_response(
+                404, f"the simulated model serves /chat/completions, not {request.url.path}")
         try:
             body = json.loads(request.content or b"{}")
             messages = body["messages"]
         except (ValueError, KeyError) as exc:
-            return _error(400, f"invalid request body: {exc}")
+            return error_response(400, f"invalid request body: {exc}")
         prompt = counting.prompt_tokens(body)
         asked = body.get("max_tokens") or body.get("max_completion_tokens")
         max_tokens = int(asked) if asked else max(0, self.window - prompt)
         if prompt + max_tokens > self.window:
             self.refused.append((prompt, max_tokens))
-            return _error(400, f"This model's maximum context length is {self.window} tokens. "
-                               f"However, you requested {prompt + max_tokens} tokens ({prompt} "
-                               f"in the messages, {max_tokens} in the completion). Please reduce "
-                               "the length of the messages or completion.",
-                          code="context_length_exceeded")
+            return error_response(
+                400, f"This model's maximum context length is {self.window} tokens. However, "
+                     f"you requested {prompt + max_tokens} tokens ({prompt} in the messages, "
+                     f"{max_tokens} in the completion). Please reduce the length of the "
+                     "messages or completion.", code="context_length_exceeded")
         self.requests.append(body)
         self.prompt_tokens.append(prompt)
         if self.latency_s:  # refusals above come back at once, as providers send them
@@ -167,9 +168,10 @@ def next_step_index(messages: list[dict[str, Any]]) -> int:
     return seen + 1
 
 
-def _error(status: int, message: str, code: str | None = None) -> httpx2.Response:
-    return httpx2.Response(status, json={"error": {"message": message, "type": "invalid_request_error",
-                                                   "code": code}})
+def error_response(status: int, message: str, code: str | None = None) -> httpx2.Response:
+    """An error as OpenAI-compatible servers send it (the replay's transport says its own)."""
+    return httpx2.Response(status, json={"error": {
+        "message": message, "type": "invalid_request_error", "code": code}})
 
 
 def sim_http_client(scenario: Scenario, window: int, summarizer: str | None = None,
