@@ -18,7 +18,7 @@ import httpx2
 from agents.protocol import CONTINUE_MARKER, is_summary_request
 from agents.replay.recording import REF, Recording
 from agents.scenarios import Scenario
-from agents.sim.transport import SimTransport, _error
+from agents.sim.transport import SimTransport, error_response
 
 NO_ANSWER = "replay_no_recorded_answer"
 
@@ -44,7 +44,7 @@ class ReplayTransport(SimTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if self.turn >= self.recording.turns and not _is_summary(request):
-            return _error(400, f"{NO_ANSWER}: the recording ends after turn "
+            return error_response(400, f"{NO_ANSWER}: the recording ends after turn "
                                f"{self.recording.turns - 1}; the replay asked for an answer "
                                f"at turn {self.turn}, which the recorded session never reached.")
         return super().handle_request(request)
