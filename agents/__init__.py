@@ -22,9 +22,9 @@ from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, ConfigError, Co
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
-from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent,
-                           Compaction, CompactionStarted, ErrorEvent, Event, EventSink, EventType,
-                           HintBlock, ListSink, ModelCall, NotesChanged, Offload, SessionFinished,
+from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent, Compaction,
+                           CompactionStarted, ErrorEvent, Event, EventSink, EventType, HintBlock,
+                           ListSink, ModelCall, NotesChanged, Offload, SessionFinished,
                            SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
                            TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys

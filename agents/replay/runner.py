@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.events import EventSink
+from agents.loop.spec import SessionSpec, generic_scenario
 from agents.protocol import is_summary_request
 from agents.provider.client import ModelClient, ModelReply
 from agents.replay.loop import ReplayLoop
 from agents.replay.recording import Recording
 from agents.replay.transport import replay_http_client
-from agents.loop.spec import SessionSpec, generic_scenario
 from agents.runner import SessionRun, run_session
 from agents.store.interface import Store
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 
 from agents.store.interface import AnchorRecord
-
 from agents.words.patterns import (ASCII_WORDS, CANON, CJK, CJK_DATE_HINT, CJK_FILLERS, CUTOFF,
                                    DATA, DATE_LOW, DATE_RE, DATE_WORDS, DEMAND, FORMAT_ANY,
                                    FORMAT_WORDS, FORMATS_BEFORE, MAX, MIN, MUST, NEGATION,
-                                   NEGATION_OR_USE, OTHER_TRIGGER, QUANTITY_RE, REPLACING,
-                                   RULE_ANY, RULE_HEAD, STOP, SUFFIX_LIMIT, SUPERSEDE,
-                                   TRIGGER_WORDS, WORDS_RE)
+                                   NEGATION_OR_USE, OTHER_TRIGGER, QUANTITY_RE, REPLACING, RULE_ANY,
+                                   RULE_HEAD, STOP, SUFFIX_LIMIT, SUPERSEDE, TRIGGER_WORDS,
+                                   WORDS_RE)
 
 MAX_ANCHOR_CHARS = 200
 _SENTENCES = re.compile(r"[\n\r]+|(?<=[。！？；!?;])|(?<=\.)(?=\s|$)")

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, StructuredSummary,
-                                       parse_model_summary, render)
+from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, StructuredSummary, parse_model_summary,
+                                       render)
 from agents.events import EventType
 from agents.sim.summarizer import SummaryPlayer, build_summary
 

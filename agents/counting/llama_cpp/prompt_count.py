@@ -40,8 +40,8 @@ import logging
 from dataclasses import replace
 from typing import Any, Callable
 
-from agents.counting.llama_cpp.served_prompt import (CHATML_FUNCTION_CALLING, PROMPT_END,
-                                                     RENDERERS, openings)
+from agents.counting.llama_cpp.served_prompt import (CHATML_FUNCTION_CALLING, PROMPT_END, RENDERERS,
+                                                     openings)
 
 log = logging.getLogger(__name__)
 
