@@ -15,11 +15,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from agents import Event, EventType
+from agents import Compaction, Event, EventType, ModelCall, SessionFinished
 from taskos.runs.models import Session, SessionEvent
 
 from . import batch_writes, turn_sql
 from .call_messages import CallCompactor
+from .stored_events import select
 
 log = logging.getLogger("taskos.live")
 
@@ -57,7 +58,7 @@ class EventLog:
         self._unannounced: Event | None = None  # stored and committed, not sent yet
         # MODEL_CALLs stored in the caller's open transaction: a paid call stays on record
         # when that transaction rolls back (drop_held).
-        self._calls_uncommitted: list[Event] = []
+        self._calls_uncommitted: list[ModelCall] = []
         self._calls = CallCompactor(self.session_pk)
 
     # --- batches
@@ -75,7 +76,7 @@ class EventLog:
         on its own, numbered after what is stored (a resume marks them discarded with the
         rest of the turn they belonged to)."""
         calls = self._calls_uncommitted + [e for e in self._held or []
-                                           if e.type == EventType.MODEL_CALL]
+                                           if isinstance(e, ModelCall)]
         self._held, self._calls_uncommitted = None, []
         self._calls.forget()
         self._seq = self._stored_max_seq()
@@ -84,8 +85,7 @@ class EventLog:
                 self.emit(event)
             except Exception:  # noqa: BLE001 - the rollback's own cause is what is raised
                 log.exception("Session %s: could not keep the record of model call %s after "
-                              "its turn rolled back", self.session_pk,
-                              (event.payload or {}).get("call"))
+                              "its turn rolled back", self.session_pk, event.call)
                 return
 
     def flush(self, announce: bool = True) -> None:
@@ -104,7 +104,7 @@ class EventLog:
         with transaction.atomic(savepoint=False):
             self._store_many(events)
             self._update_counters(events)
-        calls = [e for e in events if e.type == EventType.MODEL_CALL]
+        calls = [e for e in events if isinstance(e, ModelCall)]
         if calls:
             self._calls_uncommitted += calls
             transaction.on_commit(self._calls_uncommitted.clear)
@@ -189,15 +189,13 @@ class EventLog:
     def _recount_session(self) -> None:
         """The dashboard counters from the live MODEL_CALL and COMPACTION events."""
         live = SessionEvent.objects.filter(session_id=self.session_pk)
-        calls = live.filter(type=str(EventType.MODEL_CALL)).values_list(
-            "payload__input_tokens", "payload__cost")
-        inputs = [int(tokens or 0) for tokens, _ in calls]
-        noops = live.filter(type=str(EventType.COMPACTION)).values_list("payload__noop",
-                                                                         flat=True)
+        calls = select(live, ModelCall, ("input_tokens", "cost"))
+        inputs = [call.input_tokens for call in calls]
+        compactions = select(live, Compaction, ("noop",))
         Session.objects.filter(pk=self.session_pk).update(
             total_input_tokens=sum(inputs), peak_input_tokens=max(inputs, default=0),
-            cost=sum(float(cost or 0) for _, cost in calls),
-            compactions=sum(1 for noop in noops if not noop))
+            cost=sum(float(call.cost) for call in calls),
+            compactions=sum(1 for compaction in compactions if not compaction.noop))
 
     def emit(self, event: Event) -> None:
         event.session_id = str(self.session_pk)
@@ -241,39 +239,35 @@ class EventLog:
     def _update_counters(self, events: list[Event]) -> None:
         """One UPDATE for the calls and compactions of a batch; the rare lifecycle events
         (start, finish) as they are."""
-        calls = [e for e in events if e.type == EventType.MODEL_CALL]
-        compactions = sum(1 for e in events if e.type == EventType.COMPACTION
-                          and not (e.payload or {}).get("noop"))
+        calls = [e for e in events if isinstance(e, ModelCall)]
+        compactions = sum(1 for e in events if isinstance(e, Compaction) and not e.noop)
         if calls or compactions:
-            tokens = [int(e.payload.get("input_tokens") or 0) for e in calls] or [0]
+            tokens = [e.input_tokens for e in calls] or [0]
             with batch_writes.for_connection().writing():
                 turn_sql.add_to_counters(
                     self.session_pk, tokens=sum(tokens), peak=max(tokens),
                     turn=max((int(e.turn or 0) for e in calls), default=0),
-                    cost=sum(float(e.payload.get("cost") or 0) for e in calls),
+                    cost=sum(float(e.cost) for e in calls),
                     compactions=compactions)
         for event in events:
             if event.type in (EventType.SESSION_STARTED, EventType.SESSION_FINISHED):
                 self._update_session(event)
 
     def _update_session(self, event: Event) -> None:
-        """Keep the dashboard's counters live; SESSION_FINISHED carries the final figures."""
-        payload = event.payload or {}
+        """Keep the dashboard's counters live; SESSION_FINISHED carries the status, the final
+        answer and the turns."""
         sessions = Session.objects.filter(pk=self.session_pk)
         if event.type == EventType.SESSION_STARTED:
             sessions.filter(started_at__isnull=True).update(started_at=timezone.now())
             sessions.filter(status=Session.Status.QUEUED).update(status=Session.Status.RUNNING)
         elif event.type in (EventType.MODEL_CALL, EventType.COMPACTION):
             self._update_counters([event])  # the same statement as a batch's
-        elif event.type == EventType.SESSION_FINISHED:
-            status = payload.get("status")
-            values = {name: payload[name] for name in
-                      ("turns", "total_input_tokens", "peak_input_tokens", "compactions")
-                      if isinstance(payload.get(name), int)}
+        elif isinstance(event, SessionFinished):
+            status = event.status
+            # Its token counters are the calls' (above); the worker stores the run's report.
+            values: dict[str, object] = {"turns": event.turns, "final_answer": event.final_answer}
             if status in Session.Status.values:
                 values["status"] = status
-            if isinstance(payload.get("final_answer"), str):
-                values["final_answer"] = payload["final_answer"]
             if status in {"finished", "failed", "cancelled"}:
                 values["finished_at"] = timezone.now()
             sessions.update(**values)
