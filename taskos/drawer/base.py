@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from django.template.loader import render_to_string
 
-from taskos.drawer.events import Ev
+from agents import Event, EventType
 from taskos.runs.models import Session
 
 
@@ -22,29 +22,29 @@ class Panel(ABC):
     name: ClassVar[str]  # short id: the panel's DOM ids derive from it
     title: ClassVar[str]
     template: ClassVar[str]
-    event_types: ClassVar[tuple[str, ...]] = ()
+    event_types: ClassVar[tuple[EventType, ...]] = ()
     open_by_default: ClassVar[bool] = True
     # Types of which the panel shows only the newest event: a live page keeps just that one.
-    latest_only: ClassVar[frozenset[str]] = frozenset()
+    latest_only: ClassVar[frozenset[EventType]] = frozenset()
 
     def handles(self, event_type: str) -> bool:
         """True when an event of this type changes what the panel shows."""
         return event_type in self.event_types
 
-    def wants(self, ev: Ev) -> bool:
+    def wants(self, ev: Event) -> bool:
         """False for events of its types that the panel ignores (not kept for it live)."""
         return True
 
     @abstractmethod
-    def get_context(self, session: Session, events: list[Ev]) -> dict[str, Any]:
+    def get_context(self, session: Session, events: list[Event]) -> dict[str, Any]:
         """Template context from the session and its events of `event_types`, by seq."""
 
     def badge(self, context: dict[str, Any]) -> str:
         """A few characters shown next to the title (a count, a percentage)."""
         return ""
 
-    def delta(self, session: Session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session: Session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """Out-of-band fragments that bring the body on a page, current up to the events
         before `new` (the last ones of `events`), to `context`: rows appended to its logs,
         small parts sent whole. None when the panel has no such update (or not for this
@@ -56,8 +56,8 @@ class Panel(ABC):
         return f"panel-{self.name}"
 
 
-def render_panel(panel: Panel, session: Session, events: list[Ev], *, oob: bool = False,
-                 new: list[Ev] | None = None) -> str:
+def render_panel(panel: Panel, session: Session, events: list[Event], *, oob: bool = False,
+                 new: list[Event] | None = None) -> str:
     """The panel's HTML: the whole <details> on the page, its badge and body when `oob`.
 
     Live updates replace only the badge and the body so that a panel a person folded

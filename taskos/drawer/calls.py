@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 # ANNOTATIONS: the engine's keys on a stored message, never part of what was sent.
-from agents import ANNOTATIONS, REPLY_PRIMING, TokenCounter, canonical_keys
-from taskos.drawer.events import MODEL_CALL, call_payload
+from agents import ANNOTATIONS, REPLY_PRIMING, EventType, ModelCall, TokenCounter, canonical_keys
+from taskos.drawer.events import load_call
 from taskos.runs.models import Session, SessionEvent
 
 # The order in which openai's chat.completions.create lays out the body (the keys TaskOS
@@ -40,7 +40,7 @@ def _tools_of(session: Session, request: dict[str, Any]) -> Any:
     tools = request.get("tools")
     if isinstance(tools, dict) and "tools_of_call" in tools:
         # all_objects: the call that first sent them may belong to a turn run again since.
-        row = (SessionEvent.all_objects.filter(session=session, type=MODEL_CALL,
+        row = (SessionEvent.all_objects.filter(session=session, type=EventType.MODEL_CALL,
                                                payload__call=tools["tools_of_call"])
                .values_list("payload__request__tools", flat=True).first())
         tools = row
@@ -48,13 +48,14 @@ def _tools_of(session: Session, request: dict[str, Any]) -> Any:
     return json.loads(tools) if isinstance(tools, str) else tools
 
 
-def body_of(session: Session, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The request body of a stored call as a dict in wire order; None if not recorded."""
-    request = payload.get("request")
+def body_of(session: Session, call: ModelCall) -> dict[str, Any] | None:
+    """The request body of a stored call (whole: `load_call`) as a dict in wire order; None
+    if not recorded."""
+    request = call.request
     if not request:
         return None
     params = {k: v for k, v in request.items() if k != "key_orders"}
-    params["messages"] = sent_messages(payload.get("messages") or [], request.get("key_orders"))
+    params["messages"] = sent_messages(call.messages, request.get("key_orders"))
     if "tools" in params:
         params["tools"] = _tools_of(session, request)
     extra = params.pop("extra_body", None) or {}
@@ -71,14 +72,14 @@ def dump_body(body: dict[str, Any]) -> bytes:
 def request_body(session: Session, number: int) -> bytes | None:
     """The bytes the provider received for call `number`; None when there is no such call
     or it was recorded before request parameters were kept."""
-    payload = call_payload(session, number)
-    if payload is None:
+    call = load_call(session, number)
+    if call is None:
         return None
-    body = body_of(session, payload)
+    body = body_of(session, call)
     return None if body is None else dump_body(body)
 
 
-def token_parts(session: Session, payload: dict[str, Any],
+def token_parts(session: Session, call: ModelCall,
                 body: dict[str, Any] | None) -> list[dict[str, Any]]:
     """What each part of the request cost, summing to the call's input tokens.
 
@@ -93,14 +94,14 @@ def token_parts(session: Session, payload: dict[str, Any],
     if tools:
         parts.append({"part": "tools", "label": f"{len(tools)} tool schemas",
                       "tokens": counter.tools(tools)})
-    for message in payload.get("messages") or []:
+    for message in call.messages:
         tokens = message.get("tokens")
         if tokens is None:  # summary requests are stored without per-message counts
             tokens = counter.message(sent_messages([message])[0])
         parts.append({"part": "message", "tokens": int(tokens)})
     parts.append({"part": "priming", "label": "reply priming", "tokens": REPLY_PRIMING})
     counted = sum(p["tokens"] for p in parts)
-    total = int(payload.get("input_tokens") or 0)
+    total = call.input_tokens
     if total != counted:
         parts.append({"part": "difference", "tokens": total - counted,
                       "label": "provider's count minus the engine's"})

@@ -1,40 +1,32 @@
-"""Read stored SessionEvents for rendering, without dragging whole prompts along.
+"""Read stored SessionEvents for rendering, as the engine's typed events, without dragging
+whole prompts along.
 
 A MODEL_CALL payload carries every message the model saw. Panels that chart or sum
-calls need a dozen scalar keys of each, so those keys are selected in the database
-and the message list is read only for the one call the inspector shows.
+calls need its figures, so those keys are selected in the database and the message list
+is read only for the one call the inspector shows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
-from django.db.models import F
-
+from agents import Event, EventType, ModelCall
 from taskos.runs.models import Session, SessionEvent
 from taskos.store.call_messages import full_payload
+from taskos.store.stored_events import payload_fields, select, stored_event, stored_events
 
-MODEL_CALL = "MODEL_CALL"
-# Every key of a MODEL_CALL payload except "messages" and "message_parts" (see
-# agents/events.py and taskos/store/call_messages.py).
-CALL_KEYS = ("call", "kind", "input_tokens", "zones", "output_tokens", "cached_tokens",
-             "finish_reason", "latency_ms", "cost", "over_window", "limit", "model")
-
-
-@dataclass(frozen=True)
-class Ev:
-    """One stored event as panels and the transcript see it."""
-
-    seq: int
-    type: str
-    turn: int
-    at: Any
-    payload: dict[str, Any]
+# What a call sent and got back: read for the one call the inspector shows (`load_call`).
+CALL_BODY = ("messages", "request", "reply")
+# Every other field of a MODEL_CALL: what the panels chart and sum, selected in SQL. The
+# stored row's "message_parts" and "message_meta" (taskos/store/call_messages.py) are no
+# fields: never read here either.
+CALL_KEYS = tuple(key for key in payload_fields(ModelCall) if key not in CALL_BODY)
+ROW = ("seq", "type", "turn", "at", "payload")
 
 
 def load_events(session: Session, types: Iterable[str] | None = None,
-                after: int = 0) -> list[Ev]:
-    """Events of `session` with seq > `after`, optionally only of `types`, by seq.
+                after: int = 0) -> list[Event]:
+    """Events of `session` with seq > `after`, optionally only of `types`, by seq. Calls
+    come without their CALL_BODY (`messages` empty, `request` empty, `reply` None).
 
     Calls and the other events are two queries; both stop at the seq stored when the read
     began. Without that bound, a call stored between the two was missing while a later
@@ -47,29 +39,43 @@ def load_events(session: Session, types: Iterable[str] | None = None,
     wanted = None if types is None else set(types)
     if wanted is not None:
         rows = rows.filter(type__in=wanted)
-    events: list[Ev] = []
-    if wanted is None or MODEL_CALL in wanted:
-        calls = rows.filter(type=MODEL_CALL).values(
-            "seq", "turn", "at", **{key: F(f"payload__{key}") for key in CALL_KEYS})
-        for row in calls:
-            payload = {key: row[key] for key in CALL_KEYS}
-            events.append(Ev(row["seq"], MODEL_CALL, row["turn"], row["at"], payload))
-    others = rows.exclude(type=MODEL_CALL).values("seq", "type", "turn", "at", "payload")
-    events.extend(Ev(r["seq"], r["type"], r["turn"], r["at"], r["payload"] or {})
-                  for r in others)
+    events: list[Event] = []
+    if wanted is None or EventType.MODEL_CALL in wanted:
+        events.extend(select(rows, ModelCall, CALL_KEYS))
+    events.extend(stored_events(rows.exclude(type=EventType.MODEL_CALL).values_list(*ROW)))
     events.sort(key=lambda ev: ev.seq)
     return events
 
 
-def call_payload(session: Session, number: int) -> dict[str, Any] | None:
-    """The full payload (messages included) of MODEL_CALL number `number`, or None."""
-    row = (SessionEvent.objects.filter(session=session, type=MODEL_CALL, payload__call=number)
-           .values("payload", "seq", "turn").first())
+def _stored_call(session: Session, number: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The row (seq, turn, at) of MODEL_CALL number `number` and its whole payload."""
+    row = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL,
+                                       payload__call=number)
+           .values("payload", "seq", "turn", "at").first())
     if row is None:
         return None
     # Stored as what is new since the previous call: rebuilt to the exact list sent.
-    payload = full_payload(session.pk, row["seq"], row["payload"])
+    return row, full_payload(session.pk, row["seq"], row["payload"])
+
+
+def call_payload(session: Session, number: int) -> dict[str, Any] | None:
+    """The full payload (messages included) of MODEL_CALL number `number` with its seq
+    and turn, as stored: the call's record for export. None when there is no such call."""
+    found = _stored_call(session, number)
+    if found is None:
+        return None
+    row, payload = found
     return {**payload, "seq": row["seq"], "turn": row["turn"]}
+
+
+def load_call(session: Session, number: int) -> ModelCall | None:
+    """MODEL_CALL number `number`, whole (messages included), or None."""
+    found = _stored_call(session, number)
+    if found is None:
+        return None
+    row, payload = found
+    return stored_event(EventType.MODEL_CALL, payload, seq=row["seq"], turn=row["turn"],
+                        at=row["at"])  # type: ignore[return-value]  # a MODEL_CALL row
 
 
 def latest_seq(session: Session | int) -> int:
@@ -80,13 +86,11 @@ def latest_seq(session: Session | int) -> int:
 
 
 def load_newest(session: Session, types: Iterable[str], limit: int,
-                before: int | None = None) -> tuple[list[Ev], bool]:
+                before: int | None = None) -> tuple[list[Event], bool]:
     """The newest `limit` events of `types` (before seq `before`), by seq, and whether
     older ones remain: how the transcript shows a long session a page at a time."""
     rows = SessionEvent.objects.filter(session=session, type__in=set(types))
     if before is not None:
         rows = rows.filter(seq__lt=before)
-    found = list(rows.order_by("-seq").values("seq", "type", "turn", "at", "payload")[:limit + 1])
-    events = [Ev(r["seq"], r["type"], r["turn"], r["at"], r["payload"] or {})
-              for r in reversed(found[:limit])]
-    return events, len(found) > limit
+    found = list(rows.order_by("-seq").values_list(*ROW)[:limit + 1])
+    return stored_events(reversed(found[:limit])), len(found) > limit

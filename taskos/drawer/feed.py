@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from agents import Event
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev, load_events
+from taskos.drawer.events import load_events
 from taskos.runs.models import Session
 
 # The opening tag of an element sent whole: its id.
@@ -32,7 +33,7 @@ class EventFeed:
         self.latest_only = {t for t in self.types
                             if all(t in panel.latest_only for panel in self.panels
                                    if panel.handles(t))}
-        self.by_type: dict[str, list[Ev]] = defaultdict(list)
+        self.by_type: dict[str, list[Event]] = defaultdict(list)
         self.seq = 0
         self.loaded = False
         # Panels whose body on the page is current up to `seq`: those can be brought up to
@@ -50,14 +51,14 @@ class EventFeed:
         self.add(load_events(session, self.types))
         self.loaded = True
 
-    def advance(self, session: Session, new: list[Ev]) -> None:
+    def advance(self, session: Session, new: list[Event]) -> None:
         """Add `new` (every event stored after some seq, in order), loading first if needed."""
         if not self.loaded:
             self.load(session)
             return
         self.add([ev for ev in new if ev.type in self.types])
 
-    def add(self, events: list[Ev]) -> None:
+    def add(self, events: list[Event]) -> None:
         for ev in events:
             if ev.seq <= self.seq and self.loaded:
                 continue  # already held: the page asked again from an earlier seq
@@ -69,7 +70,7 @@ class EventFeed:
         if events:
             self.seq = max(self.seq, events[-1].seq)
 
-    def events_for(self, panel: Panel) -> list[Ev]:
+    def events_for(self, panel: Panel) -> list[Event]:
         """The panel's events, by seq."""
         found = [ev for t in panel.event_types for ev in self.by_type.get(t, ())
                  if panel.wants(ev)]

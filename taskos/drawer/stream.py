@@ -13,14 +13,18 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from agents import Event, EventType
 from taskos.drawer.base import Panel, render_panel
-from taskos.drawer.events import Ev, latest_seq, load_events, load_newest
+from taskos.drawer.events import latest_seq, load_events, load_newest
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.runs.models import Session
 
-TRANSCRIPT_TYPES = ("USER_MESSAGE", "ASSISTANT_MESSAGE", "TOOL_CALL", "TOOL_RESULT",
-                    "COMPACTION", "ERROR", "SESSION_FINISHED")
+TRANSCRIPT_TYPES = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_CALL,
+                    EventType.TOOL_RESULT, EventType.COMPACTION, EventType.ERROR,
+                    EventType.SESSION_FINISHED)
+# The types by name, for drawer/transcript.html: {% if ev.type == types.TOOL_RESULT %}.
+TYPES = {kind.name: kind for kind in EventType}
 # Transcript entries per page: a 1000-turn session shows its end and loads older pages
 # on request instead of rendering ~5 000 entries up front. The transcript reads newest
 # first: a live page gains entries at the top, where a person following the run already
@@ -40,7 +44,7 @@ class Update:
 
 def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
                   oob: bool, feed: EventFeed | None = None,
-                  new: list[Ev] | None = None) -> SafeString:
+                  new: list[Event] | None = None) -> SafeString:
     """Render `panels` from a live page's `feed`, else from one query over the union of
     the event types they read.
 
@@ -82,16 +86,17 @@ def render_drawer(session: Session) -> SafeString:
     return render_panels(session, PANELS, oob=False)
 
 
-def render_transcript(session: Session, events: list[Ev]) -> SafeString:
+def render_transcript(session: Session, events: list[Event]) -> SafeString:
     """Transcript entries, newest first, for the events among `events` (by seq) that
     belong in a transcript."""
     entries = [ev for ev in reversed(events) if ev.type in TRANSCRIPT_TYPES]
     if not entries:
         return SafeString("")
-    return render_to_string("drawer/transcript.html", {"session": session, "events": entries})
+    return render_to_string("drawer/transcript.html", {"session": session, "events": entries,
+                                                        "types": TYPES})
 
 
-def render_older(session: Session, events: list[Ev], more: bool) -> SafeString:
+def render_older(session: Session, events: list[Event], more: bool) -> SafeString:
     """The "load older" button below `events` (by seq), when there are entries before them."""
     if not more or not events:
         return SafeString("")

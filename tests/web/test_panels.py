@@ -314,8 +314,8 @@ def test_compacted_away_share_is_zero_without_compactions(session):
 def test_model_call_messages_stay_in_the_database_for_charting(session):
     add_events(session, model_call(1, 800))
     [event] = load_events(session, ["MODEL_CALL"])
-    assert "messages" not in event.payload
-    assert event.payload["zones"]["system"] == 300 and event.payload["over_window"] is False
+    assert event.messages == []  # stored with two: left in the database
+    assert event.zones["system"] == 300 and event.over_window is False
 
 
 def test_older_compactions_shrink_to_one_line_each(session):

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import ZONES
+from agents import ZONES, Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 
 # Zones that hold input, left to right as the context is laid out (feature C17).
 INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
@@ -48,25 +47,22 @@ class BudgetPanel(Panel):
     name = "budget"
     title = "Budget"
     template = "drawer/panels/budget.html"
-    event_types = ("BUDGET",)
-    latest_only = frozenset({"BUDGET"})
+    event_types = (EventType.BUDGET,)
+    latest_only = frozenset({EventType.BUDGET})
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         if not events:
             return {"budget": None}
-        latest = events[-1]
-        data = latest.payload
-        window = int(data.get("window") or session.window or 0)
-        zones = data.get("zones") or {}
-        budgets = data.get("budgets") or {}
-        input_tokens = int(data.get("input_tokens") or sum(zones.get(z, 0) for z in INPUT_ZONES))
+        latest = events[-1]  # a BudgetEvent: the panel reads no other type
+        window = latest.window or session.window or 0
+        zones, budgets = latest.zones, latest.budgets
+        input_tokens = latest.input_tokens or sum(zones.get(z, 0) for z in INPUT_ZONES)
         reserve = int(zones.get("reserve", 0))
         segments = [{"zone": zone, "tokens": int(zones.get(zone, 0)),
                      "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window),
                      "over": over_budget(zone, int(zones.get(zone, 0)), budgets.get(zone))}
                     for zone in INPUT_ZONES]
-        trigger = int(data.get("trigger_line") or 0)
-        warning = int(data.get("warning_line") or 0)
+        trigger, warning = latest.trigger_line, latest.warning_line
         return {
             "budget": {
                 "turn": latest.turn, "seq": latest.seq, "window": window,
@@ -74,18 +70,18 @@ class BudgetPanel(Panel):
                 "segments": segments,
                 "reserve": {"tokens": reserve, "budget": budgets.get("reserve"),
                             "width": percent(reserve, window)},
-                "free": int(data.get("free", max(0, window - input_tokens - reserve))),
+                "free": latest.free,
                 "trigger_line": trigger, "trigger_pct": percent(trigger, window),
                 "warning_line": warning, "warning_pct": percent(warning, window),
                 "band_pct": percent(max(0, trigger - warning), window),
                 "over_trigger": bool(trigger) and input_tokens >= trigger,
                 "in_warning": bool(warning) and input_tokens >= warning,
                 # How the figures were counted (issue 11); events before it have no source.
-                "count_source": data.get("count_source") or "",
-                "count_note": COUNT_NOTES.get(data.get("count_source") or "", ""),
-                "correction": data.get("correction"),
+                "count_source": latest.count_source,
+                "count_note": COUNT_NOTES.get(latest.count_source, ""),
+                "correction": latest.correction,
                 # feature C18: the profile's window is assumed, not known.
-                "window_warning": data.get("window_warning") or "",
+                "window_warning": latest.window_warning or "",
             },
         }
 

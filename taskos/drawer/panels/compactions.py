@@ -12,9 +12,8 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from agents import ZONES
+from agents import ZONES, Audit, Compaction, CompactionStarted, Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 
 DETAILED = 2  # newest compactions shown in full; older ones get one line each. Each
 # detailed row (zones, diff, audit) is hundreds of elements that a live page lays out
@@ -87,55 +86,51 @@ def input_total(zones: dict[str, int]) -> int:
     return sum(v for k, v in zones.items() if k != "reserve")
 
 
-def brief_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> dict[str, Any]:
+def brief_row(number: int, ev: Compaction, checked: Audit | None = None) -> dict[str, Any]:
     """One line of a compaction: enough for the older ones of a long session; `checked`
-    is the AUDIT payload of the request sent after it, if there was one."""
-    data = ev.payload
-    audit = checked or data.get("audit") or {}
-    return {"number": number, "seq": ev.seq, "turn": ev.turn, "trigger": data.get("trigger", ""),
-            "total_before": input_total(data.get("before") or {}),
-            "total_after": input_total(data.get("after") or {}),
-            "fallback": bool(data.get("fallback")), "noop": bool(data.get("noop")),
-            "refresh": bool(data.get("refresh")),
-            "audit_known": bool(audit), "audit_ok": audit.get("ok"),
-            "audit_from_archive": checked is not None, **probe_summary(data)}
+    is the AUDIT of the request sent after it, if there was one."""
+    own = ev.audit  # the engine's own check, shown when no AUDIT came
+    return {"number": number, "seq": ev.seq, "turn": ev.turn, "trigger": ev.trigger,
+            "total_before": input_total(ev.before), "total_after": input_total(ev.after),
+            "fallback": ev.fallback, "noop": ev.noop, "refresh": ev.refresh,
+            "audit_known": checked is not None or bool(own),
+            "audit_ok": checked.ok if checked is not None else own.get("ok"),
+            "audit_from_archive": checked is not None, **probe_summary(ev)}
 
 
-def probe_summary(data: dict[str, Any]) -> dict[str, Any]:
+def probe_summary(ev: Compaction) -> dict[str, Any]:
     """The probe questions' recovery rate and how the model's summary was read (issue 11)."""
-    probe = data.get("probe") or {}
-    forms = data.get("summary_forms") or []
+    probe = ev.probe or {}
+    forms = ev.summary_forms
     return {"probe_known": bool(probe), "probe_rate": probe.get("rate"),
             "probe_recovered": probe.get("recovered"), "probe_asked": probe.get("asked"),
             "probe_error": probe.get("error") or "",
             "summary_from_text": "text" in forms}
 
 
-def detailed_row(number: int, ev: Ev, checked: dict[str, Any] | None = None) -> dict[str, Any]:
+def detailed_row(number: int, ev: Compaction, checked: Audit | None = None) -> dict[str, Any]:
     """Everything about one compaction: zones, summary diff, audit and what left."""
-    data = ev.payload
-    archived = data.get("archived_turns") or []
-    audit = {} if checked is not None else data.get("audit") or {}
-    checked = checked or {}
+    archived = ev.archived_turns
+    own = {} if checked is not None else ev.audit
     return {
-        **brief_row(number, ev, checked or None),
-        "zones": zone_changes(data.get("before") or {}, data.get("after") or {}),
-        "diff": summary_diff(data.get("summary_before", ""), data.get("summary_after", "")),
-        "fallback_reason": data.get("fallback_reason") or "",
-        "instructions": data.get("instructions") or "",
+        **brief_row(number, ev, checked),
+        "zones": zone_changes(ev.before, ev.after),
+        "diff": summary_diff(ev.summary_before, ev.summary_after),
+        "fallback_reason": ev.fallback_reason,
+        "instructions": ev.instructions,
         "archived_first": archived[0] if len(archived) == 2 else None,
         "archived_last": archived[1] if len(archived) == 2 else None,
-        "refs": list(data.get("refs") or []),
-        "missing_anchors": audit.get("missing_anchors") or [],
-        "missing_tasks": audit.get("missing_tasks") or [],
-        "unsupported_numbers": audit.get("unsupported_numbers") or [],
-        "snapshot_present": audit.get("snapshot_present"),
-        "missing_statements": checked.get("missing_statements") or [],
-        "unsupported_figures": checked.get("unsupported_figures") or [],
-        "unsupported_more": max(0, int(checked.get("unsupported_count") or 0)
-                                - len(checked.get("unsupported_figures") or [])),
-        "audit_call": checked.get("call"),
-        "probes": list((data.get("probe") or {}).get("probes") or []),
+        "refs": list(ev.refs),
+        "missing_anchors": own.get("missing_anchors") or [],
+        "missing_tasks": own.get("missing_tasks") or [],
+        "unsupported_numbers": own.get("unsupported_numbers") or [],
+        "snapshot_present": own.get("snapshot_present"),
+        "missing_statements": checked.missing_statements if checked else [],
+        "unsupported_figures": checked.unsupported_figures if checked else [],
+        "unsupported_more": max(0, checked.unsupported_count - len(checked.unsupported_figures))
+        if checked else 0,
+        "audit_call": checked.call if checked else None,
+        "probes": list((ev.probe or {}).get("probes") or []),
     }
 
 
@@ -143,24 +138,23 @@ class CompactionsPanel(Panel):
     name = "compactions"
     title = "Compactions"
     template = "drawer/panels/compactions.html"
-    event_types = ("COMPACTION_STARTED", "COMPACTION", "AUDIT")
+    event_types = (EventType.COMPACTION_STARTED, EventType.COMPACTION, EventType.AUDIT)
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        done = [ev for ev in events if ev.type == "COMPACTION"]
-        audits = {ev.payload.get("compaction_seq"): ev.payload
-                  for ev in events if ev.type == "AUDIT"}
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
+        done = [ev for ev in events if isinstance(ev, Compaction)]
+        audits = {ev.compaction_seq: ev for ev in events if isinstance(ev, Audit)}
         newest_first = list(enumerate(done, start=1))[::-1]
         # A start with no end is running only while the session is; else it failed midway.
-        last = [ev for ev in events if ev.type != "AUDIT"]
-        running = (bool(last) and last[-1].type == "COMPACTION_STARTED"
-                   and session.is_active)
+        last = [ev for ev in events if not isinstance(ev, Audit)]
+        started = last[-1] if last else None
+        running = isinstance(started, CompactionStarted) and session.is_active
         return {
             "rows": [detailed_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[:DETAILED]],
             "older": [brief_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[DETAILED:]],
             # No-ops and anchor refreshes are listed, not counted: nothing was compacted.
-            "count": sum(1 for ev in done if not ev.payload.get("noop")),
-            "audit_failures": sum(1 for a in audits.values() if a.get("ok") is False),
-            "running_trigger": last[-1].payload.get("trigger", "") if running else None,
+            "count": sum(1 for ev in done if not ev.noop),
+            "audit_failures": sum(1 for a in audits.values() if a.ok is False),
+            "running_trigger": started.trigger if running else None,
         }
 
     def badge(self, context: dict[str, Any]) -> str:
@@ -170,13 +164,13 @@ class CompactionsPanel(Panel):
             return f"{context['count']} · {context['audit_failures']} audit failed"
         return str(context["count"]) if context["count"] else ""
 
-    def delta(self, session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """The newest compactions (merged on the page), the rows that left them on top of
         the earlier ones, and the earlier rows an audit arrived for; whole when the list
         of earlier compactions is new."""
         older = context["older"]
-        held = sum(1 for ev in events if ev.type == "COMPACTION" and ev.seq < new[0].seq)
+        held = sum(1 for ev in events if isinstance(ev, Compaction) and ev.seq < new[0].seq)
         older_held = max(0, held - DETAILED)
         if older and not older_held:
             return None
@@ -188,7 +182,7 @@ class CompactionsPanel(Panel):
                                             {"row": row, "session": session}) for row in moved)
             parts.append(f'<div hx-swap-oob="afterbegin:#compactions-older-list">{rows}</div>')
             parts.append(render_to_string("drawer/panels/_compactions_older_count.html", oob))
-        audited = {ev.payload.get("compaction_seq") for ev in new if ev.type == "AUDIT"}
+        audited = {ev.compaction_seq for ev in new if isinstance(ev, Audit)}
         parts += [render_to_string("drawer/panels/_compaction_brief.html",
                                    {"row": row, "session": session, "oob": True})
                   for row in older[len(moved):] if row["seq"] in audited]

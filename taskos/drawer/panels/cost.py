@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from agents import Compaction, Event, EventType, ModelCall
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 from taskos.drawer.panels.budget import INPUT_ZONES
 
 TURNS_SHOWN = 8
@@ -21,7 +21,8 @@ def split_cached(zones: dict[str, int], cached: int) -> dict[str, int]:
     return out
 
 
-def compacted_away_share(calls: list[Ev], compactions: list[Ev]) -> tuple[int, float]:
+def compacted_away_share(calls: list[ModelCall],
+                         compactions: list[Compaction]) -> tuple[int, float]:
     """History tokens sent that a later compaction removed, and their share of all input.
 
     A compaction removes (before - after) / before of the history zone; history sent
@@ -29,8 +30,8 @@ def compacted_away_share(calls: list[Ev], compactions: list[Ev]) -> tuple[int, f
     """
     fractions = []
     for ev in compactions:
-        before = int((ev.payload.get("before") or {}).get("history", 0))
-        after = int((ev.payload.get("after") or {}).get("history", 0))
+        before = int(ev.before.get("history", 0))
+        after = int(ev.after.get("history", 0))
         fractions.append((ev.seq, (before - after) / before if before > after else 0.0))
     # One pass from the newest call back, multiplying in each compaction once the calls
     # are older than it: linear in calls + compactions, not their product.
@@ -43,10 +44,10 @@ def compacted_away_share(calls: list[Ev], compactions: list[Ev]) -> tuple[int, f
         while pending and fractions[pending - 1][0] > call.seq:
             pending -= 1
             kept *= 1 - fractions[pending][1]
-        total += int(call.payload.get("input_tokens") or 0)
-        if call.payload.get("kind") == "summary":
+        total += call.input_tokens
+        if call.kind == "summary":
             continue
-        wasted += int((call.payload.get("zones") or {}).get("history", 0)) * (1 - kept)
+        wasted += int(call.zones.get("history", 0)) * (1 - kept)
     return int(wasted), (wasted / total if total else 0.0)
 
 
@@ -54,43 +55,42 @@ class CostPanel(Panel):
     name = "cost"
     title = "Cost"
     template = "drawer/panels/cost.html"
-    event_types = ("MODEL_CALL", "COMPACTION")
+    event_types = (EventType.MODEL_CALL, EventType.COMPACTION)
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         profile = session.profile
         price_in = float(profile.price_input or 0) if profile else 0.0
         price_cached = float(profile.price_cached_input or 0) if profile else 0.0
         price_out = float(profile.price_output or 0) if profile else 0.0
-        calls = [ev for ev in events if ev.type == "MODEL_CALL"]
+        calls = [ev for ev in events if isinstance(ev, ModelCall)]
         zone_tokens: dict[str, int] = defaultdict(int)
         zone_cached: dict[str, int] = defaultdict(int)
         turns: dict[int, dict[str, Any]] = {}
         totals = {"input": 0, "cached": 0, "output": 0, "cost": 0.0, "summary_input": 0}
         for ev in calls:
-            data = ev.payload
-            zones = {k: int(v or 0) for k, v in (data.get("zones") or {}).items()}
-            cached = int(data.get("cached_tokens") or 0)
-            for zone, n in split_cached(zones, cached).items():
+            zones = {k: int(v or 0) for k, v in ev.zones.items()}
+            for zone, n in split_cached(zones, ev.cached_tokens).items():
                 zone_cached[zone] += n
             for zone in INPUT_ZONES:
                 zone_tokens[zone] += zones.get(zone, 0)
-            totals["input"] += int(data.get("input_tokens") or 0)
-            totals["cached"] += cached
-            totals["output"] += int(data.get("output_tokens") or 0)
-            totals["cost"] += float(data.get("cost") or 0)
-            if data.get("kind") == "summary":
-                totals["summary_input"] += int(data.get("input_tokens") or 0)
+            totals["input"] += ev.input_tokens
+            totals["cached"] += ev.cached_tokens
+            totals["output"] += ev.output_tokens
+            totals["cost"] += ev.cost
+            if ev.kind == "summary":
+                totals["summary_input"] += ev.input_tokens
             turn = turns.setdefault(ev.turn, {"turn": ev.turn, "calls": 0, "tokens": 0, "cost": 0.0})
             turn["calls"] += 1
-            turn["tokens"] += int(data.get("input_tokens") or 0)
-            turn["cost"] += float(data.get("cost") or 0)
+            turn["tokens"] += ev.input_tokens
+            turn["cost"] += ev.cost
         zone_rows = []
         for zone in INPUT_ZONES:
             fresh = zone_tokens[zone] - zone_cached[zone]
             zone_rows.append({"zone": zone, "tokens": zone_tokens[zone], "cached": zone_cached[zone],
                               "cost": (fresh * price_in + zone_cached[zone] * price_cached) / 1e6,
                               "share": zone_tokens[zone] / totals["input"] if totals["input"] else 0})
-        wasted, wasted_share = compacted_away_share(calls, [e for e in events if e.type == "COMPACTION"])
+        wasted, wasted_share = compacted_away_share(
+            calls, [ev for ev in events if isinstance(ev, Compaction)])
         return {
             "calls": len(calls), "totals": totals, "zones": zone_rows,
             "turns": sorted(turns.values(), key=lambda t: -t["turn"])[:TURNS_SHOWN],

@@ -13,8 +13,8 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from agents import BudgetEvent, Event, EventType, ModelCall
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 12, 24  # room for the axis labels
@@ -23,14 +23,14 @@ LEFT, RIGHT, TOP, BOTTOM = 52, 12, 12, 24  # room for the axis labels
 MARKED_CALLS = 150  # above this many calls only summary and over-window calls get a marker
 
 
-def point(call: dict[str, Any]) -> str:
+def point(call: ModelCall) -> str:
     """A call as the page's curve data holds it: input tokens, "s" for a summary call,
     "o" for one over the window (static/js/curve.js reads it)."""
-    return (f"{int(call.get('input_tokens') or 0)}{'s' if call.get('kind') == 'summary' else ''}"
-            f"{'o' if call.get('over_window') else ''}")
+    return (f"{call.input_tokens}{'s' if call.kind == 'summary' else ''}"
+            f"{'o' if call.over_window else ''}")
 
 
-def scale(calls: list[dict[str, Any]], top: float, window: int, trigger: int) -> dict[str, Any]:
+def scale(calls: list[ModelCall], top: float, window: int, trigger: int) -> dict[str, Any]:
     """The curve's line, markers and reference lines with `top` tokens at the top edge."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(1, len(calls) - 1)
@@ -40,16 +40,16 @@ def scale(calls: list[dict[str, Any]], top: float, window: int, trigger: int) ->
 
     line, points = [], []
     for index, call in enumerate(calls):
-        tokens = int(call.get("input_tokens") or 0)
+        tokens = call.input_tokens
         x = round(LEFT + index * step if len(calls) > 1 else LEFT + plot_w / 2, 1)
         y = y_of(tokens)
         line.append(f"{x},{y}")
-        kind, over = call.get("kind") or "agent", bool(call.get("over_window"))
+        kind, over = call.kind, call.over_window
         if len(calls) <= MARKED_CALLS or kind == "summary" or over:
             points.append({"x": x, "y": y, "tokens": tokens, "kind": kind, "over": over,
-                           "call": call.get("call", index + 1),
+                           "call": call.call,
                            "diamond": f"{x},{y - 5} {x + 5},{y} {x},{y + 5} {x - 5},{y}"})
-    peak = max(int(c.get("input_tokens") or 0) for c in calls)
+    peak = max(c.input_tokens for c in calls)
     return {"top": top, "polyline": " ".join(line), "points": points, "zero_y": y_of(0),
             "peak_y": y_of(peak), "window_y": y_of(window) if window else None,
             "trigger_y": y_of(trigger) if trigger else None}
@@ -59,18 +59,18 @@ class CurvePanel(Panel):
     name = "curve"
     title = "Input tokens per call"
     template = "drawer/panels/curve.html"
-    event_types = ("MODEL_CALL", "BUDGET")
-    latest_only = frozenset({"BUDGET"})  # the window and trigger line now
+    event_types = (EventType.MODEL_CALL, EventType.BUDGET)
+    latest_only = frozenset({EventType.BUDGET})  # the window and trigger line now
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        calls = [ev.payload for ev in events if ev.type == "MODEL_CALL"]
-        budgets = [ev.payload for ev in events if ev.type == "BUDGET"]
-        latest_budget = budgets[-1] if budgets else {}
-        window = int(latest_budget.get("window") or session.window or 0)
-        trigger = int(latest_budget.get("trigger_line") or 0)
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
+        calls = [ev for ev in events if isinstance(ev, ModelCall)]
+        budgets = [ev for ev in events if isinstance(ev, BudgetEvent)]
+        latest = budgets[-1] if budgets else None
+        window = (latest.window if latest else 0) or session.window or 0
+        trigger = latest.trigger_line if latest else 0
         if not calls:
             return {"curve": None, "window": window}
-        peak = max(int(call.get("input_tokens") or 0) for call in calls)
+        peak = max(call.input_tokens for call in calls)
         # Fitted to the data (peak and trigger line): at 128k a run that peaks at 12k would
         # otherwise sit in the bottom tenth. The full-window scale is drawn too, hidden
         # until the person ticks "full window" (the page remembers the choice).
@@ -82,9 +82,9 @@ class CurvePanel(Panel):
             "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT,
             "bottom": HEIGHT - BOTTOM, "scales": [("fitted", fitted), ("full", full)], "trigger": trigger,
             "peak": peak, "calls": len(calls),
-            "summaries": sum(1 for c in calls if c.get("kind") == "summary"),
-            "over": sum(1 for c in calls if c.get("over_window")),
-            "first_call": calls[0].get("call", 1), "last_call": calls[-1].get("call", len(calls)),
+            "summaries": sum(1 for c in calls if c.kind == "summary"),
+            "over": sum(1 for c in calls if c.over_window),
+            "first_call": calls[0].call, "last_call": calls[-1].call,
             "series": " ".join(point(call) for call in calls),
         }}
 
@@ -92,11 +92,11 @@ class CurvePanel(Panel):
         curve = context["curve"]
         return f"{curve['calls']} calls" if curve else ""
 
-    def delta(self, session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """The new calls' points and the window and trigger now, for the page to add to
         the curve it draws; whole while the page shows no curve yet."""
-        calls = [ev.payload for ev in new if ev.type == "MODEL_CALL"]
+        calls = [ev for ev in new if isinstance(ev, ModelCall)]
         curve = context["curve"]
         if curve is None or curve["calls"] == len(calls):
             return None  # the first calls: no curve on the page to add them to

@@ -9,9 +9,10 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from agents import Event, EventType
 from taskos.drawer.base import Panel
 from taskos.drawer.calls import body_of, token_parts
-from taskos.drawer.events import Ev, call_payload
+from taskos.drawer.events import load_call
 
 SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
 LISTED_CALLS = 40  # newest calls in the picker (re-sent with each call); others by number
@@ -74,13 +75,12 @@ def call_detail(session, number: int | None) -> dict[str, Any] | None:
 def read_call_detail(session, number: int) -> dict[str, Any] | None:
     """The inspector's view of call `number`: header figures, the request's parameters,
     tool schemas and messages, each with its tokens (they add up to the header)."""
-    payload = call_payload(session, number)
-    if payload is None:
+    call = load_call(session, number)
+    if call is None:
         return None
-    body = body_of(session, payload)
-    parts = token_parts(session, payload, body)
-    messages = payload.get("messages") or []
-    rows = message_rows(messages, [p["tokens"] for p in parts if p["part"] == "message"])
+    body = body_of(session, call)
+    parts = token_parts(session, call, body)
+    rows = message_rows(call.messages, [p["tokens"] for p in parts if p["part"] == "message"])
     per_zone: dict[str, int] = defaultdict(int)
     for row in rows:
         per_zone[row["zone"] or "—"] += row["tokens"]
@@ -88,13 +88,11 @@ def read_call_detail(session, number: int) -> dict[str, Any] | None:
     if "tools" in extra:
         per_zone["tools"] += extra["tools"]["tokens"]
     params = {k: v for k, v in (body or {}).items() if k not in ("messages", "tools")}
-    return {"call": number, "kind": payload.get("kind", "agent"), "turn": payload["turn"],
-            "input_tokens": payload.get("input_tokens", 0),
-            "output_tokens": payload.get("output_tokens", 0),
-            "cached_tokens": payload.get("cached_tokens"),
-            "finish_reason": payload.get("finish_reason", ""),
-            "latency_ms": payload.get("latency_ms"), "model": payload.get("model", ""),
-            "over_window": bool(payload.get("over_window")), "recorded": body is not None,
+    return {"call": number, "kind": call.kind, "turn": call.turn,
+            "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
+            "cached_tokens": call.cached_tokens, "finish_reason": call.finish_reason,
+            "latency_ms": call.latency_ms, "model": call.model,
+            "over_window": call.over_window, "recorded": body is not None,
             "params": json.dumps(params, ensure_ascii=False),
             "tools": [{"name": (t.get("function") or {}).get("name", "?"),
                        "schema": json.dumps(t, ensure_ascii=False, indent=1)}
@@ -108,11 +106,12 @@ class InspectorPanel(Panel):
     name = "inspector"
     title = "Inspector"
     template = "drawer/panels/inspector.html"
-    event_types = ("MODEL_CALL",)
+    event_types = (EventType.MODEL_CALL,)
 
-    def get_context(self, session, events: list[Ev], pinned: int | None = None) -> dict[str, Any]:
-        calls = [{"call": ev.payload.get("call"), "kind": ev.payload.get("kind", "agent"),
-                  "tokens": ev.payload.get("input_tokens", 0), "turn": ev.turn} for ev in events]
+    def get_context(self, session, events: list[Event], pinned: int | None = None) -> dict[str, Any]:
+        # ModelCalls (the panel reads no other type), without their messages (load_events).
+        calls = [{"call": ev.call, "kind": ev.kind, "tokens": ev.input_tokens, "turn": ev.turn}
+                 for ev in events]
         latest = calls[-1]["call"] if calls else None
         # Only the body following the latest call carries the ids live updates target.
         return {"calls": calls[::-1][:LISTED_CALLS], "latest": latest, "pinned": pinned,
@@ -123,15 +122,15 @@ class InspectorPanel(Panel):
     def badge(self, context: dict[str, Any]) -> str:
         return f"call {context['latest']}" if context["latest"] is not None else ""
 
-    def delta(self, session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """The page shows the previous latest call: send what differs from it. Its messages
         are mostly the new call's too (a request repeats the conversation and adds a turn):
         those stay on the page, the rest arrive row by row. On long-1000 the whole body was
         30–50 KB per call, parsed and merged in one frame (profiled: up to 33 ms)."""
         detail = context["detail"]
         before = [ev for ev in events if ev.seq < new[0].seq]
-        shown = call_detail(session, before[-1].payload.get("call")) if before else None
+        shown = call_detail(session, before[-1].call) if before else None
         if detail is None or shown is None:
             return None
         oob = {**context, "session": session, "oob": True}

@@ -7,8 +7,8 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from agents import ErrorEvent, Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 
 SHOWN = 60  # older entries are counted, not listed: the drawer stays light on long runs
 
@@ -17,21 +17,22 @@ class HintsPanel(Panel):
     name = "hints"
     title = "Hints"
     template = "drawer/panels/hints.html"
-    event_types = ("HINT_BLOCK",)
+    event_types = (EventType.HINT_BLOCK,)
     open_by_default = False
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        kinds = Counter(ev.payload.get("kind", "") for ev in events)
-        hints = [{"seq": ev.seq, "turn": ev.turn, "kind": ev.payload.get("kind", ""),
-                  "text": ev.payload.get("text", "")} for ev in reversed(events[-SHOWN:])]
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
+        # HintBlocks: the panel reads no other type.
+        kinds = Counter(ev.kind for ev in events)
+        hints = [{"seq": ev.seq, "turn": ev.turn, "kind": ev.kind, "text": ev.text}
+                 for ev in reversed(events[-SHOWN:])]
         return {"hints": hints, "count": len(events), "hidden": max(0, len(events) - SHOWN),
                 "kinds": sorted(kinds.items()), "shown": SHOWN}
 
     def badge(self, context: dict[str, Any]) -> str:
         return str(context["count"]) if context["count"] else ""
 
-    def delta(self, session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """The new hints on top of the list (the page keeps the newest SHOWN) and the
         counts; whole when the page has no list yet."""
         if len(events) == len(new) or len(new) > SHOWN:
@@ -49,14 +50,12 @@ class ErrorsPanel(Panel):
     name = "errors"
     title = "Errors"
     template = "drawer/panels/errors.html"
-    event_types = ("ERROR", "SESSION_FINISHED")
+    event_types = (EventType.ERROR, EventType.SESSION_FINISHED)
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
-        errors = [{"seq": ev.seq, "turn": ev.turn, "code": ev.payload.get("code", ""),
-                   "message": ev.payload.get("message", ""),
-                   "cause": ev.payload.get("cause", ""), "action": ev.payload.get("action", ""),
-                   "fatal": bool(ev.payload.get("fatal"))}
-                  for ev in reversed(events) if ev.type == "ERROR"]
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
+        errors = [{"seq": ev.seq, "turn": ev.turn, "code": ev.code, "message": ev.message,
+                   "cause": ev.cause, "action": ev.action, "fatal": ev.fatal}
+                  for ev in reversed(events) if isinstance(ev, ErrorEvent)]
         # A worker crash can fail a session without an ERROR event; its message is here.
         reported = {e["message"] for e in errors}
         # Session.error quotes the fatal event's message (with its code and action).

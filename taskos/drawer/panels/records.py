@@ -6,8 +6,8 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from agents import AnchorChanged, Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.events import Ev
 
 CHANGES_SHOWN = 30
 # Changes people made (the admin, a pin from the drawer): listed apart, newest first, so a
@@ -18,19 +18,18 @@ INACTIVE_SHOWN = 20
 TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
 
 
-def _change(ev: Ev) -> dict[str, Any]:
-    return {"seq": ev.seq, "turn": ev.turn, "tier": ev.payload.get("tier"),
-            "old": ev.payload.get("old") or "", "new": ev.payload.get("new") or "",
-            "source": ev.payload.get("source", ""), "action": ev.payload.get("action", "changed")}
+def _change(ev: AnchorChanged) -> dict[str, Any]:
+    return {"seq": ev.seq, "turn": ev.turn, "tier": ev.tier, "old": ev.old or "",
+            "new": ev.new or "", "source": ev.source, "action": ev.action}
 
 
 class AnchorsPanel(Panel):
     name = "anchors"
     title = "Anchors"
     template = "drawer/panels/anchors.html"
-    event_types = ("ANCHOR_CHANGED",)
+    event_types = (EventType.ANCHOR_CHANGED,)
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         def row(a) -> dict[str, Any]:
             return {"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
                     "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
@@ -41,18 +40,19 @@ class AnchorsPanel(Panel):
         inactive = sorted((row(a) for a in retired.order_by("-pk")[:INACTIVE_SHOWN]),
                           key=lambda a: (a["tier"], -a["pk"]))
         inactive_count = retired.count() if len(inactive) == INACTIVE_SHOWN else len(inactive)
-        by_people = [ev for ev in events if ev.payload.get("source") in PERSON_SOURCES]
+        # AnchorChanged events: the panel reads no other type.
+        by_people = [ev for ev in events if ev.source in PERSON_SOURCES]
         return {"anchors": active, "inactive": inactive, "inactive_count": inactive_count,
                 "changes": [_change(ev) for ev in reversed(events[-CHANGES_SHOWN:])],
                 "person_changes": [_change(ev) for ev in reversed(by_people[-PERSON_CHANGES_SHOWN:])],
                 "active": len(active), "changes_shown": CHANGES_SHOWN,
-                "admin_changes": sum(1 for ev in by_people if ev.payload["source"] == "admin")}
+                "admin_changes": sum(1 for ev in by_people if ev.source == "admin")}
 
     def badge(self, context: dict[str, Any]) -> str:
         return str(context["active"]) if context["active"] else ""
 
-    def delta(self, session, context: dict[str, Any], events: list[Ev],
-              new: list[Ev]) -> str | None:
+    def delta(self, session, context: dict[str, Any], events: list[Event],
+              new: list[Event]) -> str | None:
         """The anchor rows (merged on the page row by row), the count, and the new changes
         on top of their turn's group; whole when the page has no change list yet."""
         held = [ev for ev in events if ev.seq < new[0].seq]
@@ -79,20 +79,20 @@ class TasksPanel(Panel):
     name = "tasks"
     title = "Tasks"
     template = "drawer/panels/tasks.html"
-    event_types = ("TASKS_CHANGED",)
+    event_types = (EventType.TASKS_CHANGED,)
 
-    def get_context(self, session, events: list[Ev]) -> dict[str, Any]:
+    def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         tasks = list(session.tasks.order_by("created_at", "pk"))
         changes = []
         previous: dict[str, str] = {}
         # Each TASKS_CHANGED carries the whole list; the change is the difference.
         for ev in events:
-            current = {str(t.get("id")): t.get("state", "") for t in ev.payload.get("tasks", [])}
+            current = {str(t.get("id")): t.get("state", "") for t in ev.tasks}
             diff = [f"#{tid} {state}" for tid, state in current.items()
                     if previous.get(tid) != state]
             diff += [f"#{tid} deleted" for tid in previous if tid not in current]
             changes.append({"seq": ev.seq, "turn": ev.turn, "diff": diff,
-                            "source": ev.payload.get("source", "agent")})
+                            "source": ev.source})
             previous = current
         done = sum(1 for t in tasks if t.state == "completed")
         return {"tasks": tasks, "done": done, "total": len(tasks),
