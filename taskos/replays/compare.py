@@ -9,11 +9,11 @@ import json
 import re
 from typing import Any, Iterator
 
-from django.db.models import F
-
-from agents import ANNOTATIONS, ReportSink, ScenarioError, differences, load_scenario
+from agents import (ANNOTATIONS, Audit, Compaction, ErrorEvent, EventType, ModelCall, ReportSink,
+                    ScenarioError, ToolResult, differences, load_scenario)
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
 from taskos.store.call_messages import MessageResolver
+from taskos.store.stored_events import select, stored_event
 
 REF = re.compile(r"arc:(\d+):(\d+)")
 IMPOSSIBLE = "replay_decision_impossible"
@@ -41,50 +41,42 @@ def anchor_survival(session: Session) -> float | None:
 
 def stored_report(session: Session) -> dict[str, Any]:
     """The runtask report keys plus cost, cache, summaries and audit, from stored events."""
-    calls = list(SessionEvent.objects.filter(session=session, type="MODEL_CALL").values(
-        "turn", call=F("payload__call"), kind=F("payload__kind"),
-        input_tokens=F("payload__input_tokens"), cached=F("payload__cached_tokens"),
-        cost=F("payload__cost"), over=F("payload__over_window")))
-    compactions = list(SessionEvent.objects.filter(session=session, type="COMPACTION").values(
-        noop=F("payload__noop"), ok=F("payload__audit__ok")))
-    audits = list(SessionEvent.objects.filter(session=session, type="AUDIT").values(
-        ok=F("payload__ok"), count=F("payload__unsupported_count"),
-        figures=F("payload__unsupported_figures")))
-    impossible = list(SessionEvent.objects.filter(
-        session=session, type="ERROR", payload__code=IMPOSSIBLE).values("turn", message=F(
-            "payload__message")))
+    rows = SessionEvent.objects.filter(session=session)
+    # Only the figures compared are read, in SQL: a call's prompt stays in the database.
+    calls = select(rows, ModelCall, ("call", "kind", "input_tokens", "cached_tokens", "cost",
+                                     "over_window"))
+    compactions = select(rows, Compaction, ("noop", "audit"))
+    audits = select(rows, Audit, ("ok", "unsupported_figures"))
+    impossible = select(rows.filter(payload__code=IMPOSSIBLE), ErrorEvent, ("message",))
     # str(): SQLite's JSON_EXTRACT hands a digits-only string back unquoted, and Django
     # then decodes "2" as the number 2; child ids are strings on every backend.
-    reused = [{"turn": r["turn"], "child": str(r["child"]), "status": r["status"],
-               "error": r["error"], "recorded_input_tokens": r["tokens"],
-               "recorded_cost": r["cost"]}
-              for r in SessionEvent.objects.filter(
-                  session=session, type="TOOL_RESULT", payload__reused=True).order_by(
-                  "seq").values("turn", child=F("payload__child"),
-                                status=F("payload__child_status"), error=F("payload__error"),
-                                tokens=F("payload__child_input_tokens"),
-                                cost=F("payload__child_cost"))]
-    inputs = [int(c["input_tokens"] or 0) for c in calls]
-    cached = sum(int(c["cached"] or 0) for c in calls)
-    real = [c for c in compactions if not c["noop"]]
+    reused = [{"turn": r.turn, "child": str(r.child), "status": r.child_status,
+               "error": r.error, "recorded_input_tokens": r.child_input_tokens,
+               "recorded_cost": r.child_cost}
+              for r in select(rows.filter(payload__reused=True).order_by("seq"), ToolResult,
+                              ("child", "child_status", "error", "child_input_tokens",
+                               "child_cost"))]
+    inputs = [c.input_tokens for c in calls]
+    cached = sum(c.cached_tokens for c in calls)
+    real = [c for c in compactions if not c.noop]
     return {
         "session": session.pk, "status": session.status, "turns": session.turns,
         "window": session.window, "profile": session.profile.name,
-        "model_calls": [{"call": c["call"], "turn": c["turn"], "kind": c["kind"],
-                         "input_tokens": int(c["input_tokens"] or 0),
-                         "over_window": bool(c["over"])} for c in calls],
+        "model_calls": [{"call": c.call, "turn": c.turn, "kind": c.kind,
+                         "input_tokens": c.input_tokens, "over_window": c.over_window}
+                        for c in calls],
         "total_input_tokens": sum(inputs), "peak_input_tokens": max(inputs, default=0),
         "compactions": len(real),
-        "summary_calls": sum(1 for c in calls if c["kind"] == "summary"),
-        "over_window_requests": sum(1 for c in calls if c["over"]),
+        "summary_calls": sum(1 for c in calls if c.kind == "summary"),
+        "over_window_requests": sum(1 for c in calls if c.over_window),
         "anchor_survival": anchor_survival(session),
         "cached_tokens": cached, "cached_share": round(cached / sum(inputs), 4) if inputs else 0,
-        "cost": round(sum(float(c["cost"] or 0) for c in calls), 6),
+        "cost": round(sum(float(c.cost) for c in calls), 6),
         # The E3 audit against the archive when the session has it, else the old self-check.
-        "audit_failures": sum(1 for a in audits if a["ok"] is False) if audits
-        else sum(1 for c in real if c["ok"] is False),
-        "unsupported_figures": len({f for a in audits for f in a["figures"] or []}),
-        "impossible_decisions": [{"turn": i["turn"], "reason": i["message"]} for i in impossible],
+        "audit_failures": sum(1 for a in audits if a.ok is False) if audits
+        else sum(1 for c in real if c.audit.get("ok") is False),
+        "unsupported_figures": len({f for a in audits for f in a.unsupported_figures}),
+        "impossible_decisions": [{"turn": i.turn, "reason": i.message} for i in impossible],
         # A replay of a session that delegated: the recorded sub-agents' answers it reused
         # (their work is the recording's and is not counted in this run's figures).
         "reused_children": reused,
@@ -100,17 +92,19 @@ def _canonical(session: Session) -> dict[str, str]:
 
 def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, Any]]]]:
     """(turn, call number, messages as sent) of each agent call, oldest first."""
-    rows = (SessionEvent.objects.filter(session=session, type="MODEL_CALL",
+    rows = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL,
                                         payload__kind="agent")
             .order_by("seq").values_list("seq", "turn", "payload"))
     resolver = MessageResolver(session.pk)  # rows store what is new since the last call
     for seq, turn, payload in rows.iterator(chunk_size=20):
-        if payload.get("refused"):
+        call = stored_event(EventType.MODEL_CALL, payload, seq=seq, turn=turn)
+        # The stored row is what the resolver rebuilds messages from: data, kept as stored.
+        if call.refused:
             resolver.remember(seq, payload)
             continue
         sent = [{k: v for k, v in m.items() if k not in ANNOTATIONS}
                 for m in resolver.messages(seq, payload)]
-        yield turn, payload.get("call"), sent
+        yield turn, call.call, sent
 
 
 def first_difference(source: Session, replay: Session) -> dict[str, Any] | None:

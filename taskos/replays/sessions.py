@@ -6,27 +6,21 @@ replay's settings and profile; summaries go to the replay profile's model.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, Callable
 
-from django.db.models import F
-
-from agents import (ConfigError, ContextConfig, Recording, RecordingError, build_recording,
-                    replay_runner)
+from agents import (ConfigError, ContextConfig, EventType, ModelCall, Recording, RecordingError,
+                    build_recording, replay_runner)
 from taskos.runs.models import ModelProfile, Session, SessionEvent
 from taskos.runs.services import MIN_WINDOW, SessionError
 from taskos.store.django_store import DjangoStore
+from taskos.store.stored_events import select, stored_events
 
-RECORDED_TYPES = ("MODEL_CALL", "USER_MESSAGE", "TOOL_RESULT", "TURN_STARTED")
+RECORDED_TYPES = (EventType.MODEL_CALL, EventType.USER_MESSAGE, EventType.TOOL_RESULT,
+                  EventType.TURN_STARTED)
+# What a replay takes of a recorded call: its kind and answer, never the prompt it was sent.
+REPLAYED_CALL_KEYS = ("kind", "reply", "refused")
 SETTING_TYPES = {f.name: f.type for f in fields(ContextConfig)}
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    type: str
-    turn: int
-    at: Any
-    payload: dict[str, Any]
 
 
 def parse_settings(pairs: list[str]) -> dict[str, Any]:
@@ -63,17 +57,9 @@ def parse_settings(pairs: list[str]) -> dict[str, Any]:
 def load_recording(source: Session) -> Recording:
     """The recorded decisions of `source`, read from its stored events and archive."""
     rows = SessionEvent.objects.filter(session=source, type__in=RECORDED_TYPES)
-    events: list[StoredEvent] = []
-    calls = rows.filter(type="MODEL_CALL").values(
-        "seq", "turn", "at", kind=F("payload__kind"), reply=F("payload__reply"),
-        refused=F("payload__refused"))
-    ordered = [(c["seq"], StoredEvent("MODEL_CALL", c["turn"], c["at"], {
-        "kind": c["kind"], "reply": c["reply"], "refused": c["refused"]})) for c in calls]
-    ordered += [(r["seq"], StoredEvent(r["type"], r["turn"], r["at"], r["payload"] or {}))
-                for r in rows.exclude(type="MODEL_CALL").values("seq", "type", "turn", "at",
-                                                                 "payload")]
-    ordered.sort(key=lambda item: item[0])
-    events = [ev for _, ev in ordered]
+    events = [*select(rows, ModelCall, REPLAYED_CALL_KEYS), *stored_events(
+        rows.exclude(type=EventType.MODEL_CALL).values_list("seq", "type", "turn", "at", "payload"))]
+    events.sort(key=lambda ev: ev.seq)
     store = DjangoStore()
     sid = str(source.pk)
     return build_recording(sid, events, lambda ref: store.read_ref(sid, ref))

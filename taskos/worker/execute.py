@@ -11,13 +11,14 @@ import traceback
 from django.utils import timezone
 
 import agents
-from agents import ContextConfig, SessionSpec, advise, error_event, redact
+from agents import ContextConfig, EventType, SessionSpec, advise, error_event, redact
 from taskos.live.sending import GroupSender
 from taskos.replays.sessions import replay_engine
 from taskos.runs import delegation
 from taskos.runs.models import Session, SessionEvent, max_input_chars
 from taskos.store.django_store import DjangoStore, relaxed_commits
 from taskos.store.event_log import EventLog
+from taskos.store.stored_events import stored_event
 
 from .lease import Lease, LeaseLost, headless_lease
 
@@ -95,10 +96,12 @@ def failure_reason(session: Session, report: dict) -> str:
     do about it, else the last fatal ERROR event the session stored."""
     message, code = report.get("error") or "", report.get("error_code") or ""
     if not message:
-        fatal = (SessionEvent.objects.filter(session=session, type="ERROR", payload__fatal=True)
+        fatal = (SessionEvent.objects.filter(session=session, type=EventType.ERROR,
+                                             payload__fatal=True)
                  .order_by("-seq").values_list("payload", flat=True).first())
         if fatal:
-            message, code = fatal.get("message") or "", fatal.get("code") or ""
+            error = stored_event(EventType.ERROR, fatal)
+            message, code = error.message, error.code
     if not message:
         return ("The engine stopped without a final answer and gave no reason; see the "
                 "drawer's log and the worker log.")

@@ -23,28 +23,30 @@ import re
 from collections import Counter
 from typing import Any
 
+from agents import (AssistantMessage, ErrorEvent, Event, EventType, ModelCall, SessionStarted,
+                    ToolCall, ToolResult, UserMessage)
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
+from taskos.store.stored_events import stored_events
 
 RESUME_NOTE = "[resumed]"
 ARCHIVE_REF = re.compile(r"arc:(\d+):(\d+)")
 RESUME_REF = "arc:resume-note"
 COMPARED = ("status", "final_answer", "turns", "archive", "events", "model_calls",
             "tool_calls", "tool_results", "assistant_messages")
-COMPACTION_EVENTS = ("COMPACTION_STARTED", "COMPACTION")
+COMPACTION_EVENTS = (EventType.COMPACTION_STARTED, EventType.COMPACTION)
 
 
-def of_compaction(event: SessionEvent) -> bool:
+def of_compaction(event: Event) -> bool:
     return event.type in COMPACTION_EVENTS or (
-        event.type == "MODEL_CALL" and event.payload.get("kind") == "summary")
+        isinstance(event, ModelCall) and event.kind == "summary")
 
 
-def resume_only(event: SessionEvent) -> bool:
+def resume_only(event: Event) -> bool:
     """An event only a resume emits."""
-    payload = event.payload or {}
-    return ((event.type == "SESSION_STARTED" and payload.get("resumed"))
-            or (event.type == "USER_MESSAGE" and payload.get("source") == "engine"
-                and str(payload.get("text", "")).startswith(RESUME_NOTE))
-            or (event.type == "ERROR" and payload.get("code") == "turn_interrupted"))
+    return ((isinstance(event, SessionStarted) and event.resumed)
+            or (isinstance(event, UserMessage) and event.source == "engine"
+                and event.text.startswith(RESUME_NOTE))
+            or (isinstance(event, ErrorEvent) and event.code == "turn_interrupted"))
 
 
 class Refs:
@@ -87,31 +89,24 @@ def fingerprint(session: Session) -> dict[str, Any]:
     refs = Refs(session.pk, [row[0] for row in rows], resume_ids)
     archive = [(turn, role, tool, refs.text(content)) for _, turn, role, tool, content in rows]
     handoffs = [row for row in archive if row[1] == "handoff"]
-    live = [e for e in SessionEvent.objects.filter(session=session).order_by("seq")
-            if not resume_only(e)]
-    for event in live:
-        event.payload = refs.value(event.payload)
-    def of(kind: str) -> list[SessionEvent]:
-        return [e for e in live if e.type == kind]
-
-    calls = of("MODEL_CALL")
+    stored = stored_events(SessionEvent.objects.filter(session=session).order_by("seq")
+                           .values_list("seq", "type", "turn", "at", "payload"))
+    live = [e.with_payload(refs.value(e.payload)) for e in stored if not resume_only(e)]
+    calls = [e for e in live if isinstance(e, ModelCall)]
     return {
         "status": session.status, "final_answer": refs.text(session.final_answer),
         "turns": session.turns, "archive": [row for row in archive if row[1] != "handoff"],
         "handoffs": handoffs,
         "events": [(e.type, e.turn) for e in live if not of_compaction(e)],
-        "compactions": [e.turn for e in of("COMPACTION")],
-        "model_calls": [(e.turn, e.payload.get("kind"), e.payload.get("finish_reason"))
-                        for e in calls if not of_compaction(e)],
+        "compactions": [e.turn for e in live if e.type == EventType.COMPACTION],
+        "model_calls": [(e.turn, e.kind, e.finish_reason) for e in calls if not of_compaction(e)],
         "summary_calls": sum(1 for e in calls if of_compaction(e)),
-        "call_numbers": [e.payload.get("call") for e in calls],
-        "tool_calls": [(e.turn, e.payload.get("name"), e.payload.get("args"))
-                       for e in of("TOOL_CALL")],
-        "tool_results": [(e.turn, e.payload.get("name"), e.payload.get("error"),
-                          e.payload.get("kept_chars"), e.payload.get("truncated"))
-                         for e in of("TOOL_RESULT")],
-        "assistant_messages": [(e.turn, e.payload.get("content"), e.payload.get("tool_calls"))
-                               for e in of("ASSISTANT_MESSAGE")]}
+        "call_numbers": [e.call for e in calls],
+        "tool_calls": [(e.turn, e.name, e.args) for e in live if isinstance(e, ToolCall)],
+        "tool_results": [(e.turn, e.name, e.error, e.kept_chars, e.truncated)
+                         for e in live if isinstance(e, ToolResult)],
+        "assistant_messages": [(e.turn, e.content, e.tool_calls)
+                               for e in live if isinstance(e, AssistantMessage)]}
 
 
 def double_executions(session: Session) -> int:
@@ -123,9 +118,10 @@ def double_executions(session: Session) -> int:
     """
     overlaps, last_turn, restarted = 0, -1, True
     rows = SessionEvent.all_objects.filter(session=session, type__in=(
-        "SESSION_STARTED", "TURN_STARTED")).order_by("seq").values_list("type", "turn")
+        EventType.SESSION_STARTED, EventType.TURN_STARTED)).order_by("seq").values_list(
+        "type", "turn")
     for kind, turn in rows:
-        if kind == "SESSION_STARTED":
+        if kind == EventType.SESSION_STARTED:
             restarted = True
             continue
         if turn <= last_turn and not restarted:
@@ -161,7 +157,7 @@ def compare(session: Session, baseline: dict[str, Any]) -> dict[str, Any]:
         "double_executions": double_executions(session),
         "discarded_events": SessionEvent.all_objects.filter(session=session,
                                                             discarded=True).count(),
-        "resumes": SessionEvent.objects.filter(session=session, type="SESSION_STARTED",
+        "resumes": SessionEvent.objects.filter(session=session, type=EventType.SESSION_STARTED,
                                                payload__resumed=True).count(),
         "differs_in": [key for key in COMPARED if got[key] != baseline[key]],
     }

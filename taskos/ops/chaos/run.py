@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from django.core.management import call_command
 
+from agents import EventType
 from taskos.runs import services
 from taskos.runs.models import ModelProfile, Session, SessionEvent
 from taskos.worker.tasks import run_session
@@ -86,7 +87,7 @@ def baseline(scenario: str, profile: ModelProfile) -> tuple[int, dict[str, Any]]
 
 
 def committed_turns(pks: list[int]) -> int:
-    return SessionEvent.objects.filter(session_id__in=pks, type="TURN_STARTED").count()
+    return SessionEvent.objects.filter(session_id__in=pks, type=EventType.TURN_STARTED).count()
 
 
 def active(pks: list[int]) -> int:
