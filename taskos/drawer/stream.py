@@ -44,9 +44,11 @@ class Update:
 
 def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
                   oob: bool, feed: EventFeed | None = None,
-                  new: list[Event] | None = None) -> SafeString:
-    """Render `panels` from a live page's `feed`, else from one query over the union of
-    the event types they read.
+                  new: list[Event] | None = None,
+                  everything: list[Event] | None = None) -> SafeString:
+    """Render `panels` from a live page's `feed`, else from `everything` (every event of
+    the session, when the caller has read them all already), else from one query over
+    the union of the event types they read.
 
     With a feed and the `new` events of this update, a panel the page holds current up to
     them gets only what changed (its `delta`); the others are sent whole. Every panel
@@ -64,7 +66,10 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
             feed.current.add(panel.name)
         return mark_safe("\n".join(parts))
     wanted = {t for panel in panels for t in panel.event_types}
-    events = load_events(session, wanted) if wanted else []
+    if everything is not None:
+        events = [ev for ev in everything if ev.type in wanted]
+    else:
+        events = load_events(session, wanted) if wanted else []
     parts = []
     for panel in panels:
         own = [ev for ev in events if panel.handles(ev.type) and panel.wants(ev)]
@@ -151,8 +156,9 @@ def render_update(session: Session, after: int, *, full: bool = False,
     transcript = render_transcript(session, new)
     if transcript:
         parts.append(f'<div hx-swap-oob="afterbegin:#transcript">{transcript}</div>')
-    parts.append(render_panels(session, panels, oob=True, feed=feed,
-                               new=None if full else new))
+    # From the start (a page that has nothing yet), `new` is every event: read once.
+    parts.append(render_panels(session, panels, oob=True, feed=feed, new=None if full else new,
+                               everything=new if after <= 0 else None))
     parts.append(render_status(session, oob=True))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
     return Update("\n".join(parts), last, session.is_active)
