@@ -72,6 +72,7 @@ class Event:
     # Payload keys that are envelope fields too (TURN_STARTED's "turn").
     ENVELOPE_IN_PAYLOAD: ClassVar[tuple[str, ...]] = ()
     _payload_fields: ClassVar[tuple[tuple[str, bool], ...]] = ()
+    _payload_names: ClassVar[frozenset[str]] = frozenset()
 
     session_id: str = ""
     turn: int = 0
@@ -103,11 +104,22 @@ class Event:
             cls._payload_fields = tuple(
                 (f.name, bool(f.metadata.get("optional"))) for f in dataclasses.fields(cls)
                 if f.name not in ENVELOPE)
+            cls._payload_names = frozenset(name for name, _ in cls._payload_fields)
         return cls._payload_fields
+
+    @classmethod
+    def payload_keys(cls) -> tuple[str, ...]:
+        """The keys of this type's payload, in order: its fields less the envelope."""
+        return tuple(name for name, _ in cls._fields())
+
+    @classmethod
+    def _names(cls) -> frozenset[str]:
+        cls._fields()
+        return cls._payload_names
 
     def with_payload(self, payload: dict[str, Any]) -> Event:
         """This event with its payload fields set from `payload` (the envelope kept)."""
-        names = {name for name, _ in self._fields()}
+        names = self._names()
         return dataclasses.replace(self, **{k: v for k, v in payload.items() if k in names})
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,7 +169,7 @@ class BudgetEvent(Event):
     warning_line: int = 0
     limit: int = 0
     free: int = 0
-    count_source: str = "exact"  # exact | calibrated | estimate (feature C2)
+    count_source: str = ""  # exact | calibrated | estimate (feature C2); "": not said
     correction: float = 1.0  # the window divisor the calibration asks for
     window_warning: str | None = optional()  # a window that is a guess (feature C18)
 
@@ -364,10 +376,10 @@ def event_from(type: str, payload: dict[str, Any] | None = None, **envelope: Any
     cls = EVENT_CLASSES.get(type)
     if cls is None:
         raise ValueError(f"unknown event type {type!r}")
-    data = dict(payload or {})
+    data = payload or {}
     for name in cls.ENVELOPE_IN_PAYLOAD:
-        envelope.setdefault(name, data.pop(name, 0))
-    names = {name for name, _ in cls._fields()}
+        envelope.setdefault(name, data.get(name, 0))
+    names = cls._names()
     return cls(**envelope, **{k: v for k, v in data.items() if k in names})
 
 

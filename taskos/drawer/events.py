@@ -12,14 +12,14 @@ from typing import Any, Iterable
 from agents import Event, EventType, ModelCall
 from taskos.runs.models import Session, SessionEvent
 from taskos.store.call_messages import full_payload
-from taskos.store.stored_events import payload_fields, select, stored_event, stored_events
+from taskos.store.stored_events import select, stored_event, stored_events
 
 # What a call sent and got back: read for the one call the inspector shows (`load_call`).
 CALL_BODY = ("messages", "request", "reply")
 # Every other field of a MODEL_CALL: what the panels chart and sum, selected in SQL. The
 # stored row's "message_parts" and "message_meta" (taskos/store/call_messages.py) are no
 # fields: never read here either.
-CALL_KEYS = tuple(key for key in payload_fields(ModelCall) if key not in CALL_BODY)
+CALL_KEYS = tuple(key for key in ModelCall.payload_keys() if key not in CALL_BODY)
 ROW = ("seq", "type", "turn", "at", "payload")
 
 

@@ -9,27 +9,16 @@ asked for only.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from typing import Any, Iterable, TypeVar
 
 from django.db.models import F, QuerySet
 
-from agents import BudgetEvent, Event, EventType, event_from
+from agents import Event, EventType, event_from
 
 E = TypeVar("E", bound=Event)
 
-ENVELOPE = frozenset(f.name for f in dataclasses.fields(Event))
 KNOWN_TYPES = frozenset(t.value for t in EventType)
-
-# What an older row meant by leaving out a key whose default says more: a BUDGET stored
-# before counts had a source (issue 11) names none, it was not counted "exact".
-OLDER_ROWS: dict[str, dict[str, Any]] = {BudgetEvent.TYPE: {"count_source": ""}}
-
-
-def payload_fields(cls: type[Event]) -> tuple[str, ...]:
-    """The payload keys of `cls` events: the class's fields less the envelope, in order."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ENVELOPE)
 
 
 def stored_event(type: str, payload: dict[str, Any] | None, *, seq: int = 0, turn: int = 0,
@@ -38,9 +27,6 @@ def stored_event(type: str, payload: dict[str, Any] | None, *, seq: int = 0, tur
     engine writes it; None for a type the engine does not emit (no page shows one)."""
     if type not in KNOWN_TYPES:
         return None
-    older = OLDER_ROWS.get(type)
-    if older is not None and not older.keys() <= (payload or {}).keys():
-        payload = {**older, **(payload or {})}
     if at is None:
         return event_from(type, payload, seq=seq, turn=turn)
     return event_from(type, payload, seq=seq, turn=turn,
@@ -61,7 +47,7 @@ def payload_lookups(cls: type[Event], keys: Iterable[str]) -> dict[str, F]:
     """ORM expressions reading payload `keys` of `cls` rows, by key (alias "p_<key>"); a
     key that is not a field of `cls` is an error, not a column of NULLs."""
     keys = tuple(keys)
-    unknown = set(keys) - set(payload_fields(cls))
+    unknown = set(keys) - set(cls.payload_keys())
     if unknown:
         raise ValueError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
     return {f"p_{key}": F(f"payload__{key}") for key in keys}
