@@ -91,7 +91,7 @@ KNOWN_CONTEXT_SIZES = {
 @dataclass(frozen=True)
 class Setting:
     """How one profile field is kept and edited. The web app builds its ModelProfile table
-    and form from these (taskos/runs/model_profile.py), so a field is defined once."""
+    and form from these (taskos/runs/models.py), so a field is defined once."""
 
     help: str = ""
     kept: bool = True  # False: given for each run, never stored with the profile

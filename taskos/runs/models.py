@@ -1,20 +1,20 @@
-"""The domain tables (feature W1): sessions, their tasks, anchors, archive and event log."""
+"""The domain tables (feature W1): model profiles, sessions, their tasks, anchors, archive
+and event log."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
 import agents
-
-# Migrations and callers name these as taskos.runs.models.*; the profile and the archive
-# table live in modules of their own only to keep each file readable.
-from .archive_table import MAX_INDEXED_CHARS, MAX_INDEXED_WORD, ArchivedTurn, search_terms  # noqa: F401
-from .model_profile import ASSUMED_WINDOW, ModelProfile, validate_key_env  # noqa: F401
+from agents import KeyEnvRefused, check_key_env, keywords
 
 
 def max_input_chars() -> int:
@@ -39,6 +39,122 @@ def validate_message_length(text: str) -> None:
     if reason:
         raise ValidationError(reason)
 
+
+# --- model profiles (features W1, C18)
+
+def validate_key_env(name: str) -> None:
+    """Refuse a variable the operator has not allowed as an API key (agents.secrets)."""
+    try:
+        check_key_env(name)
+    except KeyEnvRefused as exc:
+        raise ValidationError(str(exc)) from None
+
+
+ASSUMED_WINDOW = 128_000  # an unknown model without a context size: said, never silent
+
+
+def column(spec: dataclasses.Field, how: agents.Setting) -> models.Field:
+    """The column (and admin form field) of one of the engine's profile fields."""
+    options: dict[str, Any] = {"help_text": how.help} if how.help else {}
+    if how.optional:
+        options.update(null=True, blank=True)
+    elif not how.required:
+        default = spec.default_factory if spec.default_factory is not dataclasses.MISSING \
+            else spec.default
+        options["default"] = default
+    if how.learnt:
+        options["editable"] = False
+    validators = []
+    if how.minimum is not None:
+        validators.append(MinValueValidator(how.minimum))
+    if how.maximum is not None:
+        validators.append(MaxValueValidator(how.maximum))
+    if how.check is not None:
+        validators.append(validate_key_env)
+    if validators:
+        options["validators"] = validators
+    kind = spec.type
+    if kind == "str":
+        options.update(max_length=how.max_chars, unique=how.unique)
+        if not how.required:
+            options["blank"] = True
+        if options.get("default") == "":
+            del options["default"]  # a blank text column needs none
+        return models.CharField(**options)
+    if how.money:
+        return models.DecimalField(max_digits=12, decimal_places=4, **options)
+    if kind == "bool":
+        return models.BooleanField(**options)
+    if kind.startswith("int"):
+        return models.PositiveIntegerField(**options)
+    if kind.startswith("float"):
+        return models.FloatField(**options)
+    if kind.startswith("dict"):
+        return models.JSONField(blank=True, **options)
+    raise TypeError(f"no column for profile field {spec.name}: {kind}")
+
+
+class ModelProfile(models.Model):
+    """Where a model lives, its window and prices; the API key itself is never stored.
+
+    Its columns are the engine's profile fields (agents.ModelProfile, each with its
+    Setting), added below the class: a field is defined once, in the engine."""
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'simulated' if self.simulated else self.model})"
+
+    def learn_token_ratio(self, report: dict) -> None:
+        """Keep the ratio a session learnt, so the next one starts calibrated."""
+        calls = report.get("token_ratio_calls")
+        ratio = report.get("token_ratio")
+        if self.simulated or not isinstance(calls, int) or not isinstance(ratio, (int, float)):
+            return
+        # Compared in the database: a parallel session may have learnt from more calls.
+        overheads = report.get("token_overheads")
+        ModelProfile.objects.filter(pk=self.pk, token_ratio_calls__lt=calls).update(
+            token_ratio=ratio, token_ratio_calls=calls,
+            token_overheads=overheads if isinstance(overheads, dict) else {})
+
+    @property
+    def simulated(self) -> bool:
+        return not self.base_url
+
+    @property
+    def effective_window(self) -> int:
+        """The window sessions use: the one set, the known one, else the assumed 128k."""
+        if self.context_size:
+            return self.context_size
+        return agents.KNOWN_CONTEXT_SIZES.get(self.model, ASSUMED_WINDOW)
+
+    @property
+    def window_warning(self) -> str:
+        """Why the window is a guess (feature C18), or "" when it is not."""
+        if self.context_size or self.simulated or self.model in agents.KNOWN_CONTEXT_SIZES:
+            return ""
+        return (f"Model {self.model!r} is unknown and profile {self.name!r} sets no context "
+                f"size: TaskOS assumes {ASSUMED_WINDOW:,} tokens. Set the real window on the "
+                "profile, or requests may go over it.")
+
+    def to_engine(self, context_size: int | None = None) -> agents.ModelProfile:
+        """The engine's view of this profile, optionally with a smaller window."""
+        kept = {spec.name: getattr(self, spec.name) for spec, _ in agents.profile_settings()}
+        kept.update({spec.name: float(kept[spec.name]) for spec, how in agents.profile_settings()
+                     if how.money})
+        kept.update(context_size=context_size or self.effective_window,
+                    token_overheads=dict(self.token_overheads or {}))
+        return agents.ModelProfile(
+            **kept, warnings=[self.window_warning] if self.window_warning else [],
+            sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0)
+
+
+for _spec, _how in agents.profile_settings():
+    ModelProfile.add_to_class(_spec.name, column(_spec, _how))
+
+
+# --- sessions and what they hold
 
 class Session(models.Model):
     """One agent task from start to final answer."""
@@ -267,3 +383,69 @@ class EngineStateChunk(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key"],
                                                name="unique_state_chunk_per_session")]
+
+
+# --- the archive (feature C5)
+
+# Words longer than this are ids, hashes or base64 runs: nobody searches for them by
+# keyword and they would only bloat the full-text index.
+MAX_INDEXED_WORD = 64
+# Only the start of a huge tool result is indexed; the whole of it stays in `content`.
+MAX_INDEXED_CHARS = 200_000
+
+
+def search_terms(content: str, tool_name: str = "", is_binary: bool = False) -> str:
+    """The space-separated keywords the full-text index sees (CJK characters one by one)."""
+    words = keywords(tool_name)
+    if not is_binary:
+        words |= keywords(content[:MAX_INDEXED_CHARS])
+    return " ".join(sorted(w for w in words if len(w) <= MAX_INDEXED_WORD))
+
+
+class ArchivedTurn(models.Model):
+    """One raw message or tool output, append-only and never truncated (feature C5).
+
+    `search_text` feeds the full-text index created in migration 0003 (an FTS5 table kept
+    in sync by triggers on SQLite, a generated tsvector column with a GIN index on
+    PostgreSQL). A later migration that rebuilds this table on SQLite drops those triggers:
+    re-create them there (see 0003) or search stops finding new rows.
+    """
+
+    session = models.ForeignKey("runs.Session", on_delete=models.CASCADE,
+                                related_name="archive")
+    turn = models.PositiveIntegerField()
+    role = models.CharField(max_length=20)
+    content = models.TextField()
+    tool_name = models.CharField(max_length=100, blank=True)
+    tool_args = models.JSONField(default=dict, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    is_binary = models.BooleanField(default=False, help_text="content is base64")
+    search_text = models.TextField(blank=True, editable=False)
+    # True while the row's words are not in the full-text index yet. The engine archives a
+    # turn's rows without them (reading ~200 words out of a result and indexing them was a
+    # third of a turn's database time); the session's next search indexes them first
+    # (taskos/store/search.py), as the in-memory store does. NULL once indexed, as every
+    # row saved through the ORM is.
+    search_pending = models.BooleanField(null=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "turn"], name="runs_archive_session_turn"),
+                   # newest-first walks within one session (search on dense words)
+                   models.Index(fields=["session", "id"], name="runs_archive_session_id"),
+                   models.Index(fields=["session"], condition=models.Q(search_pending=True),
+                                name="runs_archive_search_pending")]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn} {self.role} {self.tool_name}".strip()
+
+    @property
+    def ref(self) -> str:
+        return f"arc:{self.session_id}:{self.pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.search_text:
+            self.search_text = search_terms(self.content, self.tool_name, self.is_binary)
+        self.search_pending = None
+        super().save(*args, **kwargs)
