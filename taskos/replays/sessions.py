@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable
 
-from agents import (ConfigError, ContextConfig, EventType, ModelCall, Recording, RecordingError,
+from agents import (ContextConfig, EventType, ModelCall, Recording, RecordingError,
                     build_recording, replay_runner)
 from taskos.runs.models import ModelProfile, Session, SessionEvent
-from taskos.runs.services import MIN_WINDOW, SessionError
+from taskos.runs.services import SessionError, checked_config, checked_window
 from taskos.store.django_store import DjangoStore
 from taskos.store.stored_events import select, stored_events
 
@@ -77,16 +77,9 @@ def create_replay(source: Session, owner, settings: dict[str, Any] | None = None
         raise SessionError(str(exc)) from None
     settings = dict(settings or {})
     profile = profile or source.profile
-    window = settings.pop("window", None) or min(source.window, profile.effective_window)
-    if window < MIN_WINDOW:
-        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
-    if window > profile.effective_window:
-        raise SessionError(f"The window ({window} tokens) is larger than the context size of "
-                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
-    try:
-        config = ContextConfig.from_dict({**(source.context_settings or {}), **settings})
-    except (ConfigError, TypeError) as exc:
-        raise SessionError(f"Context settings: {exc}") from None
+    window = checked_window(settings.pop("window", None)
+                            or min(source.window, profile.effective_window), profile)
+    config = checked_config({**(source.context_settings or {}), **settings})
     return Session.objects.create(
         owner=owner, goal=source.goal, scenario=source.scenario, profile=profile,
         window=window, context_settings=config.to_dict(), replay_of=source)

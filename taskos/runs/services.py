@@ -22,6 +22,24 @@ class SessionError(ValueError):
     """A request a person made that cannot be carried out; the message says why."""
 
 
+def checked_window(window: int, profile: ModelProfile) -> int:
+    """`window`, when a session may use it on `profile`; else SessionError saying why."""
+    if window < MIN_WINDOW:
+        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
+    if window > profile.effective_window:
+        raise SessionError(f"The window ({window} tokens) is larger than the context size of "
+                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
+    return window
+
+
+def checked_config(settings: dict[str, Any]) -> ContextConfig:
+    """The context settings a person gave, checked; else SessionError saying what is wrong."""
+    try:
+        return ContextConfig.from_dict(settings)
+    except (ConfigError, TypeError) as exc:
+        raise SessionError(f"Context settings: {exc}") from exc
+
+
 def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
                    window: int | None, context_settings: dict[str, Any] | None) -> Session:
     """Validate and save a queued session (not started: call start_session)."""
@@ -40,16 +58,8 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
     too_long = input_too_long(goal, "goal")
     if too_long:
         raise SessionError(too_long)
-    window = window or scenario_window or profile.effective_window
-    if window < MIN_WINDOW:
-        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
-    if window > profile.effective_window:
-        raise SessionError(f"The window ({window} tokens) is larger than the context size of "
-                           f"profile {profile.name!r} ({profile.effective_window} tokens).")
-    try:
-        config = ContextConfig.from_dict(context_settings or {})
-    except (ConfigError, TypeError) as exc:
-        raise SessionError(f"Context settings: {exc}") from exc
+    window = checked_window(window or scenario_window or profile.effective_window, profile)
+    config = checked_config(context_settings or {})
     unknown = sorted(set(config.tools) - set(default_registry(config).names()))
     if unknown:
         known = ", ".join(default_registry(config).names())
