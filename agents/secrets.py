@@ -90,6 +90,11 @@ def register_secret(value: str | None) -> None:
         _pattern = re.compile("|".join(re.escape(s) for s in ordered))
 
 
+def any_registered() -> bool:
+    """Whether any key value is registered, so that there is anything to redact."""
+    return _pattern is not None
+
+
 def redact(text: str) -> str:
     """`text` with every registered key value replaced by [redacted]."""
     pattern = _pattern

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from agents.events import Event, EventSink
-from agents.secrets import redact_value
+from agents.secrets import any_registered, redact_value
 
 if TYPE_CHECKING:
     from agents.context.working import Request
@@ -66,10 +66,11 @@ class SessionEvents:
     def emit(self, event: Event) -> None:
         event.turn = event.turn or self.state.turn
         event.session_id = self.session_id
-        payload = event.payload
-        redacted = redact_value(payload)  # no API key reaches an event
-        if redacted is not payload:
-            event = event.with_payload(redacted)
+        if any_registered():  # no API key reaches an event
+            payload = event.payload
+            redacted = redact_value(payload)
+            if redacted is not payload:
+                event = event.with_payload(redacted)
         self.sink.emit(event)
         self.state.last_seq = event.seq or self.state.last_seq
         for observe in self.observers:
