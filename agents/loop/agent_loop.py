@@ -60,8 +60,8 @@ class AgentLoop:
         self.state = state = LoopState()
         self.sink = events  # the raw sink: a resumed run marks what a dead worker left
         self.events = SessionEvents(session_id, events, state)
-        self.store = RedactingStore(store)  # no API key reaches the archive
-        self.deps = deps = LoopDeps(session_id=session_id, spec=spec, store=self.store,
+        redacting = RedactingStore(store)  # no API key reaches the archive
+        self.deps = deps = LoopDeps(session_id=session_id, spec=spec, store=redacting,
                                     emit=self.events.emit, tools=tools, workspace=workspace,
                                     clock=clock or utc_now)
         self.counter = make_counter(spec.profile)
@@ -89,7 +89,7 @@ class AgentLoop:
         self.book = AnchorBook(session_id, store, deps.emit)
         self.hints = HintInjector(spec.config)
         # E3 from the archive: reads back what the store kept, audits what was sent.
-        self.audit = SourceAudit(self.store, session_id, deps.emit)
+        self.audit = SourceAudit(redacting, session_id, deps.emit)
         self.events.observers.append(self.audit.observe)
         self.keeper = ContextKeeper(deps, state, ctx=self.ctx, book=self.book, hints=self.hints,
                                     calls=self.calls, audit=self.audit,

@@ -140,13 +140,14 @@ class ModelProfile(models.Model):
 
     def to_engine(self, context_size: int | None = None) -> agents.ModelProfile:
         """The engine's view of this profile, optionally with a smaller window."""
-        kept = {spec.name: getattr(self, spec.name) for spec, _ in agents.profile_settings()}
-        kept.update({spec.name: float(kept[spec.name]) for spec, how in agents.profile_settings()
-                     if how.money})
+        kept = {spec.name: float(value) if how.money else value
+                for spec, how in agents.profile_settings()
+                for value in [getattr(self, spec.name)]}
         kept.update(context_size=context_size or self.effective_window,
                     token_overheads=dict(self.token_overheads or {}))
+        warning = self.window_warning
         return agents.ModelProfile(
-            **kept, warnings=[self.window_warning] if self.window_warning else [],
+            **kept, warnings=[warning] if warning else [],
             sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0)
 
 
