@@ -271,7 +271,8 @@ class AgentLoop:
                     raise
                 self.retries.wait_or_give_up(exc, self.deps.emit,
                                              lambda: self.deps.store.cancel_requested(
-                                                 self.deps.session_id))
+                                                 self.deps.session_id),
+                                             idle=self.calls.waiting)
             else:
                 self.retries.succeeded()
                 return reply

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from agents.config import ModelProfile
 from agents.context.working import Request
@@ -151,7 +152,8 @@ class CallRunner:
             except ModelError as exc:
                 if self.retries is None or not exc.transient:
                     raise
-                self.retries.wait_or_give_up(exc, self.emit, self.should_stop or (lambda: False))
+                self.retries.wait_or_give_up(exc, self.emit, self.should_stop or (lambda: False),
+                                             idle=self.waiting)
             else:
                 if self.retries is not None:
                     self.retries.succeeded()
@@ -159,11 +161,13 @@ class CallRunner:
 
     def _exact(self, messages, tools, tool_choice):
         """The request's exact figures as the server will render it (PromptCount), or None
-        where exact counting is off."""
+        where exact counting is off. Asking the server is a wait like the call itself."""
         wire = getattr(self.model, "wire", None)
         if self.served is None or wire is None:
             return None
-        return self.served.count(wire(messages), tools or None, tool_choice if tools else None)
+        with self.waiting():
+            return self.served.count(wire(messages), tools or None,
+                                     tool_choice if tools else None)
 
     def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
         """The request's parameters other than the messages, in the order they are sent.
@@ -204,17 +208,28 @@ class CallRunner:
         self._last_tools = (call, tools)
         return sent
 
-    def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Around every wait of the engine's — a model call, the server's tokenizer, a
+        retry's backoff: what the turn wrote is committed first and the next batch opens
+        after, so no transaction (on SQLite: the database's one write lock) is held while
+        nothing is computed (issue 25 item 1)."""
         self.pause()
+        try:
+            yield
+        finally:
+            self.resume()
+
+    def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
         started = time.perf_counter()
         try:
-            return self._interruptible(messages, tools, max_tokens, model, tool_choice)
+            with self.waiting():
+                return self._interruptible(messages, tools, max_tokens, model, tool_choice)
         except ModelError as exc:
             exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
             raise
         finally:
             self.ledger.outside(time.perf_counter() - started)
-            self.resume()
 
     def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout."""

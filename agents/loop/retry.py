@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, ContextManager
 
 from agents.errors import error_event
 from agents.events import Event
@@ -81,9 +82,12 @@ class RetryBudget:
                          spent=self.spent, budget=self.seconds)
 
     def wait_or_give_up(self, exc: "ModelError", emit: Callable[[Event], None],
-                        should_stop: Callable[[], bool]) -> None:
+                        should_stop: Callable[[], bool],
+                        idle: Callable[[], ContextManager[None]] = nullcontext) -> None:
         """Announce the next attempt as a non-fatal ERROR and wait for it, or re-raise
-        `exc` with the reason when the budget cannot cover the wait."""
+        `exc` with the reason when the budget cannot cover the wait. The wait runs inside
+        `idle()`, which commits what the turn wrote first (the notice with it, so people
+        see it while the session waits)."""
         plan = self.plan(exc.elapsed_s, exc.retry_after)
         if plan is None:
             raise type(exc)(exc.code, f"{exc} — giving up: the session's retry budget of "
@@ -95,7 +99,8 @@ class RetryBudget:
                          retry_in_s=round(plan.delay, 2), next_attempt_at=plan.next_attempt_at,
                          retry_after=exc.retry_after, budget_spent_s=round(plan.spent, 2),
                          budget_s=plan.budget))
-        self.wait(plan.delay, should_stop)
+        with idle():
+            self.wait(plan.delay, should_stop)
 
     def wait(self, delay: float, should_stop: Callable[[], bool]) -> None:
         """Sleep `delay` seconds in slices; raise CallCancelled as soon as a cancel arrives."""

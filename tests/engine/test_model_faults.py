@@ -232,3 +232,69 @@ def test_the_retry_notice_says_when_the_next_attempt_is():
     [notice] = errors(sink, fatal=False)
     assert notice["code"] == "provider_error"
     assert f"retrying at {notice['next_attempt_at']} (in 0.5 s;" in notice["message"]
+
+
+class BatchingStore(MemoryStore):
+    """A MemoryStore with the batch calls a database store has (agents/loop/commits.py),
+    recording whether a batch is open: the stand-in for a transaction that, on SQLite,
+    holds the one write lock of the database."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_open = False
+        self.batches = 0
+
+    def begin_batch(self) -> None:
+        self.batch_open = True
+        self.batches += 1
+
+    def commit_batch(self, durable: bool = False) -> None:
+        self.batch_open = False
+
+    def mark_turn_saved(self) -> None:
+        pass
+
+    def rollback_batch(self, exc: BaseException) -> None:
+        self.batch_open = False
+
+
+class SleepSeeingTheBatch(FakeSleep):
+    def __init__(self, store: BatchingStore) -> None:
+        super().__init__()
+        self.store, self.open_while_sleeping = store, []
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        self.open_while_sleeping.append(self.store.batch_open)
+
+
+def test_no_batch_is_open_while_an_agent_call_waits_to_be_retried():
+    # Issue 25 item 1: the batch was re-opened (BEGIN IMMEDIATE on SQLite) right after the
+    # failed call, so the whole backoff held the database's write lock.
+    store = BatchingStore()
+    sleep = SleepSeeingTheBatch(store)
+    with FakeProvider(script=["500", "429"], default="ok", retry_after="2") as provider:
+        run, sink, _ = run_against(provider, store=store,
+                                   retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))
+    assert run.status == "finished" and len(provider.requests) == 3
+    assert sleep.open_while_sleeping and not any(sleep.open_while_sleeping)
+    # The retry notices were committed before the waits (people see them meanwhile).
+    assert [e["code"] for e in errors(sink, fatal=False)] == ["provider_error", "rate_limited"]
+
+
+def test_no_batch_is_open_while_a_summary_call_waits_to_be_retried():
+    scenario = load_scenario("retrieval-6x1600")
+    _, sim = sim_http_client(scenario, scenario.window)
+    flaky = FirstSummaryRateLimited(sim)
+    client = httpx2.Client(transport=flaky, base_url="http://sim.taskos.invalid/v1")
+    store = BatchingStore()
+    sleep = SleepSeeingTheBatch(store)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
+                                           profile=ModelProfile(context_size=scenario.window),
+                                           config=ContextConfig()),
+                          session_id="s", store=store, events=ListSink(), workspace=Path(tmp),
+                          http_client=client,
+                          retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))
+    assert run.status == "finished" and flaky.refused == 1
+    assert sleep.open_while_sleeping and not any(sleep.open_while_sleeping)
