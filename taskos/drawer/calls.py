@@ -36,32 +36,74 @@ def sent_messages(messages: list[dict[str, Any]],
     return sent
 
 
-def _tools_of(session: Session, request: dict[str, Any]) -> Any:
-    tools = request.get("tools")
-    if isinstance(tools, dict) and "tools_of_call" in tools:
-        # all_objects: the call that first sent them may belong to a turn run again since.
-        row = (SessionEvent.all_objects.filter(session=session, type=EventType.MODEL_CALL,
-                                               payload__call=tools["tools_of_call"])
-               .values_list("payload__request__tools", flat=True).first())
-        tools = row
-    # Stored as JSON text: a JSONB column would not keep the schemas' key order.
-    return json.loads(tools) if isinstance(tools, str) else tools
+# How many markers a lookup follows before it calls the schemas lost: the engine writes a
+# marker only to a call that stored the schemas, so a chain is a damaged record, not a path.
+MARKER_HOPS = 8
+
+
+def marker_of(tools: Any) -> int | None:
+    """The call number a stored {"tools_of_call": N} names, None when `tools` is no marker."""
+    if isinstance(tools, dict) and isinstance(tools.get("tools_of_call"), int):
+        return tools["tools_of_call"]
+    return None
+
+
+def schemas(tools: Any) -> list[dict[str, Any]] | None:
+    """Stored tool schemas as the list sent; None for anything else (a marker, damage)."""
+    if isinstance(tools, str):  # stored as JSON text: a JSONB column loses key order
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            return None
+    if isinstance(tools, list) and all(isinstance(t, dict) for t in tools):
+        return tools
+    return None
+
+
+def tools_of(session: Session, seq: int, request: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The tool schemas of the call stored at `seq` (its `request`), a marker resolved to
+    the live call it names; None when they cannot be found (told, never raised).
+
+    The marker names a call number, and after a resume a number is on two rows: the
+    discarded copy of the interrupted turn's call (which may itself hold a marker) and the
+    live one run again. Only live rows stored before the marking call are read (issue 25
+    item 2), the newest such row of the number being the one the engine wrote the marker
+    against."""
+    tools, hops = request.get("tools"), 0
+    while (number := marker_of(tools)) is not None and hops < MARKER_HOPS:
+        found = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL,
+                                             payload__call=number, seq__lt=seq)
+                 .order_by("-seq").values_list("seq", "payload__request__tools").first())
+        if found is None:
+            return None
+        seq, tools = found
+        hops += 1
+    return schemas(tools)
+
+
+class ToolsLost(LookupError):
+    """A call's request named tool schemas that its stored record no longer resolves to."""
 
 
 def body_of(session: Session, call: ModelCall) -> dict[str, Any] | None:
     """The request body of a stored call (whole: `load_call`) as a dict in wire order; None
-    if not recorded."""
+    if not recorded. Tool schemas that cannot be resolved (`tools_of`) are None there."""
     request = call.request
     if not request:
         return None
     params = {k: v for k, v in request.items() if k != "key_orders"}
     params["messages"] = sent_messages(call.messages, request.get("key_orders"))
     if "tools" in params:
-        params["tools"] = _tools_of(session, request)
+        params["tools"] = tools_of(session, call.seq, request)
     extra = params.pop("extra_body", None) or {}
     ordered = {key: params[key] for key in SDK_ORDER if key in params}
     ordered.update((key, value) for key, value in params.items() if key not in ordered)
     return {**ordered, **extra}
+
+
+def tools_lost(body: dict[str, Any] | None) -> bool:
+    """The call sent tool schemas that its record cannot give back."""
+    return body is not None and "tools" in body and body["tools"] is None
 
 
 def dump_body(body: dict[str, Any]) -> bytes:
@@ -71,11 +113,14 @@ def dump_body(body: dict[str, Any]) -> bytes:
 
 def request_body(session: Session, number: int) -> bytes | None:
     """The bytes the provider received for call `number`; None when there is no such call
-    or it was recorded before request parameters were kept."""
+    or it was recorded before request parameters were kept. ToolsLost when its tool
+    schemas cannot be resolved: a body without them is not what was sent."""
     call = load_call(session, number)
     if call is None:
         return None
     body = body_of(session, call)
+    if tools_lost(body):
+        raise ToolsLost(f"The tool schemas call {number} sent are not in its stored record.")
     return None if body is None else dump_body(body)
 
 

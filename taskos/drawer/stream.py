@@ -19,6 +19,7 @@ from taskos.drawer.events import latest_seq, load_events, load_newest
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.runs.models import Session
+from taskos.store.stored_events import discards_before
 
 TRANSCRIPT_TYPES = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_CALL,
                     EventType.TOOL_RESULT, EventType.COMPACTION, EventType.ERROR,
@@ -134,10 +135,14 @@ def render_update(session: Session, after: int, *, full: bool = False,
     new = load_events(session, after=after)
     if not new and not full:
         return Update("", after, session.is_active)
+    # A resume discarded events the page may hold (the interrupted turn's): it gets every
+    # panel and the transcript again, from the live rows only (issue 25 item 2).
+    discarded = after > 0 and discards_before(new)
+    full = full or discarded
     # A browser claiming more than is stored (a reset database) is set back to what is.
     last = new[-1].seq if new else min(max(after, 0), latest_seq(session))
     if feed is not None:
-        if feed.seq > last and not new:
+        if (feed.seq > last and not new) or discarded:
             feed.load(session)  # the feed holds events the database no longer has
         else:
             feed.advance(session, new)
@@ -153,8 +158,10 @@ def render_update(session: Session, after: int, *, full: bool = False,
         if feed is not None:  # a folded panel falls behind: sent whole when unfolded
             feed.current.difference_update(p.name for p in touched if p not in panels)
     parts = []
-    transcript = render_transcript(session, new)
-    if transcript:
+    if discarded:
+        parts.append(render_to_string("drawer/_transcript_whole.html", {
+            "session": session, "transcript": transcript_page(session, last + 1)}))
+    elif transcript := render_transcript(session, new):
         parts.append(f'<div hx-swap-oob="afterbegin:#transcript">{transcript}</div>')
     # From the start (a page that has nothing yet), `new` is every event: read once.
     parts.append(render_panels(session, panels, oob=True, feed=feed, new=None if full else new,

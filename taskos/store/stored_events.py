@@ -6,6 +6,11 @@ so readers read fields (`call.input_tokens`), never payload keys. Where a few ke
 rows are wanted (the drawer charting a 1000-call run), `select` reads only those keys in
 SQL: its events are partial, every other field at its default, and are read for the keys
 asked for only.
+
+Every reader takes its rows from `SessionEvent.objects`, which never returns an event of a
+turn that a resume discarded (taskos/runs/models.py); `all_objects` is for the event log's
+own numbering, a call's message parts (addressed by seq) and the chaos run's audit, which
+tests/django/test_discarded_turns.py holds to that list.
 """
 from __future__ import annotations
 
@@ -14,11 +19,15 @@ from typing import Any, Iterable, TypeVar
 
 from django.db.models import F, QuerySet
 
-from agents import Event, EventType, event_from
+from agents import ErrorEvent, Event, EventType, event_from
 
 E = TypeVar("E", bound=Event)
 
 KNOWN_TYPES = frozenset(t.value for t in EventType)
+# The notice a resume emits right after it marked the interrupted turn's events discarded
+# (agents/loop/agent_loop.py): `SessionEvent.objects` no longer reads them, but whoever
+# holds them already (a live page, its feed) must drop them too (issue 25 item 2).
+DISCARD_NOTICE = "turn_interrupted"
 
 
 def stored_event(type: str, payload: dict[str, Any] | None, *, seq: int = 0, turn: int = 0,
@@ -65,3 +74,9 @@ def select(rows: QuerySet, cls: type[E], keys: Iterable[str]) -> list[E]:
         events.append(stored_event(cls.TYPE, payload, seq=row["seq"], turn=row["turn"],
                                    at=row["at"]))
     return events  # type: ignore[return-value]  # of cls.TYPE: a cls
+
+
+def discards_before(events: Iterable[Event]) -> bool:
+    """True when `events` report that events stored before them were discarded since."""
+    return any(isinstance(event, ErrorEvent) and event.code == DISCARD_NOTICE
+               for event in events)

@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from taskos.drawer.calls import request_body
+from taskos.drawer.calls import ToolsLost, request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.inspector import InspectorPanel
 from taskos.drawer.stream import render_update, transcript_page
@@ -82,7 +82,11 @@ def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     session = owned_session(request, pk)
     if call_payload(session, number) is None:
         raise Http404(f"Session {session.pk} has no model call {number}.")
-    body = request_body(session, number)
+    try:
+        body = request_body(session, number)
+    except ToolsLost as exc:
+        return HttpResponse(f"{exc} The exact body cannot be rebuilt; the stored record is at "
+                            "record.json.", status=410, content_type="text/plain; charset=utf-8")
     if body is None:
         return HttpResponse(f"Call {number} was recorded before request parameters were kept; "
                             "its stored record is at record.json.", status=410,

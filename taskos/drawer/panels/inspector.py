@@ -11,7 +11,7 @@ from django.utils.safestring import mark_safe
 
 from agents import Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.calls import body_of, token_parts
+from taskos.drawer.calls import body_of, token_parts, tools_lost
 from taskos.drawer.events import load_call
 
 SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
@@ -49,23 +49,27 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int]) -> list[dict
     return rows
 
 
-# Details of recent calls by (session, its start, call number). A stored call never
+# Details of recent calls by (session, its start, the call's row). A stored row never
 # changes, and a live page re-renders the latest call's detail on each update: rebuilding
 # its messages and counting their tokens took most of an update's server time (profiled).
+# Keyed by the row's seq, not the call's number: a resumed session runs an interrupted
+# turn's calls again under the same numbers, and the detail of the discarded copy must
+# not stand for the live one (issue 25 item 2).
 _DETAILS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
 DETAILS_KEPT = 64
 
 
-def call_detail(session, number: int | None) -> dict[str, Any] | None:
-    """The inspector's view of call `number` (cached: see _DETAILS)."""
-    if number is None:
+def call_detail(session, number: int | None, seq: int | None) -> dict[str, Any] | None:
+    """The inspector's view of call `number`, stored at `seq` (cached: see _DETAILS); None
+    when the session has no such live call."""
+    if number is None or seq is None:
         return None
-    key = (session.pk, session.created_at, number)
+    key = (session.pk, session.created_at, seq)
     detail = _DETAILS.get(key)
     if detail is None:
         detail = read_call_detail(session, number)
-        if detail is None:
-            return None
+        if detail is None or detail["seq"] != seq:
+            return detail
         _DETAILS[key] = detail
         while len(_DETAILS) > DETAILS_KEPT:
             _DETAILS.popitem(last=False)
@@ -88,7 +92,7 @@ def read_call_detail(session, number: int) -> dict[str, Any] | None:
     if "tools" in extra:
         per_zone["tools"] += extra["tools"]["tokens"]
     params = {k: v for k, v in (body or {}).items() if k not in ("messages", "tools")}
-    return {"call": number, "kind": call.kind, "turn": call.turn,
+    return {"call": number, "seq": call.seq, "kind": call.kind, "turn": call.turn,
             "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
             "cached_tokens": call.cached_tokens, "finish_reason": call.finish_reason,
             "latency_ms": call.latency_ms, "model": call.model,
@@ -97,6 +101,7 @@ def read_call_detail(session, number: int) -> dict[str, Any] | None:
             "tools": [{"name": (t.get("function") or {}).get("name", "?"),
                        "schema": json.dumps(t, ensure_ascii=False, indent=1)}
                       for t in (body or {}).get("tools") or []],
+            "tools_lost": tools_lost(body),
             "tools_part": extra.get("tools"), "priming": extra.get("priming"),
             "difference": extra.get("difference"), "parts_total": sum(p["tokens"] for p in parts),
             "zones": sorted(per_zone.items(), key=lambda item: -item[1]), "messages": rows}
@@ -113,11 +118,14 @@ class InspectorPanel(Panel):
         calls = [{"call": ev.call, "kind": ev.kind, "tokens": ev.input_tokens, "turn": ev.turn}
                  for ev in events]
         latest = calls[-1]["call"] if calls else None
+        shown = pinned if pinned is not None else latest
+        # The page lists live calls only (load_events): the row shown is the listed one.
+        seq = next((ev.seq for ev in reversed(events) if ev.call == shown), None)
         # Only the body following the latest call carries the ids live updates target.
         return {"calls": calls[::-1][:LISTED_CALLS], "latest": latest, "pinned": pinned,
                 "following": pinned is None,
                 "unlisted": max(0, len(calls) - LISTED_CALLS),
-                "detail": call_detail(session, pinned if pinned is not None else latest)}
+                "detail": call_detail(session, shown, seq)}
 
     def badge(self, context: dict[str, Any]) -> str:
         return f"call {context['latest']}" if context["latest"] is not None else ""
@@ -130,7 +138,7 @@ class InspectorPanel(Panel):
         30–50 KB per call, parsed and merged in one frame (profiled: up to 33 ms)."""
         detail = context["detail"]
         before = [ev for ev in events if ev.seq < new[0].seq]
-        shown = call_detail(session, before[-1].call) if before else None
+        shown = call_detail(session, before[-1].call, before[-1].seq) if before else None
         if detail is None or shown is None:
             return None
         oob = {**context, "session": session, "oob": True}
