@@ -125,6 +125,17 @@ class DjangoStore:
         if self.lease is not None:
             self.lease.check()
 
+    @contextmanager
+    def _fenced(self):
+        """A write of the engine's: inside the batch, fenced when the batch commits;
+        outside it, its own transaction, fenced first (turn_sql.hold_lease)."""
+        if self._batch is not None or self.lease is None:
+            yield
+            return
+        with transaction.atomic():
+            turn_sql.hold_lease(self.lease)
+            yield
+
     # --- the turn's batch: one transaction from one wait to the next (agents/loop/
     # commits.py), its writes sent together on PostgreSQL (batch_writes.py)
     @property
@@ -147,6 +158,11 @@ class DjangoStore:
         if batch is None:
             return
         try:
+            if self.lease is not None:
+                # The batch's last statement, sent with its kept writes: it commits only
+                # while this executor holds the session (issue 25 item 3).
+                with self._writes.writing():
+                    turn_sql.hold_lease(self.lease, settle=self._writes.flush)
             self._writes.flush()
         except BaseException as exc:
             self._writes.stop()
@@ -218,7 +234,7 @@ class DjangoStore:
             content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
             is_binary = True
         row_id = self._archive_ids.next()
-        with self._writes.writing():
+        with self._fenced(), self._writes.writing():
             row_id = turn_sql.insert_archived(pk, {
                 "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
                 "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
@@ -288,11 +304,11 @@ class DjangoStore:
         # Plain SQL (turn_sql), so no post_save: the engine's own writes are not counted
         # as a person's edits (taskos/runs/edits.py).
         if anchor.id is not None:
-            with self._writes.writing():
+            with self._fenced(), self._writes.writing():
                 turn_sql.upsert_anchor(pk, anchor.id, fields)
             return AnchorRecord(id=anchor.id, **fields)
         new_id = self._anchor_ids.next()
-        with self._writes.writing():
+        with self._fenced(), self._writes.writing():
             return AnchorRecord(id=turn_sql.insert_anchor(pk, fields, new_id), **fields)
 
     # --- tasks and notes
@@ -309,7 +325,7 @@ class DjangoStore:
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"Task ids must be unique in a session; repeated: {duplicates}")
-        with transaction.atomic(), engine_writes():
+        with self._fenced(), transaction.atomic(), engine_writes():
             Task.objects.filter(session_id=pk).exclude(task_id__in=ids).delete()
             existing = {t.task_id: t for t in Task.objects.filter(session_id=pk)}
             for record in tasks:
@@ -335,7 +351,8 @@ class DjangoStore:
 
     def save_notes(self, session_id, notes) -> None:
         self._poll = None
-        Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
+        with self._fenced():
+            Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
 
     # --- what people ask of a running session (cancel, messages, Compact now, edits), read
     # once a turn (features W4, C13)
@@ -347,7 +364,7 @@ class DjangoStore:
         if not self._polled(session_id, "pending", lambda: untaken().exists()):
             return []
         waiting = untaken()
-        with transaction.atomic():
+        with self._fenced(), transaction.atomic():
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
             PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
                 taken=True, taken_turn=turn)
@@ -358,7 +375,7 @@ class DjangoStore:
                 pk=session_pk(session_id), compact_request__isnull=False).exists()):
             return None
         sessions = Session.objects.filter(pk=session_pk(session_id))
-        with transaction.atomic():
+        with self._fenced(), transaction.atomic():
             request = sessions.select_for_update().values_list("compact_request",
                                                                flat=True).first()
             if request is not None:
@@ -463,7 +480,7 @@ class DjangoStore:
         """
         self._check_lease()
         pk = session_pk(session_id)
-        with transaction.atomic():
+        with self._fenced(), transaction.atomic():
             removed, _ = ArchivedTurn.objects.filter(session_id=pk, turn__gte=from_turn).delete()
             returned = PendingMessage.objects.filter(
                 session_id=pk, taken=True, taken_turn__gte=from_turn).update(
@@ -526,7 +543,7 @@ class DjangoStore:
         settings = {**(parent.context_settings or {}),
                     "max_turns": int(request.get("max_turns") or
                                      (parent.context_settings or {}).get("max_turns", 400))}
-        with transaction.atomic():
+        with self._fenced(), transaction.atomic():
             child = Session.objects.create(
                 owner_id=parent.owner_id, goal=request["goal"],
                 scenario=request.get("scenario") or "", profile=profile, window=window,

@@ -50,8 +50,12 @@ class EventLog:
     call (taskos/store/call_messages.py).
     """
 
-    def __init__(self, session: Session | int | str, announce: Announce) -> None:
+    def __init__(self, session: Session | int | str, announce: Announce, lease=None) -> None:
         self.session_pk = session.pk if isinstance(session, Session) else int(session)
+        # The executor's lease (taskos/worker/lease.py): an event stored outside the engine's
+        # batch is fenced by it in its own transaction; a batch's are fenced at its commit
+        # (taskos/store/django_store.py).
+        self.lease = lease
         self._seq = self._stored_max_seq()
         self._announce = announce
         self._held: list[Event] | None = None  # None: events are stored as they come
@@ -80,10 +84,14 @@ class EventLog:
         self._held, self._calls_uncommitted = None, []
         self._calls.forget()
         self._seq = self._stored_max_seq()
+        if self.lease is not None and self.lease.lost:
+            return  # the session is another executor's now: its record is the one kept
         for event in calls:
             try:
                 self.emit(event)
             except Exception:  # noqa: BLE001 - the rollback's own cause is what is raised
+                if self.lease is not None and self.lease.lost:
+                    return
                 log.exception("Session %s: could not keep the record of model call %s after "
                               "its turn rolled back", self.session_pk, event.call)
                 return
@@ -205,6 +213,8 @@ class EventLog:
             self._held.append(event)
             return
         with transaction.atomic():
+            if self.lease is not None:
+                turn_sql.hold_lease(self.lease)
             if connection.vendor == "postgresql":
                 # The event log does not wait for its own disk flush (SQLite in WAL mode
                 # with synchronous=NORMAL behaves the same): a power loss may drop the last

@@ -154,6 +154,26 @@ def save_head(session_pk: int, head: dict[str, Any], lease: Any = None,
 
 
 @lru_cache(maxsize=None)
+def _fence_sql(vendor: str) -> str:
+    return (f"UPDATE {_table(Session)} SET {_q('lease_expires')} = %s "
+            f"WHERE {_q('id')} = %s AND {_q('lease_owner')} = %s")
+
+
+def hold_lease(lease: Any, settle: Callable[[], int] | None = None) -> None:
+    """The fence of an executor's transaction (issue 25 item 3): renew `lease` in the
+    caller's transaction only while the session row still names it; when another executor
+    holds the session now, LeaseLost (`lease.fence`), and the caller's transaction rolls
+    back with everything it wrote. On PostgreSQL the row lock taken here makes a takeover
+    wait for this commit (and then find the lease renewed); on SQLite the transaction
+    holds the write lock already."""
+    lease.check()
+    expires = connection.ops.adapt_datetimefield_value(lease.expiry())
+    written = _run(_fence_sql(connection.vendor), [expires, lease.session_pk, lease.owner],
+                   settle=settle)
+    lease.fence(written > 0)
+
+
+@lru_cache(maxsize=None)
 def _poll_sql(vendor: str) -> str:
     s, p = _table(Session), _table(PendingMessage)
     waiting = (f"EXISTS (SELECT 1 FROM {p} WHERE {p}.{_q('session_id')} = {s}.{_q('id')} "

@@ -27,11 +27,11 @@ log = logging.getLogger("taskos.runs")
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
 
 
-def event_sink(session: Session | int | str) -> EventLog:
+def event_sink(session: Session | int | str, lease: Lease | None = None) -> EventLog:
     """The engine's event sink for a session: the event log, announcing what it stored to
-    the session's live pages."""
+    the session's live pages; with a lease, each of its writes fenced by it."""
     pk = session.pk if isinstance(session, Session) else int(session)
-    return EventLog(pk, GroupSender(pk).announce)
+    return EventLog(pk, GroupSender(pk).announce, lease=lease)
 
 
 def execute_session(session: Session, progress=None, lease: Lease | None = None,
@@ -42,11 +42,14 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
     session row, which belongs to the new executor then. `summarizer` picks the simulated
     model's summary mode (faithful, lossy, hostile).
     """
-    sink = event_sink(session)
-    Session.objects.filter(pk=session.pk).update(
-        status=Session.Status.RUNNING,
-        started_at=session.started_at or timezone.now())
+    sink = event_sink(session, lease)
     try:
+        running = {"status": Session.Status.RUNNING,
+                   "started_at": session.started_at or timezone.now()}
+        if lease is not None:
+            lease.fenced_update(**running)
+        else:
+            Session.objects.filter(pk=session.pk).update(**running)
         # Looked up at every run, not bound at import: tests run a stand-in engine in its place.
         run_engine = agents.run_session
         if session.replay_of_id:  # feature E2: recorded decisions under this session's settings
@@ -65,6 +68,11 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
     except Exception as exc:  # noqa: BLE001 - recorded on the session, never lost silently
+        if lease_gone(lease):
+            # Not this executor's session any more: its failure is not the session's.
+            log.warning("Session %s: stopped after losing the lease (%s: %s).", session.pk,
+                        type(exc).__name__, exc)
+            return {"status": "lease_lost"}
         mark_failed(session, sink, exc)
         raise
     report = dict(result.report or {})
@@ -89,6 +97,19 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
     else:
         Session.objects.filter(pk=session.pk).update(**values)
     return report
+
+
+def lease_gone(lease: Lease | None) -> bool:
+    """Whether another executor holds the session now (False when that cannot be read:
+    then the failure is recorded as this executor's)."""
+    if lease is None:
+        return False
+    if lease.lost:
+        return True
+    try:
+        return not lease.held()
+    except Exception:  # noqa: BLE001 - the database itself may be what failed
+        return False
 
 
 def failure_reason(session: Session, report: dict) -> str:

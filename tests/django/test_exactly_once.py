@@ -258,3 +258,55 @@ def test_killed_after_the_final_commit_finishes_without_calling_the_model(sim_pr
     session.refresh_from_db()
     assert session.status == "finished" and session.final_answer
     assert call_numbers(session) == calls_before
+
+
+def test_a_worker_frozen_past_its_lease_writes_nothing_when_it_wakes():
+    """Issue 25 item 3: worker A freezes in a model call (SIGSTOP, a VM pause: its lease
+    heartbeat freezes with it), its lease runs out, worker B takes the session over and
+    finishes it; then A wakes with the model's answer. Before the fence it stored that
+    call again after SESSION_FINISHED (the rolled-back batch's paid call, re-stored)."""
+    from taskos.runs.models import ModelProfile
+    from taskos.worker.execute import execute_session
+    from tests.engine.fake_provider import FakeProvider
+
+    def record(session):
+        events = list(SessionEvent.all_objects.filter(session=session).order_by("seq")
+                      .values_list("seq", "type", "discarded"))
+        archive = list(ArchivedTurn.objects.filter(session=session).order_by("id")
+                       .values_list("id", "turn", "role", "content"))
+        return events, archive
+
+    with FakeProvider(script=["tool", "gated_tool", "tool"], default="ok") as provider:
+        profile = ModelProfile.objects.create(name="fake", model="m", api_key_env="",
+                                              base_url=provider.base_url, context_size=16_000)
+        session = services.create_session(None, "Say hello.", "", profile, None, {})
+        frozen = Lease(session.pk, owner="worker-a", seconds=60)
+        assert frozen.take()  # no heartbeat: it is frozen with the rest of worker A
+        outcome = {}
+
+        def worker_a():
+            try:
+                outcome["a"] = execute_session(Session.objects.get(pk=session.pk),
+                                               lease=frozen)
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion
+                outcome["a"] = exc
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=worker_a, daemon=True)
+        thread.start()
+        assert provider.gated.wait(60), "worker A never reached its second model call"
+        expire_lease(session)
+        taker = Lease(session.pk, owner="worker-b", seconds=60)
+        assert taker.take()
+        report = execute_session(Session.objects.get(pk=session.pk), lease=taker)
+        assert report["status"] == "finished"
+        before = record(session)
+        provider.gate.set()  # worker A wakes with its answer
+        thread.join(60)
+    assert outcome["a"] == {"status": "lease_lost"}, outcome["a"]
+    assert record(session) == before  # not one event or archive row written by A
+    session.refresh_from_db()
+    assert session.status == "finished" and session.lease_owner == "worker-b"
+    last = SessionEvent.objects.filter(session=session).order_by("-seq").first()
+    assert last.type == "SESSION_FINISHED"

@@ -18,6 +18,8 @@ default). Behaviours:
 - "unknown_json"  a bare JSON call of a tool no task has, as the whole content
 - "echo"          the task snapshot of the request, sent back as the answer
 - "bad_read"      a tool call reading a file that does not exist (always fails)
+- "gated_tool"    set `gated`, wait until the test sets `gate`, then answer as "tool" (a
+                  worker frozen in its model call, woken when the test decides)
 
 Options: `null_content_500` answers any message with `content: null` with a 500, as
 llama-cpp-python's server does; `prompt_tokens` (a function of the request body) sets
@@ -71,6 +73,7 @@ class FakeProvider:
         self.requests: list[dict[str, Any]] = []  # {"behaviour", "authorization", "body"}
         self.received = threading.Event()  # set when any request has arrived
         self.stopping = threading.Event()
+        self.gated, self.gate = threading.Event(), threading.Event()  # "gated_tool"
         self._lock = threading.Lock()
         provider = self
 
@@ -108,7 +111,8 @@ class FakeProvider:
             "truncated": self._truncated, "empty": self._empty, "length": self._length,
             "429": self._rate_limited, "500": self._server_error, "echo401": self._echo_key,
             "text_tool": self._text_tool, "fenced_tool": self._fenced_tool,
-            "unknown_json": self._unknown_json, "echo": self._echo, "bad_read": self._bad_read}
+            "unknown_json": self._unknown_json, "echo": self._echo, "bad_read": self._bad_read,
+            "gated_tool": self._gated_tool}
 
     @property
     def base_url(self) -> str:
@@ -149,6 +153,11 @@ class FakeProvider:
         call = {"id": f"call_{len(self.requests)}", "type": "function",
                 "function": {"name": name, "arguments": arguments}}
         self._reply(handler, completion(None, "tool_calls", [call]))
+
+    def _gated_tool(self, handler) -> None:
+        self.gated.set()
+        self.gate.wait(120)
+        self._tool(handler)
 
     def _bad_read(self, handler) -> None:
         self._tool(handler, "read_file", '{"path": "no/such/file.txt"}')
