@@ -13,7 +13,8 @@ migrated first. Redis is a private redis-server started on a free port without p
 (a SIGKILL loses every queued message), or with --redis external the one at REDIS_URL,
 which is not killed but emptied and disconnected (see taskos/ops/chaos/stack.py). Exit status
 0 only when every session finished exactly like the uninterrupted run: no lost or
-duplicated turn or archive row, unbroken call numbers and no double execution.
+duplicated turn or archive row, unbroken call numbers and no double execution; and when
+every session's page, inspector and exports then open (taskos/ops/chaos/pages.py).
 """
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ only to detect two executors running at once.
 
 Compactions are compared apart: the resume note's tokens can make the trigger fire a turn
 earlier than in the uninterrupted run (the long chaos run showed it), which moves the
-compaction's events, its summary call and its handoff row by a turn. Their number and
-turns are reported; a handoff row stored twice still counts as a duplicated archive row.
+compaction's events, its summary call, the source audit of the request after it (AUDIT,
+issue 25 item 11) and its handoff row by a turn. Their number and turns are reported; a
+handoff row stored twice still counts as a duplicated archive row.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ ARCHIVE_REF = re.compile(r"arc:(\d+):(\d+)")
 RESUME_REF = "arc:resume-note"
 COMPARED = ("status", "final_answer", "turns", "archive", "events", "model_calls",
             "tool_calls", "tool_results", "assistant_messages")
-COMPACTION_EVENTS = (EventType.COMPACTION_STARTED, EventType.COMPACTION)
+# The AUDIT checks the first agent request after a compaction: it moves with it.
+COMPACTION_EVENTS = (EventType.COMPACTION_STARTED, EventType.COMPACTION, EventType.AUDIT)
 
 
 def of_compaction(event: Event) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 # Any of these above zero fails the run.
 FAILURES = ("lost_turns", "duplicated_turns", "lost_archive_rows", "duplicated_archive_rows",
             "duplicated_call_numbers", "double_executions", "call_numbers_broken",
-            "sessions_not_like_uninterrupted", "kills_not_done")
+            "sessions_not_like_uninterrupted", "kills_not_done", "page_errors")
 
 
 def summarize(plan, base_pk: int, results: list[dict], kills: list[dict], elapsed: float,
@@ -24,6 +24,9 @@ def summarize(plan, base_pk: int, results: list[dict], kills: list[dict], elapse
         "double_executions": sum(r["double_executions"] for r in results),
         "call_numbers_broken": sum(1 for r in results if not r["call_numbers_ok"]),
         "kills_not_done": plan.kills - len(kills),
+        # Pages, inspector views and exports that failed when opened after the run.
+        "page_errors": sum(r["page_errors"] for r in results),
+        "pages_opened": sum(r["requests"] for r in results),
         "resumes": sum(r["resumes"] for r in results),
         "compactions_moved": sum(r["compactions_moved"] for r in results),
         "sessions_with_another_compaction_count": sum(
@@ -50,7 +53,7 @@ def summary_text(report: dict[str, Any]) -> str:
              f"{report['elapsed_s']} s"]
     for name in FAILURES:
         lines.append(f"  {name:38} {totals[name]}")
-    for name in ("resumes", "discarded_events", "compactions_moved",
+    for name in ("pages_opened", "resumes", "discarded_events", "compactions_moved",
                  "sessions_with_another_compaction_count", "redeliveries_refused",
                  "tracebacks_in_worker_logs"):
         lines.append(f"  {name:38} {totals[name]}   (information)")
@@ -58,6 +61,8 @@ def summary_text(report: dict[str, Any]) -> str:
         if result["status"] != "finished" or result["differs_in"]:
             lines.append(f"  session {result['session']}: {result['status']}, "
                          f"{result['turns']} turns, differs in {result['differs_in']}")
+        for failure in result["failed"]:
+            lines.append(f"  session {result['session']} page {failure}")
     lines.append("RESULT: " + ("OK, every session finished exactly like the uninterrupted run"
                                if report["ok"] else "FAILED"))
     return "\n".join(lines)

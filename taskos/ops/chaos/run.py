@@ -22,6 +22,7 @@ from taskos.runs.models import ModelProfile, Session, SessionEvent
 from taskos.worker.tasks import run_session
 
 from .compare import compare, fingerprint
+from .pages import chaos_owner, check_pages
 from .report import summarize
 from .stack import Managed, Stack
 
@@ -77,7 +78,7 @@ def sim_profile() -> ModelProfile:
 def baseline(scenario: str, profile: ModelProfile) -> tuple[int, dict[str, Any]]:
     """The uninterrupted run, in this process and through the task, so it holds a lease
     like any other run (the workers' sweeper would otherwise take it for orphaned)."""
-    session = services.create_session(None, "", scenario, profile, None, {})
+    session = services.create_session(chaos_owner(), "", scenario, profile, None, {})
     run_session.apply(args=[session.pk])
     session.refresh_from_db()
     if session.status != "finished":
@@ -140,7 +141,7 @@ def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
         total_turns = base["turns"] * plan.sessions
         pks = []
         for _ in range(plan.sessions):
-            session = services.create_session(None, "", scenario, profile, None, {})
+            session = services.create_session(chaos_owner(), "", scenario, profile, None, {})
             services.start_session(session)  # autocommit: sent at once
             pks.append(session.pk)
         say(f"{plan.sessions} sessions of {base['turns']} turns on {plan.workers} workers; "
@@ -154,6 +155,12 @@ def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
                 continue
             time.sleep(POLL_S)
         results = [compare(Session.objects.get(pk=pk), base) for pk in pks]
+        say("Opening every session's page, inspector and exports …")
+        opened = time.monotonic()
+        for result, pk in zip(results, pks):
+            result.update(check_pages(Session.objects.get(pk=pk), say=say))
+        say(f"{sum(r['requests'] for r in results)} pages opened in "
+            f"{time.monotonic() - opened:.1f} s")
     finally:
         stack.stop()
     return summarize(plan, base_pk, results, done, time.monotonic() - started,
