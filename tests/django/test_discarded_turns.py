@@ -20,6 +20,7 @@ from django.utils import timezone
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import render_update
+from taskos.ops.chaos.pages import check_pages
 from taskos.replays.sessions import create_replay
 from taskos.runs import services
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
@@ -156,6 +157,17 @@ def test_a_live_page_drops_the_events_a_resume_discarded(killed):
     fresh = render_update(session, 0, full=True)
     inspector = re.compile(r'<div class="inspector"[^>]*data-call="(\d+)"')
     assert inspector.findall(update.html) == inspector.findall(fresh.html)
+
+
+def test_the_chaos_runs_page_check_opens_a_resumed_session_without_an_error(killed):
+    """What the chaos run does after its kills (taskos/ops/chaos/pages.py), on the case
+    that made it cry no wolf: every page of a resumed session opens."""
+    session, resume = killed
+    resume()
+    found = check_pages(session)
+    assert found["failed"] == [] and found["page_errors"] == 0
+    live_calls = len(calls(session, discarded=False))
+    assert found["requests"] == 6 + 3 * live_calls
 
 
 # Readers take rows from SessionEvent.objects, which hides discarded events; these modules
