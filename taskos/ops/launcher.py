@@ -4,6 +4,12 @@ Used by `python manage.py up` and the `taskos` console script. Children run in t
 process groups so a Ctrl-C reaches only this supervisor, which then stops them in order:
 web first, then the worker (cold shutdown: a running session's message goes back to the
 queue and the session resumes on the next start), then Redis.
+
+A child that dies once TaskOS is up is started again, alone, after a backoff (issue 25
+item 10: one crashed daphne used to stop everything, the worker's running sessions with
+it): 1 s, doubling per death up to 30 s, back to 1 s once it stayed up a minute. The
+others keep running; a restarted worker's sweep resumes the sessions its predecessor
+held, and a restarted private Redis lost its queue, which the sweep sends again too.
 """
 from __future__ import annotations
 
@@ -23,6 +29,10 @@ import redis
 
 STOP_TIMEOUT_S = 15.0
 START_TIMEOUT_S = 60.0
+RESTART_FIRST_S = 1.0  # the wait before starting a dead child again, doubled per death
+RESTART_MAX_S = 30.0
+RESTART_RESET_AFTER_S = 60.0  # up this long, a child's next death waits RESTART_FIRST_S again
+POLL_S = 0.5
 
 
 class LaunchError(RuntimeError):
@@ -71,11 +81,26 @@ def find_redis_server() -> str | None:
     return None
 
 
+def exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
 @dataclass
 class Child:
     name: str
     process: subprocess.Popen
     stop_signal: int = signal.SIGTERM
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    started: float = 0.0  # clock() when the current process started
+    delay: float = 0.0  # the wait before the last restart (0: never died)
+    restart_at: float | None = None  # dead, to be started again then
+    restarts: int = 0
 
 
 @dataclass
@@ -88,6 +113,10 @@ class Launcher:
     say: Callable[[str], None] = print
     children: list[Child] = field(default_factory=list)
     started_own_redis: bool = False
+    # Injected in tests: how a child process is made, the clock and the sleep.
+    popen: Callable[..., subprocess.Popen] = subprocess.Popen
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
 
     # --- starting
     def check_ports(self) -> None:
@@ -134,12 +163,15 @@ class Launcher:
               stop_signal: int = signal.SIGTERM) -> None:
         # Each child writes to its own log: ~25 lines of Celery banner and warnings would
         # otherwise scroll the URL and the admin login off the terminal.
+        self.children.append(Child(name, self._popen(name, argv, env), stop_signal,
+                                   list(argv), dict(env), started=self.clock()))
+
+    def _popen(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         log_path = self.log_path(name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            process = subprocess.Popen(argv, env=env, cwd=self.base_dir, start_new_session=True,
-                                       stdout=log, stderr=subprocess.STDOUT)
-        self.children.append(Child(name, process, stop_signal))
+            return self.popen(argv, env=env, cwd=self.base_dir, start_new_session=True,
+                              stdout=log, stderr=subprocess.STDOUT)
 
     def log_path(self, name: str) -> Path:
         return self.base_dir / "var" / "log" / f"{name}.log"
@@ -162,11 +194,37 @@ class Launcher:
                 raise LaunchError(f"The {child.name} process exited with code {code}; "
                                   f"see {self.log_path(child.name)}. Stopping TaskOS.")
 
-    def supervise(self) -> None:
-        """Block until Ctrl-C / SIGTERM (raised as KeyboardInterrupt) or a child dies."""
-        while True:
-            self.check_children()
-            time.sleep(0.5)
+    def supervise(self, running: Callable[[], bool] = lambda: True) -> None:
+        """Tend the children until Ctrl-C / SIGTERM (raised as KeyboardInterrupt), or until
+        `running()` says no (tests)."""
+        while running():
+            self.tend()
+            self.sleep(POLL_S)
+
+    def tend(self) -> None:
+        """Note each child that died and start again each whose backoff is over."""
+        now = self.clock()
+        for child in self.children:
+            if child.restart_at is None:
+                code = child.process.poll()
+                if code is None:
+                    continue
+                up = now - child.started
+                # A child that keeps dying at once waits longer each time; one that ran a
+                # while before dying is tried again soon.
+                child.delay = (RESTART_FIRST_S if not child.delay or up >= RESTART_RESET_AFTER_S
+                               else min(child.delay * 2, RESTART_MAX_S))
+                child.restart_at = now + child.delay
+                self.say(f"The {child.name} process (pid {child.process.pid}) exited with "
+                         f"{exit_reason(code)} after {up:.0f} s; starting it again in "
+                         f"{child.delay:.0f} s. The others keep running. Its log: "
+                         f"{self.log_path(child.name)}")
+            elif now >= child.restart_at:
+                child.process = self._popen(child.name, child.argv, child.env)
+                child.started, child.restart_at = self.clock(), None
+                child.restarts += 1
+                self.say(f"Started the {child.name} process again (pid {child.process.pid}, "
+                         f"restart {child.restarts}).")
 
     # --- stopping
     def stop(self) -> None:
