@@ -119,6 +119,12 @@ REFERENCE: dict[str, ErrorAdvice] = {
                               "Raise max_turns or split the task."),
     "worker_lost": ErrorAdvice("The worker running this task stopped.",
                                "Start the task again: it resumes from the last saved turn."),
+    "storage_error": ErrorAdvice(
+        "The database could not store the session's progress: the disk is full, the "
+        "database is read-only or stayed locked, or its server could not be reached.",
+        "Fix what the message names (free disk space, make the database writable, bring "
+        "the server back), then start the task again; every turn committed before the "
+        "error is kept and shown here."),
     "internal": ErrorAdvice("An unexpected error inside TaskOS.",
                             "Check the worker log; everything saved so far is kept."),
     "internal_error": ErrorAdvice(

@@ -20,6 +20,7 @@ from taskos.runs.models import Session, SessionEvent
 
 from . import batch_writes, turn_sql
 from .call_messages import CallCompactor
+from .storage_errors import storage_problem
 from .stored_events import select
 
 log = logging.getLogger("taskos.live")
@@ -89,8 +90,14 @@ class EventLog:
         for event in calls:
             try:
                 self.emit(event)
-            except Exception:  # noqa: BLE001 - the rollback's own cause is what is raised
+            except Exception as exc:  # noqa: BLE001 - the rollback's own cause is what is raised
                 if self.lease is not None and self.lease.lost:
+                    return
+                problem = storage_problem(exc)
+                if problem is not None:  # a full disk: one line (issue 25 item 7)
+                    log.warning("Session %s: could not keep the record of model call %s after "
+                                "its turn rolled back: %s", self.session_pk, event.call,
+                                problem.what())
                     return
                 log.exception("Session %s: could not keep the record of model call %s after "
                               "its turn rolled back", self.session_pk, event.call)

@@ -18,6 +18,7 @@ from taskos.runs import delegation
 from taskos.runs.models import Session, SessionEvent, max_input_chars
 from taskos.store.django_store import DjangoStore, relaxed_commits
 from taskos.store.event_log import EventLog
+from taskos.store.storage_errors import StorageProblem, keep_trying, storage_problem
 from taskos.store.stored_events import stored_event
 
 from .lease import Lease, LeaseLost, headless_lease
@@ -25,6 +26,11 @@ from .lease import Lease, LeaseLost, headless_lease
 log = logging.getLogger("taskos.runs")
 
 FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
+# How long an executor keeps trying to record why a run stopped while the database refuses
+# writes: a worker holds its slot for up to an hour (nothing could run meanwhile anyway); a
+# command gives up soon, a person is waiting at the terminal.
+WORKER_PATIENCE_S = 3600.0
+HEADLESS_PATIENCE_S = 10.0
 
 
 def event_sink(session: Session | int | str, lease: Lease | None = None) -> EventLog:
@@ -35,12 +41,14 @@ def event_sink(session: Session | int | str, lease: Lease | None = None) -> Even
 
 
 def execute_session(session: Session, progress=None, lease: Lease | None = None,
-                    summarizer: str | None = None) -> dict:
+                    summarizer: str | None = None,
+                    patience: float = WORKER_PATIENCE_S) -> dict:
     """Run (or resume) a session through the engine in this process; return its report.
 
     With a lease, every write is fenced by it; losing it stops the run without touching the
     session row, which belongs to the new executor then. `summarizer` picks the simulated
-    model's summary mode (faithful, lossy, hostile).
+    model's summary mode (faithful, lossy, hostile). `patience`: how long to keep trying
+    to record a failure the database refuses (mark_failed).
     """
     sink = event_sink(session, lease)
     try:
@@ -73,7 +81,7 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             log.warning("Session %s: stopped after losing the lease (%s: %s).", session.pk,
                         type(exc).__name__, exc)
             return {"status": "lease_lost"}
-        mark_failed(session, sink, exc)
+        mark_failed(session, sink, exc, lease=lease, patience=patience)
         raise
     report = dict(result.report or {})
     session.profile.learn_token_ratio(report)
@@ -133,19 +141,69 @@ def failure_reason(session: Session, report: dict) -> str:
     return redact(f"{label}{message}{end}{action}")
 
 
-def mark_failed(session: Session, sink: EventLog | None, exc: BaseException) -> None:
-    """Record an unexpected error on the session and as an ERROR event; keep what was saved."""
-    message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or in the event
-    log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
-    # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
-    if sink is not None:
-        try:
-            sink.emit(error_event("internal_error", message, fatal=True))
-        except Exception:  # noqa: BLE001 - the database itself may be what failed
-            log.exception("Could not store the ERROR event of session %s", session.pk)
-    Session.objects.filter(pk=session.pk).update(
-        status=Session.Status.FAILED, finished_at=timezone.now(),
-        error=f"The run stopped because of an internal error: {message}")
+def mark_failed(session: Session, sink: EventLog | None, exc: BaseException,
+                lease: Lease | None = None, patience: float = WORKER_PATIENCE_S) -> bool:
+    """Record why the run stopped, as an ERROR event and on the row (`failed`); keep what
+    was saved. True once recorded.
+
+    A storage error (issue 25 item 7: a full disk, a read-only or locked database, a
+    PostgreSQL that is gone) fails these writes too, and the session sat `running` with no
+    reason. They are tried again with backoff for `patience` seconds, so the reason lands
+    on the page as soon as the database takes writes again. Past that, or killed, the
+    session stays `running` and a worker's sweep resumes it from its last committed turn
+    once writes work again. Recording stops when another executor holds the session.
+    """
+    problem = storage_problem(exc)
+    if problem is None:
+        code = "internal_error"
+        message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or event
+        error = f"The run stopped because of an internal error: {message}"
+        log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
+    else:  # not a bug: the line says what and what to do, a traceback would add nothing
+        code, message = "storage_error", redact(problem.line())
+        error = message
+        log.warning("Session %s stopped: %s", session.pk, message)
+    pending = {"event": sink is not None}
+
+    def record() -> None:
+        # The event first: whoever sees the row say "failed" finds the ERROR event stored too.
+        if pending["event"]:
+            try:
+                sink.emit(error_event(code, message, fatal=True))
+            except Exception as failure:  # noqa: BLE001 - a storage error is tried again
+                if storage_problem(failure) is not None or isinstance(failure, LeaseLost):
+                    raise
+                log.exception("Could not store the ERROR event of session %s", session.pk)
+            pending["event"] = False
+        values = {"status": Session.Status.FAILED, "finished_at": timezone.now(),
+                  "error": error}
+        if lease is not None:
+            lease.fenced_update(**values)
+        else:
+            Session.objects.filter(pk=session.pk).update(**values)
+
+    def waiting(trouble: StorageProblem, delay: float) -> None:
+        if trouble != pending.get("said"):  # once per kind of trouble, not every try
+            pending["said"] = trouble
+            log.warning("Session %s: could not record why it stopped (%s); trying again "
+                        "with backoff for up to %.0f s", session.pk, trouble.what(), patience)
+
+    try:
+        keep_trying(record, patience, on_retry=waiting)
+    except LeaseLost:
+        log.warning("Session %s: another executor holds it now; its failure is not "
+                    "recorded here.", session.pk)
+        return False
+    except Exception as failure:  # noqa: BLE001 - the original error is what the caller raises
+        trouble = storage_problem(failure)
+        if trouble is None:
+            log.exception("Could not record the failure of session %s", session.pk)
+        else:
+            log.warning("Session %s: gave up recording why it stopped (%s); it stays "
+                        "`running` until a worker's sweep resumes it from its last committed "
+                        "turn.", session.pk, trouble.what())
+        return False
+    return True
 
 
 def execute_tree(session: Session, progress=None, summarizer: str | None = None) -> dict:
@@ -155,7 +213,7 @@ def execute_tree(session: Session, progress=None, summarizer: str | None = None)
         # Leased like a worker's run: a worker's sweep must not take it for an orphan.
         with headless_lease(session.pk) as lease:
             return execute_session(session, progress=progress, summarizer=summarizer,
-                                   lease=lease)
+                                   lease=lease, patience=HEADLESS_PATIENCE_S)
 
     report = once()
     while report.get("status") == Session.Status.WAITING:

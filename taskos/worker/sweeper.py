@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from typing import Callable
 
 import redis
 from django.conf import settings
@@ -26,8 +27,12 @@ from django.utils import timezone
 from taskos.runs import queue
 from taskos.runs.delegation import resume_if_done, stranded_parents
 from taskos.runs.models import Session
+from taskos.store.storage_errors import storage_problem
 
 log = logging.getLogger("taskos.runs")
+
+# The longest wait between two sweeps while they keep failing (the interval when longer).
+SWEEP_BACKOFF_CAP_S = 120.0
 
 
 def requeue_after() -> dt.timedelta:
@@ -127,11 +132,24 @@ def start_session_sweeper(sender=None, **kwargs) -> Sweeper | None:
 
 
 class Sweeper:
-    """A daemon thread in the worker's main process: sweep now, then every `interval`."""
+    """A daemon thread in the worker's main process: sweep now, then every `interval`.
 
-    def __init__(self, interval: float | None = None) -> None:
+    While sweeps keep failing (a full disk, a database that is gone: issue 25 item 7) the
+    wait doubles from one failure to the next up to `cap`, and the failure is logged once
+    per change of cause instead of every round; the first sweep that works again says so
+    and the interval is back. `sweep_once` and `wait` are injected in tests.
+    """
+
+    def __init__(self, interval: float | None = None, cap: float | None = None,
+                 sweep_once: Callable[[], object] | None = None,
+                 wait: Callable[[float], bool] | None = None) -> None:
         self.interval = interval or float(getattr(settings, "TASKOS_SWEEP_SECONDS", 30))
+        self.cap = max(self.interval, cap or SWEEP_BACKOFF_CAP_S)
+        self.failures = 0
+        self._said: str | None = None  # the failure last logged
+        self._sweep_once = sweep_once
         self._stop = threading.Event()
+        self._wait = wait or self._stop.wait
         self._thread = threading.Thread(target=self._run, name="taskos-sweeper", daemon=True)
 
     def start(self) -> "Sweeper":
@@ -143,13 +161,42 @@ class Sweeper:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while True:
+        while not self._wait(self.round()):
+            pass
+
+    def round(self) -> float:
+        """Sweep once; return how long to wait before the next sweep."""
+        try:
+            close_old_connections()
+            (self._sweep_once or sweep)()
+        except Exception as exc:  # noqa: BLE001 - a database or broker hiccup: next round
+            self.failures += 1
+            delay = min(self.interval * 2 ** self.failures, self.cap)
+            self._tell_failure(exc, delay)
+        else:
+            if self.failures:
+                log.info("The session sweep works again after %d failed round(s).",
+                         self.failures)
+            self.failures, self._said = 0, None
+            delay = self.interval
+        finally:
             try:
-                close_old_connections()
-                sweep()
-            except Exception:  # noqa: BLE001 - a database or broker hiccup: next round
-                log.exception("The session sweep failed; trying again in %ss", self.interval)
-            finally:
                 connection.close()
-            if self._stop.wait(self.interval):
-                return
+            except Exception:  # noqa: BLE001 - closing a connection to a gone server fails too
+                pass
+        return delay
+
+    def _tell_failure(self, exc: Exception, delay: float) -> None:
+        problem = storage_problem(exc)
+        said = problem.what() if problem else f"{type(exc).__name__}: {exc}"
+        if said == self._said:
+            log.debug("The session sweep failed again (%s); next try in %.0f s", said, delay)
+            return
+        self._said = said
+        if problem is not None:
+            log.warning("The session sweep failed. %s Trying again in %.0f s, less often "
+                        "(up to every %.0f s) while it keeps failing.", problem.line(), delay,
+                        self.cap)
+        else:
+            log.exception("The session sweep failed; trying again in %.0f s, less often "
+                          "(up to every %.0f s) while it keeps failing.", delay, self.cap)

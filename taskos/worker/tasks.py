@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents import redact
 from taskos.runs import delegation, queue
 from taskos.runs.models import Session
+from taskos.store.storage_errors import storage_problem
 
 from .execute import FINAL_STATUSES, execute_session
 from .lease import Lease
@@ -28,12 +29,26 @@ def run_session(self, session_id: int) -> dict:
     sub-agents to the queue, a sub-agent that ended may wake its parent (feature T6)."""
     try:
         return _run_session(self, session_id)
+    except Exception as exc:
+        problem = storage_problem(exc)
+        if problem is None:
+            raise
+        # Taking the lease or releasing it failed (issue 25 item 7): the message is acked,
+        # not retried (every retry would fail the same way while the disk is full); a
+        # worker's sweep sends the session again once the database takes writes.
+        log.warning("Session %s: not run now. %s", session_id, problem.line())
+        return {"status": "storage_error", "error": problem.line()}
     finally:
         try:
             delegation.after_run(session_id)
-        except Exception:  # noqa: BLE001 - the sweeper wakes a stranded parent later
-            log.exception("Session %s: could not hand over to its sub-agents or parent",
-                          session_id)
+        except Exception as exc:  # noqa: BLE001 - the sweeper wakes a stranded parent later
+            problem = storage_problem(exc)
+            if problem is None:
+                log.exception("Session %s: could not hand over to its sub-agents or parent",
+                              session_id)
+            else:
+                log.warning("Session %s: could not hand over to its sub-agents or parent "
+                            "(%s); a sweep does it later.", session_id, problem.what())
 
 
 def _run_session(self, session_id: int) -> dict:

@@ -12,12 +12,13 @@ from django.db import connection
 from agents import run_bench
 from taskos.ops import db_path_bench
 from taskos.ops.management.migrated import require_migrated
+from taskos.ops.management.storage import StorageErrorsInOneLine
 from taskos.ops.recall_bench import measure
 
 DB_PATH_TARGET = 2.0  # issue 8: runtask's median turn at most twice the in-memory one
 
 
-class Command(BaseCommand):
+class Command(StorageErrorsInOneLine, BaseCommand):
     help = "Run the bundled workloads managed and unmanaged, then time archive recall."
 
     def add_arguments(self, parser):

@@ -12,15 +12,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from taskos.ops.management.commands.runtask import ProgressBar
 from taskos.ops.management.migrated import require_migrated
+from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
 from taskos.replays.compare import compare
 from taskos.replays.sessions import create_replay, parse_settings
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.services import SessionError
-from taskos.worker.execute import execute_session
+from taskos.worker.execute import HEADLESS_PATIENCE_S, execute_session
 from taskos.worker.lease import headless_lease
 
 
-class Command(BaseCommand):
+class Command(StorageErrorsInOneLine, BaseCommand):
     help = "Replay a recorded session under other settings and compare it with the original."
 
     def add_arguments(self, parser):
@@ -54,9 +55,9 @@ class Command(BaseCommand):
         try:
             with headless_lease(replay.pk) as lease:  # no worker's sweep runs it as well
                 report = execute_session(replay, progress=ProgressBar(self.stderr._out),
-                                         lease=lease)
+                                         lease=lease, patience=HEADLESS_PATIENCE_S)
         except Exception as exc:  # noqa: BLE001 - recorded on the session already
-            raise CommandError(f"Replay #{replay.pk} failed: {type(exc).__name__}: {exc}")
+            raise run_failed(f"Replay #{replay.pk}", exc) from exc
         replay.refresh_from_db()
         compared = compare(source, [replay])["replays"][0]
         out = {**report, **{k: compared[k] for k in (

@@ -8,6 +8,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from taskos.ops.management.migrated import require_migrated
+from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
 from taskos.worker.execute import execute_tree
@@ -38,7 +39,7 @@ class ProgressBar:
         self.stream.flush()
 
 
-class Command(BaseCommand):
+class Command(StorageErrorsInOneLine, BaseCommand):
     help = "Run a scenario headless through the engine, in this process."
 
     def add_arguments(self, parser):
@@ -86,7 +87,7 @@ class Command(BaseCommand):
             report = execute_tree(session, progress=ProgressBar(self.stderr._out),
                                   summarizer=options["summarizer"])
         except Exception as exc:  # noqa: BLE001 - recorded on the session already
-            raise CommandError(f"Session #{session.pk} failed: {type(exc).__name__}: {exc}")
+            raise run_failed(f"Session #{session.pk}", exc) from exc
         if report.get("children"):
             session.refresh_from_db()
             report["children"]["cost_with_children"] = round(session.cost_with_children(), 6)

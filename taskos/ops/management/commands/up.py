@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from taskos.celery import app
 from taskos.ops.launcher import Launcher, LaunchError
+from taskos.ops.management.storage import StorageErrorsInOneLine
 from taskos.runs import queue
 from taskos.runs.models import Session
 from taskos.worker.sweeper import mark_enqueued
@@ -73,7 +74,7 @@ def boxed(lines: list[str]) -> str:
     return "\n".join(["", rule, *(f"| {line.ljust(width)} |" for line in lines), rule, ""])
 
 
-class Command(BaseCommand):
+class Command(StorageErrorsInOneLine, BaseCommand):
     help = "Migrate, then run Redis, a Celery worker and the web server until Ctrl-C."
 
     def add_arguments(self, parser):
