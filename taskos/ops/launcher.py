@@ -228,18 +228,32 @@ class Launcher:
 
     # --- stopping
     def stop(self) -> None:
+        """Stop the children in reverse order, each given STOP_TIMEOUT_S. Another Ctrl-C or
+        SIGTERM meanwhile (a person pressing again, a service manager's second signal)
+        kills the rest at once instead of leaving them running behind a traceback."""
+        hurry = False
         for child in reversed(self.children):
-            if child.process.poll() is None:
-                # Only the main process: it shuts its own children down in order.
-                child.process.send_signal(child.stop_signal)
+            if hurry:
+                self._kill(child)
+                continue
             try:
+                if child.process.poll() is None:
+                    # Only the main process: it shuts its own children down in order.
+                    child.process.send_signal(child.stop_signal)
                 child.process.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self.say(f"The {child.name} process did not stop in {STOP_TIMEOUT_S:.0f} s; "
                          "killing it.")
-                try:
-                    os.killpg(child.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                child.process.wait()
+                self._kill(child)
+            except KeyboardInterrupt:
+                self.say("Interrupted again: killing what is still running.")
+                hurry = True
+                self._kill(child)
         self.children.clear()
+
+    def _kill(self, child: Child) -> None:
+        try:
+            os.killpg(child.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        child.process.wait()

@@ -162,3 +162,29 @@ def test_a_killed_real_child_is_started_again_and_the_other_keeps_its_pid(tmp_pa
         processes = [c.process for c in run.children]
         run.stop()
     assert all(p.poll() is not None for p in processes)
+
+
+def test_a_second_interrupt_while_stopping_kills_the_rest_instead_of_leaving_it(tmp_path):
+    """A service manager's second SIGTERM (or a second Ctrl-C) during the orderly stop used
+    to end the command with a traceback and leave the slower children running."""
+    said: list[str] = []
+    run = Launcher(base_dir=tmp_path, say=said.append)
+    stubborn = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"]
+    run.spawn("redis", stubborn, dict(os.environ))  # stopped last, and it ignores SIGTERM
+    run.spawn("web", [sys.executable, "-c", "import time; time.sleep(600)"], dict(os.environ))
+    processes = [c.process for c in run.children]
+    wait_for(lambda: "ready" in run.log_path("redis").read_text(), "the stubborn child's start")
+
+    def second_interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, second_interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # arrives while stop() waits for "redis"
+    try:
+        run.stop()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert all(p.poll() is not None for p in processes) and run.children == []
+    assert any("Interrupted again" in line for line in said)
