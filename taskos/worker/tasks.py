@@ -35,8 +35,9 @@ def run_session(self, session_id: int) -> dict:
             raise
         # Taking the lease or releasing it failed (issue 25 item 7): the message is acked,
         # not retried (every retry would fail the same way while the disk is full); a
-        # worker's sweep sends the session again once the database takes writes.
-        log.warning("Session %s: not run now. %s", session_id, problem.line())
+        # worker's sweep sends the session again, if it is not over, once writes work.
+        log.warning("Session %s: this delivery ends on a storage error. %s", session_id,
+                    problem.line())
         return {"status": "storage_error", "error": problem.line()}
     finally:
         try:
