@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from taskos.runs.models import Session
+from taskos.store.storage_errors import storage_problem
 
 log = logging.getLogger("taskos.runs")
 
@@ -100,13 +101,22 @@ class Lease:
         self._thread.start()
 
     def _beat(self) -> None:
+        said = None  # the storage problem last logged: a full disk is said once, not per beat
         try:
             while not self._stop.wait(self.seconds / 4):
                 try:
                     if not self.renew():
                         return
-                except Exception:  # noqa: BLE001 - a database hiccup: try again next beat
-                    log.exception("Session %s: lease heartbeat failed", self.session_pk)
+                    said = None
+                except Exception as exc:  # noqa: BLE001 - a database hiccup: try again next beat
+                    problem = storage_problem(exc)
+                    if problem is None:
+                        log.exception("Session %s: lease heartbeat failed", self.session_pk)
+                    elif problem != said:  # issue 25 item 7
+                        said = problem
+                        log.warning("Session %s: lease heartbeat failed (%s); trying again "
+                                    "every %.0f s", self.session_pk, problem.what(),
+                                    self.seconds / 4)
                     close_old_connections()
         finally:
             connection.close()

@@ -21,6 +21,7 @@ from taskos.runs.models import Session, SessionEvent
 from taskos.store import storage_errors
 from taskos.store.storage_errors import storage_problem
 from taskos.worker import sweeper
+from taskos.worker.lease import Lease
 from taskos.worker.tasks import run_session
 
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
@@ -160,6 +161,25 @@ def test_the_sweeper_backs_off_while_sweeps_fail_and_logs_each_change_once(caplo
     assert "works again after 8 failed round(s)" in said[2]
     assert "database is locked" in said[3]
     assert not any(r.exc_info for r in caplog.records)  # no traceback for a storage error
+
+
+def test_a_lease_heartbeat_on_a_full_disk_says_so_once_not_every_beat(caplog):
+    lease = Lease(1, owner="test:1", seconds=0.04)
+    beats = []
+
+    def renew():
+        beats.append(1)
+        if len(beats) == 6:
+            lease._stop.set()  # the run ends: the heartbeat stops after this beat
+        raise OperationalError("database or disk is full")
+
+    lease.renew = renew
+    caplog.set_level(logging.INFO, logger="taskos.runs")
+    lease._beat()
+    assert len(beats) == 6
+    said = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(said) == 1 and "database or disk is full" in said[0].getMessage()
+    assert not said[0].exc_info
 
 
 def free_port() -> int:
