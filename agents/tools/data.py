@@ -6,6 +6,7 @@ Missing values (empty, NA, null, ...) are counted and reported in one phrasing,
 from __future__ import annotations
 
 import csv
+import os
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from agents.tools.base import Table, Tool, ToolBoundary, ToolContext, ToolError, ToolReply
 from agents.tools.tabular import column_stats, fmt_num, is_missing, missing_text, to_number
-from agents.tools.workspace import existing_file
+from agents.tools.workspace import open_in_workspace
 
 AGGREGATES = ("sum", "mean", "count", "min", "max")
 MAX_CSV_BYTES = 50_000_000
@@ -21,11 +22,11 @@ MAX_CSV_BYTES = 50_000_000
 
 def load_csv(workspace: Path, path: str) -> tuple[list[str], list[dict[str, str]]]:
     """(columns, rows) of a CSV file in the workspace, or a ToolError saying what is wrong."""
-    target = existing_file(workspace, path)
-    if target.stat().st_size > MAX_CSV_BYTES:
-        raise ToolError(f"{path!r} is larger than {MAX_CSV_BYTES} bytes; the CSV tools refuse it.")
     try:
-        with target.open(encoding="utf-8-sig", newline="") as handle:
+        with open_in_workspace(workspace, path, "r", encoding="utf-8-sig", newline="") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_CSV_BYTES:
+                raise ToolError(f"{path!r} is larger than {MAX_CSV_BYTES} bytes; the CSV tools "
+                                "refuse it.")
             reader = csv.DictReader(handle)
             rows = list(reader)
             columns = list(reader.fieldnames or [])

@@ -12,7 +12,7 @@ import zlib
 
 from agents.counting.tokens import count_text
 from agents.tools.base import Tool, ToolBoundary, ToolContext, ToolError
-from agents.tools.workspace import resolve_in_workspace
+from agents.tools.workspace import open_in_workspace
 
 MAX_TOKENS = 500_000
 METRICS = (("installed capacity", "MW", 5, 4000), ("annual output", "GWh", 1, 9000),
@@ -60,11 +60,8 @@ def fetch_document(tokens: int, topic: str, save_as: str | None = None, *,
     text = synthetic_document(tokens, topic.strip())
     if save_as is None:
         return text
-    target = resolve_in_workspace(_ctx.workspace, save_as)
-    if target.is_dir():
-        raise ToolError(f"{save_as!r} is a folder; give a file name.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    with open_in_workspace(_ctx.workspace, save_as, "w") as handle:
+        handle.write(text)
     return (f"Saved a document of about {tokens} tokens on {topic.strip()!r} ({len(text)} "
             f"characters) to {save_as}; read it with read_file(path={save_as!r}).")
 

@@ -6,16 +6,18 @@ not a read — three independent locks, so a clever WITH ... DELETE still cannot
 """
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 from urllib.parse import quote
 
 from agents.tools.base import Table, Tool, ToolBoundary, ToolContext, ToolError
 from agents.tools.data import load_csv
 from agents.tools.tabular import is_missing, to_number
+from agents.tools.workspace import check_workspace_file, same_file
 
 DATABASE_NAME = "session.sqlite3"
 # Files SQLite opens next to the database; each must be a real file of the workspace too.
@@ -46,19 +48,35 @@ def _table_name(path: str, table: str | None) -> str:
     return stem if not stem[0].isdigit() else f"t_{stem}"
 
 
-def session_database(workspace: Path) -> Path:
-    """The session database's real path, refusing one that is (or whose journal is) a
-    symlink or resolves outside the workspace: SQLite would follow it, read and write."""
-    root = workspace.resolve()
-    target = root / DATABASE_NAME
+def _refused(name: str) -> ToolError:
+    return ToolError(f"{name} in the workspace is a link or not a regular file; the SQL tools "
+                     "only use a real file inside the workspace. Remove it, then load the CSV "
+                     "again.")
+
+
+def session_database(workspace: Path, stack: ExitStack) -> tuple[Path, os.stat_result | None]:
+    """The session database's path and fstat (None when it does not exist yet), refusing a
+    database or journal that is a symlink, a hard link or not a regular file: SQLite would
+    follow it, read and write. The checked descriptors stay open on `stack`; call
+    `still_the_checked_database` once SQLite has opened the file."""
+    checked = None
     for suffix in COMPANION_SUFFIXES:
-        candidate = root / (DATABASE_NAME + suffix)
-        if candidate.is_symlink() or (candidate.exists() and (
-                not candidate.is_file() or not candidate.resolve().is_relative_to(root))):
-            raise ToolError(f"{candidate.name} in the workspace is a link or not a regular "
-                            "file; the SQL tools only use a real file inside the workspace. "
-                            "Remove it, then load the CSV again.")
-    return target
+        name = DATABASE_NAME + suffix
+        try:
+            found = check_workspace_file(workspace, name, stack)
+        except ToolError:
+            raise _refused(name) from None
+        if not suffix:
+            checked = found
+    return workspace.resolve() / DATABASE_NAME, checked
+
+
+def still_the_checked_database(workspace: Path, checked: os.stat_result | None) -> None:
+    """SQLite opens files by name, not by descriptor: after it opened the database, the name
+    must still be the file that was checked (or a new file of one link), else a link was
+    swapped in meanwhile and nothing is read or written."""
+    if not same_file(workspace, DATABASE_NAME, checked):
+        raise _refused(DATABASE_NAME)
 
 
 def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
@@ -72,20 +90,23 @@ def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
             types.append("INTEGER" if all(n == int(n) for n in numbers) else "REAL")
         else:
             types.append("TEXT")
-    target = session_database(_ctx.workspace)
 
     def cell(value: str | None, kind: str):
         if is_missing(value):
             return None
         return value if kind == "TEXT" else to_number(value)
 
-    with closing(sqlite3.connect(target)) as db, db:
-        db.execute(f"DROP TABLE IF EXISTS {_quote_identifier(name)}")
-        db.execute(f"CREATE TABLE {_quote_identifier(name)} ("
-                   + ", ".join(f"{_quote_identifier(c)} {t}" for c, t in zip(columns, types)) + ")")
-        db.executemany(f"INSERT INTO {_quote_identifier(name)} VALUES "
-                       f"({', '.join('?' for _ in columns)})",
-                       [[cell(row.get(c), t) for c, t in zip(columns, types)] for row in rows])
+    with ExitStack() as stack:
+        target, checked = session_database(_ctx.workspace, stack)
+        with closing(sqlite3.connect(target)) as db, db:
+            still_the_checked_database(_ctx.workspace, checked)
+            db.execute(f"DROP TABLE IF EXISTS {_quote_identifier(name)}")
+            db.execute(f"CREATE TABLE {_quote_identifier(name)} ("
+                       + ", ".join(f"{_quote_identifier(c)} {t}" for c, t in zip(columns, types))
+                       + ")")
+            db.executemany(f"INSERT INTO {_quote_identifier(name)} VALUES "
+                           f"({', '.join('?' for _ in columns)})",
+                           [[cell(row.get(c), t) for c, t in zip(columns, types)] for row in rows])
     described = ", ".join(f"{c} {t}" for c, t in zip(columns, types))
     return (f"Loaded {len(rows)} rows from {path} into table {name} of {DATABASE_NAME} "
             f"(missing values stored as NULL). Columns: {described}.")
@@ -118,13 +139,15 @@ def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
         shown = keyword or sql.strip()[:20]
         raise ToolError(f"sql_query is read-only: only SELECT or WITH queries are allowed "
                         f"(got {shown!r}). To add data, load a CSV with csv_load.")
-    target = session_database(_ctx.workspace)
-    if not target.is_file():
-        raise ToolError(f"There is no session database yet ({DATABASE_NAME}). Load a CSV first, "
-                        "e.g. csv_load(path='sales.csv').")
-    deadline = time.monotonic() + QUERY_SECONDS
-    uri = f"file:{quote(str(target))}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as db:
+    with ExitStack() as stack:
+        target, checked = session_database(_ctx.workspace, stack)
+        if checked is None:
+            raise ToolError(f"There is no session database yet ({DATABASE_NAME}). Load a CSV "
+                            "first, e.g. csv_load(path='sales.csv').")
+        deadline = time.monotonic() + QUERY_SECONDS
+        uri = f"file:{quote(str(target))}?mode=ro"
+        db = stack.enter_context(closing(sqlite3.connect(uri, uri=True)))
+        still_the_checked_database(_ctx.workspace, checked)
         db.execute("PRAGMA query_only = ON")
         db.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in _READ_ACTIONS
                           else sqlite3.SQLITE_DENY)

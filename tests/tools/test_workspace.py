@@ -37,19 +37,28 @@ def test_paths_outside_the_workspace_are_refused(call, workspace, path, message)
     assert (workspace.parent / "secret.txt").read_text() == "top secret"
 
 
-def test_symlinks_pointing_out_are_refused(call, workspace):
+def test_symlinks_are_refused_wherever_they_point(call, workspace):
     outside = workspace.parent / "outside"
     outside.mkdir()
     (outside / "data.csv").write_text("secret,1\n")
     os.symlink(outside / "data.csv", workspace / "link.csv")
     os.symlink(outside, workspace / "linkdir")
-    message = "Path '{}' resolves outside the workspace; only files inside it can be used."
-    assert call("read_file", path="link.csv").error == message.format("link.csv")
+    (workspace / "real.csv").write_text("a,b\n1,2\n")
+    os.symlink("real.csv", workspace / "inside.csv")  # pointing inside: still not followed
+    never = "the tools use only real files inside the workspace, never through a link."
+    assert call("read_file", path="link.csv").error == f"'link.csv' is a link; {never}"
+    assert call("read_file", path="inside.csv").error == f"'inside.csv' is a link; {never}"
     assert call("write_file", path="linkdir/new.txt", content="x").error == \
-        message.format("linkdir/new.txt")
-    assert call("csv_describe", path="link.csv").error == message.format("link.csv")
+        f"Path 'linkdir/new.txt' goes through the link 'linkdir'; {never}"
+    assert call("write_file", path="link.csv", content="x").error == \
+        f"'link.csv' is a link; {never}"
+    assert call("csv_describe", path="link.csv").error == f"'link.csv' is a link; {never}"
+    assert call("list_files", path="linkdir").error == f"'linkdir' is a link; {never}"
     assert not (outside / "new.txt").exists()
-    assert call("list_files").content == "No files under '.' in the workspace."
+    assert (outside / "data.csv").read_text() == "secret,1\n"
+    assert call("list_files").content == (
+        "1 file under '.':\npath,bytes\nreal.csv,8\n"
+        f"Not listed, links or not regular files: inside.csv, link.csv, linkdir; {never}")
 
 
 def test_missing_files_and_folders(call, workspace):
