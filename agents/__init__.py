@@ -17,8 +17,9 @@ Where the code lives: `loop/` the agent loop, `context/` the zones and the reque
 from the core: `sim/` (the simulated model), `replay/`, `scenarios/` and `bench/`.
 """
 from agents.bench import run_bench, run_once
-from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, ConfigError, ContextConfig,
-                           ModelProfile, Setting, input_too_long, profile_settings)
+from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, WINDOW, Bounds, ConfigError,
+                           ContextConfig, ModelProfile, ProfileInvalid, Setting, check_number,
+                           input_too_long, profile_settings)
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
@@ -28,6 +29,7 @@ from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, Budget
                            SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
                            TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
+from agents.provider import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
 from agents.runner import SessionRun, run_session
@@ -43,6 +45,10 @@ __all__ = [
     "run_session", "run_tree", "SessionRun", "SessionSpec", "RunResult", "AgentLoop",
     "ContextConfig", "ModelProfile", "ConfigError", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS",
     "input_too_long", "Setting", "profile_settings", "ReportSink", "DelegationLimits", "default_registry",
+    # every number a person sets has its range (issue 25 item 6); which hosts a model URL
+    # may name (item 9)
+    "Bounds", "check_number", "WINDOW", "ProfileInvalid", "check_model_url", "UrlRefused",
+    "HostUnresolved", "DEFAULT_HOSTS",
     # events going out
     "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
     "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",

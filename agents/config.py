@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agents.secrets import check_key_env
 
@@ -13,6 +16,71 @@ log = logging.getLogger(__name__)
 
 class ConfigError(ValueError):
     """A setting a person gave is out of range; the message says which and why."""
+
+    code = "settings_invalid"  # the error reference's entry (agents/errors.py)
+
+
+class ProfileInvalid(ConfigError):
+    """A model profile that cannot work (a number out of range, a URL that may not be
+    asked): the session fails at once instead of retrying or crashing."""
+
+    code = "profile_invalid"
+
+
+def _plain(number: float) -> str:
+    """1000 → "1000", 0.9 → "0.9", 1e308 → "1e+308": the number as a person typed it."""
+    if isinstance(number, float) and number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return repr(number) if isinstance(number, float) else str(number)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The range a person may set a number to (issue 25 item 6), declared once next to the
+    field it bounds and checked by check_number wherever the number comes in: the start
+    form, the admin, scenario files, the command line and the engine itself."""
+
+    low: float
+    high: float
+    low_open: bool = False  # the low end itself is refused: "greater than 0"
+    high_open: bool = False  # the high end itself is refused: "less than 0.5"
+    whole: bool = False  # a whole number (never a bool)
+    unit: str = ""  # " tokens", " seconds"
+    why: str = ""  # said after the range when a value is refused
+
+    def describe(self) -> str:
+        low = f"{'greater than' if self.low_open else 'at least'} {_plain(self.low)}{self.unit}"
+        high = f"{'less than' if self.high_open else 'at most'} {_plain(self.high)}{self.unit}"
+        return f"{low} and {high}"
+
+    def holds(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+
+def check_number(name: str, value: Any, bounds: Bounds) -> Any:
+    """`value` when it is a number inside `bounds`; else ConfigError naming the setting,
+    the value and the allowed range. The one check every number a person sets goes through."""
+    kind = "a whole number" if bounds.whole else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            bounds.whole and not isinstance(value, int)):
+        raise ConfigError(f"{name} must be {kind}, {bounds.describe()} (got {value!r}).")
+    if not math.isfinite(value) or not bounds.holds(value):
+        raise ConfigError(f"{name} must be {bounds.describe()} (got {_plain(value)})."
+                          f"{' ' + bounds.why if bounds.why else ''}")
+    return value
+
+
+def bounded(default: Any, low: float, high: float, **how: Any) -> Any:
+    """A ContextConfig field with the range a person may set it to."""
+    return field(default=default, metadata={"bounds": Bounds(low, high, **how)})
+
+
+# A context window in tokens: a session's, a scenario's, a profile's context size. The top is
+# ten times the largest window a model offers today, room for the benchmark's unmanaged runs.
+WINDOW = Bounds(1000, 100_000_000, whole=True, unit=" tokens")
+MAX_TURNS = 100_000  # a session's turn cap, and the most model steps a scenario expands to
 
 
 MAX_INPUT_CHARS = 100_000  # longest goal or message (the dashboard's TASKOS_MAX_INPUT_CHARS)
@@ -28,57 +96,90 @@ def input_too_long(text: str, what: str, limit: int = MAX_INPUT_CHARS) -> str | 
 
 @dataclass
 class ContextConfig:
-    """AgentScope's ContextConfig fields and defaults, plus TaskOS's zone knobs."""
+    """AgentScope's ContextConfig fields and defaults, plus TaskOS's zone knobs. Every number
+    carries its range (Bounds); from_dict is the check for settings that come from outside."""
 
-    trigger_ratio: float = 0.8
-    reserve_ratio: float = 0.1
-    context_buffer_ratio: float = 0.2
-    tool_result_limit: int = 50_000  # tokens of one tool result allowed into the context
+    trigger_ratio: float = bounded(
+        0.8, 0, 0.9, low_open=True,
+        why="Near 1.0 compaction would start only once the window is already full, leaving "
+            "no room for the summary request or the answer.")
+    reserve_ratio: float = bounded(0.1, 0, 0.5, high_open=True)
+    context_buffer_ratio: float = bounded(0.2, 0, 1, high_open=True)
+    # tokens of one tool result allowed into the context
+    tool_result_limit: int = bounded(50_000, 100, WINDOW.high, whole=True, unit=" tokens")
     compression_fallback_to_truncation: bool = True
     compression_tool_enabled: bool = False
     delegation_enabled: bool = False  # offer the delegate tool (sub-agents, feature T6)
-    max_image_num: int = 5
-    max_rounds: int = 5  # rolling-window trigger: more rounds than this kept → compact
+    max_image_num: int = bounded(5, 0, 100, whole=True)
+    # rolling-window trigger: more rounds than this kept → compact
+    max_rounds: int = bounded(5, 1, 1000, whole=True)
     timezone: str = "UTC"
-    time_interval_hours: float = 0.5
-    tool_retries_limit: int = 3
-    max_turns: int = 400
+    time_interval_hours: float = bounded(0.5, 0, 8760, unit=" hours")  # at most a year
+    tool_retries_limit: int = bounded(3, 1, 100, whole=True)
+    max_turns: int = bounded(400, 1, MAX_TURNS, whole=True)
     tools: list[str] = field(default_factory=list)  # tools offered; empty: all (or the scenario's)
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        if not 0 < self.trigger_ratio <= 0.9:
-            raise ConfigError(
-                f"trigger_ratio must be greater than 0 and at most 0.9 (got {self.trigger_ratio}): "
-                "at 1.0 compaction would start only once the window is already full, "
-                "leaving no room for the summary request or the answer.")
-        if not 0 <= self.reserve_ratio < 0.5:
-            raise ConfigError(f"reserve_ratio must be in [0, 0.5) (got {self.reserve_ratio}).")
-        if not 0 <= self.context_buffer_ratio < 1:
-            raise ConfigError(
-                f"context_buffer_ratio must be in [0, 1) (got {self.context_buffer_ratio}).")
-        if self.tool_result_limit < 100:
-            raise ConfigError(
-                f"tool_result_limit must be at least 100 tokens (got {self.tool_result_limit}).")
-        if self.max_rounds < 1:
-            raise ConfigError(f"max_rounds must be at least 1 (got {self.max_rounds}).")
-        if self.max_image_num < 0:
-            raise ConfigError(f"max_image_num must be 0 or more (got {self.max_image_num}).")
-        if self.tool_retries_limit < 1:
-            raise ConfigError(
-                f"tool_retries_limit must be at least 1 (got {self.tool_retries_limit}).")
-        if self.max_turns < 1:
-            raise ConfigError(f"max_turns must be at least 1 (got {self.max_turns}).")
+        for spec in fields(self):
+            self.check(spec.name, getattr(self, spec.name))
+
+    @classmethod
+    def bounds_of(cls, name: str) -> Bounds:
+        """The range of the number setting `name` (a form sizes its field by it)."""
+        return next(f for f in fields(cls) if f.name == name).metadata["bounds"]
+
+    @classmethod
+    def check(cls, name: str, value: Any) -> Any:
+        """One setting, checked alone (the start form puts an error on its own field)."""
+        spec = next((f for f in fields(cls) if f.name == name), None)
+        if spec is None:
+            known = ", ".join(f.name for f in fields(cls))
+            raise ConfigError(f"Unknown context setting {name!r}. Settings: {known}.")
+        if "bounds" in spec.metadata:
+            return check_number(name, value, spec.metadata["bounds"])
+        if spec.type == "bool" and not isinstance(value, bool):
+            raise ConfigError(f"{name} must be true or false (got {value!r}).")
+        if name == "timezone":
+            check_zone(value)
+        if name == "tools" and not (isinstance(value, list)
+                                    and all(isinstance(t, str) for t in value)):
+            raise ConfigError(f"tools must be a list of tool names (got {value!r}).")
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "ContextConfig":
+    def from_dict(cls, data: Any, *, strict: bool = False) -> "ContextConfig":
+        """Settings from outside (a form, the admin's JSON, a stored row, the command line),
+        every one checked; ConfigError says which is wrong and what is allowed. A name that
+        is no setting is ignored (a row stored by another version), or refused if `strict`
+        (what a person types)."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ConfigError("Context settings must be an object of setting names and values "
+                              f"such as {{\"max_rounds\": 5}}, not {type(data).__name__} "
+                              f"{str(data)[:80]}.")
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+        for name, value in data.items():
+            if strict or name in known:
+                cls.check(name, value)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def check_zone(name: Any) -> None:
+    """An IANA time zone name, or ConfigError."""
+    try:
+        if not isinstance(name, str):
+            raise ValueError(name)
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"Unknown timezone {name!r}: use an IANA name such as 'UTC' or "
+                          "'Asia/Shanghai'.") from None
 
 
 # Known windows; an unknown model without an explicit context_size gets a warning (C18).
@@ -86,6 +187,29 @@ KNOWN_CONTEXT_SIZES = {
     "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "gpt-4.1": 1_047_576, "gpt-4.1-mini": 1_047_576,
     "deepseek-chat": 65_536, "qwen-plus": 131_072, "qwen-max": 32_768,
 }
+
+
+MAX_PRICE = 10_000  # per 1M tokens: far above any model's price, far below a typo's
+DAY_S = 86_400  # the longest timeout or retry budget: a day
+
+
+def url_shape_problem(url: str) -> str:
+    """Why `url` can never be a model endpoint (not http or https, no host, a bad port), or
+    "" (blank is the simulated model). Which hosts are allowed: agents/provider/hosts.py."""
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not 0-65535
+    except ValueError as exc:
+        return f"The base URL {url!r} cannot be read ({exc})."
+    if parts.scheme.lower() not in ("http", "https"):
+        scheme = f"{parts.scheme}://" if parts.scheme else "no scheme"
+        return (f"The base URL {url!r} uses {scheme}: a model endpoint is reached over "
+                "http:// or https:// only.")
+    if not parts.hostname:
+        return f"The base URL {url!r} names no host."
+    return ""
 
 
 @dataclass(frozen=True)
@@ -99,11 +223,19 @@ class Setting:
     optional: bool = False  # may be left blank (None): the engine then uses its own default
     unique: bool = False
     max_chars: int = 0  # text: the longest value accepted
-    minimum: float | None = None  # numbers: the range a person may set
-    maximum: float | None = None
+    minimum: float | None = None  # numbers: the range a person may set (both ends are
+    maximum: float | None = None  # given for every number a person sets: issue 25 item 8)
     money: bool = False  # a price per 1M tokens, kept to 4 decimals
     learnt: bool = False  # written by the sessions, not by people
     check: Callable[[Any], None] | None = None  # raises ValueError saying what is wrong
+    unit: str = ""
+
+    def bounds(self, spec: dataclasses.Field) -> Bounds | None:
+        """The range of a number field, as check_number reads it; None for other fields."""
+        if self.minimum is None and self.maximum is None:
+            return None
+        return Bounds(self.minimum, self.maximum, whole=spec.type.startswith("int"),
+                      unit=self.unit)
 
 
 def setting(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
@@ -128,7 +260,14 @@ class ModelProfile:
     base_url: str = setting(
         "", max_chars=500,
         help="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1. Leave blank for the "
-             "built-in simulated model.")
+             "built-in simulated model. http or https only; loopback and private addresses "
+             "only for a local model (or hosts listed in TASKOS_MODEL_HOSTS).")
+    # Whether the URL may name a loopback or private address (agents/provider/hosts.py).
+    local: bool = setting(
+        False, help="A model server on this machine or your private network (llama.cpp, "
+                    "Ollama, vLLM): its base URL may name a loopback or private address. "
+                    "Off: public addresses only, unless the operator lists the host in "
+                    "TASKOS_MODEL_HOSTS.")
     # The key is read from this variable, never stored.
     api_key_env: str = setting(
         "OPENAI_API_KEY", max_chars=100, check=check_key_env,
@@ -136,29 +275,33 @@ class ModelProfile:
              "servers). Allowed: names starting with TASKOS_KEY_ and those the operator lists "
              "in TASKOS_ALLOWED_KEY_ENVS.")
     context_size: int = setting(
-        128_000, optional=True,
+        128_000, optional=True, minimum=WINDOW.low, maximum=WINDOW.high, unit=" tokens",
         help="The model's window in tokens, as its server enforces it. Blank: the known window "
              "of a well-known model; for any other model TaskOS assumes 128 000 and warns on "
              "every page that shows the profile.")
     encoding: str = setting("", max_chars=50, help="tiktoken encoding; blank: the model's own.")
-    price_input: float = setting(0.0, money=True, help="Per 1M input tokens.")
-    price_cached_input: float = setting(0.0, money=True, help="Per 1M cached input tokens.")
-    price_output: float = setting(0.0, money=True, help="Per 1M output tokens.")
+    price_input: float = setting(0.0, money=True, minimum=0, maximum=MAX_PRICE,
+                                 help="Per 1M input tokens.")
+    price_cached_input: float = setting(0.0, money=True, minimum=0, maximum=MAX_PRICE,
+                                        help="Per 1M cached input tokens.")
+    price_output: float = setting(0.0, money=True, minimum=0, maximum=MAX_PRICE,
+                                  help="Per 1M output tokens.")
     summary_model: str = setting("", max_chars=200,
                                  help="Cheaper model for summaries; blank: the same.")
-    num_ctx: int | None = setting(None, optional=True,
+    num_ctx: int | None = setting(None, optional=True, minimum=WINDOW.low,
+                                  maximum=WINDOW.high, unit=" tokens",
                                   help="Window to request from local servers.")
     # Model faults: the SDK's own retries are off, so these bound a bad provider.
-    connect_timeout: float = setting(10.0, minimum=0.1,
+    connect_timeout: float = setting(10.0, minimum=0.1, maximum=600, unit=" seconds",
                                      help="Seconds to open a connection to the endpoint.")
     read_timeout: float = setting(
-        120.0, minimum=0.1,
+        120.0, minimum=0.1, maximum=DAY_S, unit=" seconds",
         help="Seconds to wait for the next byte; long prompts take long to prefill.")
     call_timeout: float = setting(
-        300.0, minimum=0.1,
+        300.0, minimum=0.1, maximum=DAY_S, unit=" seconds",
         help="Seconds one whole call may take, however slowly the bytes arrive.")
     retry_budget: float = setting(
-        300.0, minimum=0,
+        300.0, minimum=0, maximum=DAY_S, unit=" seconds",
         help="Seconds a session may spend on failed calls and backoff waits (rate limits, "
              "timeouts, 5xx, malformed answers) before it fails.")
     # Sampling; None leaves the server's default.
@@ -212,19 +355,23 @@ class ModelProfile:
     warnings: list[str] = setting(factory=list, kept=False)  # e.g. a window that is a guess
     # How long the simulated model takes to answer each call (real models take seconds);
     # 0 answers at once, as bench and runtask want. Ignored for real models.
-    sim_latency_ms: float = setting(0.0, kept=False)
+    sim_latency_ms: float = setting(0.0, kept=False, minimum=0, maximum=60_000)
+    # Which hosts the base URL may name (TASKOS_MODEL_HOSTS; agents/provider/hosts.py), and
+    # host:port endpoints it may never name (the broker's, the database's). Standalone, the
+    # engine refuses only link-local and metadata addresses.
+    model_hosts: tuple[str, ...] = setting(("public", "private"), kept=False)
+    refused_endpoints: tuple[str, ...] = setting((), kept=False)
 
     def __post_init__(self) -> None:
-        for name in ("connect_timeout", "read_timeout", "call_timeout"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be more than 0 seconds "
-                                  f"(got {getattr(self, name)}).")
-        if self.retry_budget < 0:
-            raise ConfigError(f"retry_budget must be 0 or more seconds (got {self.retry_budget}).")
-        if self.temperature is not None and not 0 <= self.temperature <= 2:
-            raise ConfigError(f"temperature must be between 0 and 2 (got {self.temperature}).")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be more than 0 and at most 1 (got {self.top_p}).")
+        for spec in fields(self):
+            how: Setting = spec.metadata["setting"]
+            bounds = how.bounds(spec)
+            value = getattr(self, spec.name)
+            if bounds is not None and value is not None:
+                check_number(spec.name, value, bounds)
+        problem = url_shape_problem(self.base_url)
+        if problem:
+            raise ConfigError(problem)
 
     def sampling(self) -> dict[str, float]:
         """The sampling settings this profile sets, as request fields."""

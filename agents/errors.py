@@ -65,6 +65,19 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "The endpoint's answer was cut off mid-body, was not JSON or held no choices.",
         "TaskOS waited and asked again within the session's retry budget; if it persists, "
         "check the server or a proxy in front of it."),
+    "profile_invalid": ErrorAdvice(
+        "The session's model profile cannot work: a number of it is out of its range, or "
+        "its base URL is not http or https, or names a host the operator does not allow (a "
+        "loopback or private address on a profile not marked local, a link-local or cloud "
+        "metadata address, the broker's or the database's port).",
+        "Nothing was retried. Correct the profile in the admin (Runs → Model profiles; the "
+        "message names the field), or ask the operator to list the host in "
+        "TASKOS_MODEL_HOSTS, then start a new session."),
+    "settings_invalid": ErrorAdvice(
+        "The session's context settings are out of range or are not settings at all (a "
+        "stored row changed behind the forms).",
+        "Start a new session with settings the start form accepts; the message names the "
+        "setting and its range."),
     "key_env_refused": ErrorAdvice(
         "The profile's api_key_env names a variable that may not hold a model key.",
         "Put the key in a variable named TASKOS_KEY_<NAME> (or ask the operator to list it "

@@ -14,7 +14,11 @@ TASKOS_ALLOWED_KEY_ENVS  variables a model profile may name as api_key_env besid
 TASKOS_MAX_INPUT_CHARS   longest goal or message in characters (default 100000)
 TASKOS_MAX_DELEGATION_DEPTH / TASKOS_MAX_CHILDREN  sub-agent nesting and count (2 / 8)
 TASKOS_SIM_LATENCY_MS    how long the simulated model takes per answer (default 0; the
-                      `taskos` run command sets 200 so a run can be watched)
+                      `taskos` run command sets 200 so a run can be watched; at most 60000)
+TASKOS_MODEL_HOSTS    comma-separated hosts a model profile's base URL may name: `public`,
+                      `private`, `local` (loopback and private addresses for profiles marked
+                      local), host names, addresses, networks (default public,local; read by
+                      agents/provider/hosts.py)
 """
 from __future__ import annotations
 
@@ -212,7 +216,11 @@ TASKOS_MAX_DELEGATION_DEPTH = int(os.environ.get("TASKOS_MAX_DELEGATION_DEPTH", 
 TASKOS_MAX_CHILDREN = int(os.environ.get("TASKOS_MAX_CHILDREN", 8))
 # The simulated model answers in well under a millisecond, so a whole demo run is over
 # before the drawer's first refresh; a real model takes seconds a call.
-TASKOS_SIM_LATENCY_MS = max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0)))
+TASKOS_SIM_LATENCY_MS = min(60_000.0, max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0))))
+# Hosts a model profile's base URL may name (issue 25 item 9): public addresses for every
+# profile, loopback and private ones for profiles marked local; link-local and metadata
+# addresses only when listed, the broker's and the database's port never.
+TASKOS_MODEL_HOSTS = env_list("TASKOS_MODEL_HOSTS", "public,local")
 
 LOGGING = {
     "version": 1,

@@ -16,6 +16,7 @@ import httpx2
 import openai
 
 from agents.config import ModelProfile
+from agents.provider.hosts import HostUnresolved, Resolver, UrlRefused, check_model_url
 from agents.provider.overflow import parse_overflow
 from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
 
@@ -84,8 +85,10 @@ class ModelClient:
     """Chat completions against an OpenAI-compatible endpoint or the simulated model."""
 
     def __init__(self, profile: ModelProfile, *, http_client: Any = None,
-                 base_url: str | None = None, api_key: str | None = None) -> None:
+                 base_url: str | None = None, api_key: str | None = None,
+                 resolve: Resolver | None = None) -> None:
         self.profile = profile
+        self.resolve = resolve  # how the endpoint's host name is resolved (None: the system's)
         self._key_error: ModelError | None = None
         if api_key is None:
             try:
@@ -127,6 +130,7 @@ class ModelClient:
         kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice)
         if self._key_error is not None:
             raise self._key_error
+        self.check_endpoint()
         started = time.perf_counter()
         try:
             response = self._client.chat.completions.create(**kwargs)
@@ -147,6 +151,22 @@ class ModelClient:
                              f"the model endpoint sent a malformed response: {exc}") from exc
         latency = (time.perf_counter() - started) * 1000
         return _to_reply(response, latency)
+
+    def check_endpoint(self) -> None:
+        """Before each request, whether the profile's URL may still be asked (issue 25 item
+        9): the row may have changed since it was saved, or the name resolve elsewhere now.
+        A URL that may not be asked fails the session at once (profile_invalid is not
+        transient), where a file:// URL was retried as a connection error for the budget."""
+        profile = self.profile
+        if profile.simulated:
+            return
+        try:
+            check_model_url(profile.base_url, local=profile.local, hosts=profile.model_hosts,
+                            refused=profile.refused_endpoints, resolve=self.resolve)
+        except UrlRefused as exc:
+            raise ModelError("profile_invalid", f"Model profile {profile.name!r}: {exc}") from None
+        except HostUnresolved as exc:  # the SDK's own connect would fail the same way
+            raise ModelError("connection", f"cannot reach the model endpoint: {exc}") from None
 
 
 def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = False,

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.scenarios.validate import MAX_ARGS_DEPTH, ScenarioShapeError, validate_scenario
+from agents.scenarios.validate import (MAX_ARGS_DEPTH, REPEAT, ScenarioShapeError,
+                                       validate_scenario)
 
 SCENARIO_DIR = Path(__file__).resolve().parent
 DATA_DIR = SCENARIO_DIR / "data"
@@ -76,7 +77,7 @@ def _parse_step(raw: Any, where: str) -> tuple[str, Any]:
     return "tools", (parsed, raw.get("say", ""))
 
 
-MAX_REPEAT = 100_000
+MAX_REPEAT = int(REPEAT.high)
 
 
 def _fill(value: Any, n: int) -> Any:
@@ -119,9 +120,7 @@ def parse_scenario(data: Any, origin: str = "<scenario>") -> Scenario:
     if not isinstance(data["steps"], list) or not data["steps"]:
         raise ScenarioError(f"{origin}: 'steps' must be a non-empty list")
     data = {**data, "steps": expand_repeats(data["steps"], origin)}
-    window = data.get("window")
-    if window is not None and (not isinstance(window, int) or window < 1000):
-        raise ScenarioError(f"{origin}: 'window' must be an integer of at least 1000")
+    window = data.get("window")  # checked against WINDOW's range by validate_scenario
     scenario = Scenario(name=str(data["name"]), goal=str(data["goal"]), steps=data["steps"],
                         system=str(data.get("system", "")), window=window,
                         expect_tier1=list((data.get("expect") or {}).get("tier1", [])),

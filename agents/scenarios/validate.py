@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.config import MAX_INPUT_CHARS
+from agents.config import MAX_INPUT_CHARS, MAX_TURNS, WINDOW, Bounds, ConfigError, check_number
 
 TOP_KEYS = {"name", "goal", "steps", "system", "window", "expect", "tools", "summarizer",
             "description", "subtasks"}
@@ -17,6 +17,10 @@ STEP_KEYS = {"user": {"user"}, "final": {"final"}, "tool": {"tool", "args", "say
              "tools": {"tools", "say"}}
 MAX_ARGS_DEPTH = 20  # tool arguments nested deeper than this are not a real tool call
 MAX_STEPS = 10_000
+# A repeated step stands for `repeat` steps numbered from `from` (agents/scenarios/__init__.py);
+# a file expands to at most MAX_TURNS steps, the most turns a session may run.
+REPEAT = Bounds(1, 100_000, whole=True)
+FROM = Bounds(1, 1_000_000_000, whole=True)
 
 
 class ScenarioShapeError(ValueError):
@@ -42,6 +46,16 @@ def check_text(path: str, value: Any, *, limit: int = MAX_INPUT_CHARS,
     if len(value) > limit:
         raise ScenarioShapeError(f"{path}: expected at most {limit:,} characters, "
                                  f"got {len(value):,}")
+
+
+def check_bounded(path: str, value: Any, bounds: Bounds) -> None:
+    """A number of the file inside its range, checked as every number a person sets is."""
+    try:
+        check_number(path, value, bounds)
+    except ConfigError:
+        kind = "a whole number" if bounds.whole else "a number"
+        raise ScenarioShapeError(f"{path}: expected {kind} of {bounds.describe()}, "
+                                 f"got {value!r}") from None
 
 
 def check_strings(path: str, value: Any) -> None:
@@ -107,12 +121,9 @@ def check_step(path: str, step: Any, subtasks: set[str] | None = None) -> str:
     if kind in ("user", "final"):
         check_text(f"{path}.{kind}", step[kind])
     elif kind == "tool":
-        for key in ("repeat", "from"):  # a repeated step stands for many (see expand_repeats)
-            if key in step and type(step[key]) is not int:
-                fail(f"{path}.{key}", "a whole number of at least 1", step[key])
-            if key in step and step[key] < 1:
-                raise ScenarioShapeError(f"{path}.{key}: expected a whole number of at least 1, "
-                                         f"got {step[key]}")
+        for key, bounds in (("repeat", REPEAT), ("from", FROM)):  # see expand_repeats
+            if key in step:
+                check_bounded(f"{path}.{key}", step[key], bounds)
         call = {k: v for k, v in step.items() if k not in ("say", "repeat", "from")}
         check_call(path, call)
         if call["tool"] == "delegate":
@@ -153,9 +164,8 @@ def validate_scenario(data: Any, prefix: str = "", subtasks: set[str] | None = N
     check_text("goal", data["goal"])
     if "system" in data:
         check_text("system", data["system"])
-    window = data.get("window")
-    if window is not None and (type(window) is not int or window < 1000):
-        raise ScenarioShapeError(f"window: expected an integer of at least 1000, got {window!r}")
+    if data.get("window") is not None:
+        check_bounded("window", data["window"], WINDOW)
     if data.get("tools") is not None:
         check_strings("tools", data["tools"])
     if "summarizer" in data and not isinstance(data["summarizer"], str):
@@ -174,6 +184,10 @@ def validate_scenario(data: Any, prefix: str = "", subtasks: set[str] | None = N
     if len(steps) > MAX_STEPS:
         raise ScenarioShapeError(f"steps: expected at most {MAX_STEPS} steps, got {len(steps)}")
     kinds = [check_step(f"{prefix}steps[{i}]", step, subtasks) for i, step in enumerate(steps)]
+    expanded = sum(step.get("repeat", 1) for step in steps)
+    if expanded > MAX_TURNS:
+        raise ScenarioShapeError(f"{prefix}steps: expected at most {MAX_TURNS} steps once "
+                                 f"repeats are expanded, got {expanded}")
     if "final" not in kinds:
         raise ScenarioShapeError("steps: expected a 'final' answer as the last step, found none")
     first_final = kinds.index("final")

@@ -100,6 +100,7 @@ def register_profile(*, port: int, n_ctx: int, name: str = "local"):
     """Create or update the profile that points at the local server."""
     profile, _ = ModelProfile.objects.update_or_create(name=name, defaults={
         "model": MODEL_ALIAS, "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "",
+        "local": True,  # its URL names this machine (TASKOS_MODEL_HOSTS' `local`)
         "context_size": n_ctx, "server_tokenizer": True, "temperature": 0.2,
         "tool_results_as_user": True, "probe_questions": True,
         "tool_free_summaries": True, "single_system_message": True,

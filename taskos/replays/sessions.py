@@ -77,8 +77,9 @@ def create_replay(source: Session, owner, settings: dict[str, Any] | None = None
         raise SessionError(str(exc)) from None
     settings = dict(settings or {})
     profile = profile or source.profile
-    window = checked_window(settings.pop("window", None)
-                            or min(source.window, profile.effective_window), profile)
+    window = settings.pop("window", None)  # 0 is a window refused, not "the default"
+    window = checked_window(min(source.window, profile.effective_window) if window is None
+                            else window, profile)
     config = checked_config({**(source.context_settings or {}), **settings})
     return Session.objects.create(
         owner=owner, goal=source.goal, scenario=source.scenario, profile=profile,

@@ -12,7 +12,10 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
+from agents import list_scenarios
+
 from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent, Task
+from .services import SessionError, checked_config, checked_scenario, checked_window
 
 
 def mark_anchor(anchor: Anchor) -> None:
@@ -98,12 +101,67 @@ class TaskInline(admin.TabularInline):
     fields = ("task_id", "subject", "state", "owner", "blocked_by", "description")
 
 
+class SessionForm(forms.ModelForm):
+    """The session's settings checked as the start form and create_session check them
+    (issue 25 item 8): an admin save once stored {"trigger_ratio": 5}, a window of 0 or a
+    server path as scenario, and the run ended as an internal error."""
+
+    scenario = forms.ChoiceField(required=False, help_text="A bundled scenario (the simulated "
+                                 "model plays it).")
+    context_settings = ReadableJSONField(
+        required=False, widget=forms.Textarea(attrs={"rows": 6}),
+        help_text='Context settings, e.g. {"trigger_ratio": 0.7, "max_rounds": 5}; each is '
+                  "checked against its range (docs/configuration.md).")
+
+    class Meta:
+        model = Session
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        current = self.instance.scenario if self.instance.pk else ""
+        names = list_scenarios()
+        # A sub-agent's "NAME#SUB", or a file runtask was given, stays as it is when unchanged.
+        extra = [current] if current and current not in names else []
+        self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
+            (name, name) for name in names + extra]
+
+    def clean_scenario(self):
+        name = (self.cleaned_data.get("scenario") or "").strip()
+        if self.instance.pk and name == self.instance.scenario:
+            return name
+        try:
+            return checked_scenario(name)
+        except SessionError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_context_settings(self):
+        settings = self.cleaned_data.get("context_settings")
+        settings = {} if settings is None else settings
+        try:
+            checked_config(settings, strict=True)
+        except SessionError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return settings
+
+    def clean(self):
+        data = super().clean()
+        window, profile = data.get("window"), data.get("profile")
+        if window is not None and profile is not None and "window" not in self.errors:
+            try:
+                checked_window(window, profile)
+            except SessionError as exc:
+                self.add_error("window", str(exc))
+        return data
+
+
 # Input widths that keep the session page and the anchor list within a desktop window.
 ADMIN_MEDIA = forms.Media(css={"all": ("css/admin.css",)})
 
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
+    form = SessionForm
     media = property(lambda self: super(SessionAdmin, self).media + ADMIN_MEDIA)
     list_display = ("id", "short_goal", "status", "owner", "profile", "turns",
                     "total_input_tokens", "peak_input_tokens", "compactions", "created_at")

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -51,6 +52,21 @@ def validate_key_env(name: str) -> None:
 
 
 ASSUMED_WINDOW = 128_000  # an unknown model without a context size: said, never silent
+
+
+def refused_endpoints() -> list[str]:
+    """host:port of TaskOS's own services, which a model URL may never name: the broker
+    (and channel layer) and a database server."""
+    out = []
+    for url in {settings.REDIS_URL, getattr(settings, "CELERY_BROKER_URL", settings.REDIS_URL)}:
+        parts = urlsplit(url or "")
+        if parts.hostname:
+            out.append(f"{parts.hostname}:{parts.port or 6379}")
+    database = settings.DATABASES["default"]
+    port = database.get("PORT") or (5432 if "postgresql" in database["ENGINE"] else None)
+    if database.get("HOST") and port:
+        out.append(f"{database['HOST']}:{port}")
+    return sorted(out)
 
 
 def column(spec: dataclasses.Field, how: agents.Setting) -> models.Field:
@@ -138,17 +154,48 @@ class ModelProfile(models.Model):
                 f"size: TaskOS assumes {ASSUMED_WINDOW:,} tokens. Set the real window on the "
                 "profile, or requests may go over it.")
 
+    def url_problem(self) -> str:
+        """Why the worker may not ask this profile's base URL (issue 25 item 9), or "". A
+        name that does not resolve here is not refused: it may resolve where the worker
+        runs, and is checked again before every request."""
+        try:
+            agents.check_model_url(self.base_url, local=self.local,
+                                   hosts=settings.TASKOS_MODEL_HOSTS,
+                                   refused=refused_endpoints())
+        except agents.UrlRefused as exc:
+            return str(exc)
+        except agents.HostUnresolved:
+            pass
+        return ""
+
+    def clean(self) -> None:
+        super().clean()
+        problem = self.url_problem()
+        if problem:
+            raise ValidationError({"base_url": problem})
+
     def to_engine(self, context_size: int | None = None) -> agents.ModelProfile:
-        """The engine's view of this profile, optionally with a smaller window."""
+        """The engine's view of this profile, optionally with a smaller window; a row that
+        cannot work (changed behind the admin's checks) raises ProfileInvalid saying why."""
         kept = {spec.name: float(value) if how.money else value
                 for spec, how in agents.profile_settings()
                 for value in [getattr(self, spec.name)]}
         kept.update(context_size=context_size or self.effective_window,
                     token_overheads=dict(self.token_overheads or {}))
         warning = self.window_warning
-        return agents.ModelProfile(
-            **kept, warnings=[warning] if warning else [],
-            sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0)
+        try:
+            problem = self.url_problem()
+            if problem:
+                raise agents.ConfigError(problem)
+            return agents.ModelProfile(
+                **kept, warnings=[warning] if warning else [],
+                sim_latency_ms=settings.TASKOS_SIM_LATENCY_MS if self.simulated else 0.0,
+                model_hosts=tuple(settings.TASKOS_MODEL_HOSTS),
+                refused_endpoints=tuple(refused_endpoints()))
+        except agents.ConfigError as exc:
+            raise agents.ProfileInvalid(
+                f"Model profile {self.name!r} cannot be used: {exc} Correct it in the admin "
+                "(Runs → Model profiles).") from None
 
 
 for _spec, _how in agents.profile_settings():

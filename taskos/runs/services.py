@@ -7,7 +7,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import ConfigError, ContextConfig, ScenarioError, default_registry, load_scenario
+from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, check_number,
+                    default_registry, list_scenarios, load_scenario)
 
 from . import queue
 from .delegation import cancel_tree
@@ -15,29 +16,49 @@ from .models import ModelProfile, PendingMessage, Session, input_too_long
 
 log = logging.getLogger("taskos.runs")
 
-MIN_WINDOW = 1000
-
 
 class SessionError(ValueError):
     """A request a person made that cannot be carried out; the message says why."""
 
 
-def checked_window(window: int, profile: ModelProfile) -> int:
+def checked_window(window: Any, profile: ModelProfile) -> int:
     """`window`, when a session may use it on `profile`; else SessionError saying why."""
-    if window < MIN_WINDOW:
-        raise SessionError(f"The window must be at least {MIN_WINDOW} tokens (got {window}).")
+    try:
+        check_number("The window", window, WINDOW)
+    except ConfigError as exc:
+        raise SessionError(str(exc)) from None
     if window > profile.effective_window:
         raise SessionError(f"The window ({window} tokens) is larger than the context size of "
                            f"profile {profile.name!r} ({profile.effective_window} tokens).")
     return window
 
 
-def checked_config(settings: dict[str, Any]) -> ContextConfig:
-    """The context settings a person gave, checked; else SessionError saying what is wrong."""
+def checked_config(settings: Any, *, strict: bool = False) -> ContextConfig:
+    """The context settings a person gave (from the form, the admin's JSON, the command
+    line), checked; else SessionError saying what is wrong (with `strict`, also a name that
+    is no setting)."""
     try:
-        return ContextConfig.from_dict(settings)
-    except (ConfigError, TypeError) as exc:
+        return ContextConfig.from_dict(settings, strict=strict)
+    except ConfigError as exc:
         raise SessionError(f"Context settings: {exc}") from exc
+
+
+def checked_scenario(name: str) -> str:
+    """`name` when it is a bundled scenario (or one of its subtasks, "NAME#SUB", what a
+    sub-agent plays) that loads; else SessionError. A path names a server file: the admin
+    never takes one (runtask does, from the person at the server)."""
+    name = (name or "").strip()
+    if not name:
+        return ""
+    base = name.partition("#")[0]
+    if base not in list_scenarios():
+        raise SessionError(f"Unknown scenario {base!r}. Bundled scenarios: "
+                           f"{', '.join(list_scenarios())}.")
+    try:
+        load_scenario(name)
+    except ScenarioError as exc:
+        raise SessionError(str(exc)) from exc
+    return name
 
 
 def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
@@ -58,7 +79,9 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
     too_long = input_too_long(goal, "goal")
     if too_long:
         raise SessionError(too_long)
-    window = checked_window(window or scenario_window or profile.effective_window, profile)
+    if window is None:
+        window = scenario_window or profile.effective_window
+    window = checked_window(window, profile)
     config = checked_config(context_settings or {})
     unknown = sorted(set(config.tools) - set(default_registry(config).names()))
     if unknown:

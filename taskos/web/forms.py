@@ -6,12 +6,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 
-from agents import (ConfigError, ContextConfig, ScenarioError, default_registry, list_scenarios,
-                    load_scenario)
+from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
+                    list_scenarios, load_scenario)
 from taskos.runs.models import ModelProfile, input_too_long
 
-MIN_WINDOW, MAX_WINDOW = 1000, 2_000_000
+MIN_WINDOW, MAX_WINDOW = int(WINDOW.low), int(WINDOW.high)  # the engine's range (issue 25)
 DEFAULTS = ContextConfig()
+MAX_TURNS = ContextConfig.bounds_of("max_turns")
 # The ContextConfig knobs the form offers, in the order it shows them.
 KNOBS = ("trigger_ratio", "reserve_ratio", "context_buffer_ratio", "tool_result_limit",
          "max_rounds", "compression_fallback_to_truncation", "compression_tool_enabled",
@@ -76,7 +77,8 @@ class NewSessionForm(forms.Form):
                   "clean context and budget; only their answers come back.")
     timezone = forms.CharField(initial=DEFAULTS.timezone, max_length=64,
                                help_text="IANA zone for the time hint, e.g. Europe/Berlin.")
-    max_turns = forms.IntegerField(required=False, min_value=1, max_value=10_000,
+    max_turns = forms.IntegerField(required=False, min_value=int(MAX_TURNS.low),
+                                   max_value=int(MAX_TURNS.high),
                                    help_text=f"Turns before the session stops without an "
                                              f"answer. Empty: {DEFAULTS.max_turns}.")
     tools = forms.MultipleChoiceField(
@@ -126,12 +128,13 @@ class NewSessionForm(forms.Form):
         return data
 
     def _check_knobs(self, data: dict[str, Any]) -> None:
-        """Validate each knob alone first so an error lands on the field that caused it."""
+        """Validate each knob alone, by the engine's own check, so an error lands on the
+        field that caused it."""
         for name in KNOBS:
             if name not in data or name in self.errors:
                 continue
             try:
-                ContextConfig(**{name: data[name]})
+                ContextConfig.check(name, data[name])
             except ConfigError as exc:
                 self.add_error(name, str(exc))
 

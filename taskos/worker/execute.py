@@ -64,14 +64,18 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             run_engine = replay_engine(session)
         store = DjangoStore(lease=lease)
         store.undo_uncommitted_anchors(session.pk)  # a resume starts from the last commit
-        spec = SessionSpec.plan(
-            goal=session.goal, scenario=session.scenario or None,
-            profile=session.profile.to_engine(context_size=session.window),
-            config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
-            max_input_chars=max_input_chars(), delegation=delegation.limits())
-        with relaxed_commits():
-            result = run_engine(spec, session_id=str(session.pk), store=store, events=sink,
-                                workspace=session.workspace, progress=progress)
+        try:
+            spec = SessionSpec.plan(
+                goal=session.goal, scenario=session.scenario or None,
+                profile=session.profile.to_engine(context_size=session.window),
+                config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
+                max_input_chars=max_input_chars(), delegation=delegation.limits())
+        except agents.ConfigError as exc:
+            result = cannot_run(session, sink, exc)
+        else:
+            with relaxed_commits():
+                result = run_engine(spec, session_id=str(session.pk), store=store, events=sink,
+                                    workspace=session.workspace, progress=progress)
     except LeaseLost as exc:
         log.warning("Session %s: stopped, %s.", session.pk, exc)
         return {"status": "lease_lost"}
@@ -118,6 +122,19 @@ def lease_gone(lease: Lease | None) -> bool:
         return not lease.held()
     except Exception:  # noqa: BLE001 - the database itself may be what failed
         return False
+
+
+def cannot_run(session: Session, sink: EventLog, exc: agents.ConfigError) -> agents.SessionRun:
+    """A session whose profile or settings cannot work (a row changed behind the admin's
+    checks, issue 25 item 8) ends at once with the error's own code, not an internal error."""
+    message = redact(str(exc))
+    sink.emit(error_event(exc.code, message, fatal=True))
+    sink.emit(agents.SessionFinished(status="failed", final_answer="", turns=session.turns,
+                                     error=message))
+    return agents.SessionRun(
+        result=agents.RunResult("failed", "", session.turns, message, exc.code),
+        report={"status": "failed", "turns": session.turns, "error": message,
+                "error_code": exc.code})
 
 
 def failure_reason(session: Session, report: dict) -> str:

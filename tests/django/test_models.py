@@ -38,6 +38,7 @@ def test_profile_converts_to_the_engine_profile_with_a_smaller_window():
 def test_profile_keeps_the_token_ratio_a_session_learnt_and_hands_it_to_the_engine():
     profile = ModelProfile.objects.create(name="local", model="smollm2", api_key_env="",
                                           base_url="http://127.0.0.1:8436/v1", temperature=0.1,
+                                          local=True,
                                           server_tokenizer=True)
     profile.learn_token_ratio({"token_ratio": 1.0812, "token_ratio_calls": 41})
     profile.learn_token_ratio({"token_ratio": 1.5, "token_ratio_calls": 3})  # fewer calls: kept
@@ -130,7 +131,7 @@ def test_anchor_tiers_have_labels(make_session):
 
 def test_an_unknown_model_without_a_window_is_warned_about_never_silently_128k():
     unknown = ModelProfile.objects.create(name="mine", model="my-llm", api_key_env="",
-                                          base_url="http://127.0.0.1:9/v1")
+                                          base_url="http://127.0.0.1:9/v1", local=True)
     assert unknown.context_size is None and unknown.effective_window == 128_000
     assert "'my-llm' is unknown" in unknown.window_warning
     assert unknown.to_engine().warnings == [unknown.window_warning]
@@ -144,7 +145,7 @@ def test_an_unknown_model_without_a_window_is_warned_about_never_silently_128k()
 
 
 def test_the_learnt_overheads_are_kept_with_the_ratio():
-    profile = ModelProfile.objects.create(name="loc", model="m", api_key_env="",
+    profile = ModelProfile.objects.create(name="loc", model="m", api_key_env="", local=True,
                                           base_url="http://127.0.0.1:9/v1", context_size=4096)
     profile.learn_token_ratio({"token_ratio": 1.05, "token_ratio_calls": 6,
                                "token_overheads": {"auto:2/615": 412.5, "none:2/615": -380.0}})

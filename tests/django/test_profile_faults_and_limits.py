@@ -125,7 +125,7 @@ def test_cancel_from_the_dashboard_interrupts_a_hung_model_call(channels_redis_u
 
     with FakeProvider(default="hang") as provider:
         profile = ModelProfile.objects.create(
-            name="hung", model="m", base_url=provider.base_url, api_key_env="",
+            name="hung", model="m", base_url=provider.base_url, api_key_env="", local=True,
             context_size=16_000, read_timeout=120, call_timeout=300)
         session = services.create_session(None, "Say hello.", "", profile, None, {})
 

@@ -111,7 +111,7 @@ def test_compaction_request_keeps_instructions_and_blank_means_plain(make_sessio
 
 
 def test_real_profiles_convert_with_the_session_window():
-    profile = ModelProfile.objects.create(name="local", model="qwen2.5:7b",
+    profile = ModelProfile.objects.create(name="local", model="qwen2.5:7b", local=True,
                                           base_url="http://127.0.0.1:11434/v1",
                                           context_size=32_768, num_ctx=32_768)
     session = services.create_session(None, "Plan a trip", "", profile, 16_000, {})

@@ -127,7 +127,8 @@ def test_repeat_steps_expand_and_a_long_scenario_raises_the_turn_cap():
     try:
         parse_scenario({"name": "r", "goal": "g", "steps": [{"repeat": 0, "tool": "x"}]})
     except ScenarioError as exc:
-        assert "steps[0].repeat: expected a whole number of at least 1, got 0" in str(exc)
+        assert ("steps[0].repeat: expected a whole number of at least 1 and at most 100000, "
+                "got 0") in str(exc)
     else:
         raise AssertionError("repeat 0 was accepted")
 

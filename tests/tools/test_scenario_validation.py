@@ -40,8 +40,10 @@ def nested(depth: int):
     (scenario(steps=[{"tools": [{"tool": 3}]}, {"final": "x"}]),
      "steps[0].tools[0].tool: expected a string, got an integer"),
     (scenario(steps=[{"final": ["x"]}]), "steps[0].final: expected a string, got a list"),
-    (scenario(window="big"), "window: expected an integer of at least 1000, got 'big'"),
-    (scenario(window=True), "window: expected an integer of at least 1000, got True"),
+    (scenario(window="big"), "window: expected a whole number of at least 1000 tokens and at "
+                             "most 100000000 tokens, got 'big'"),
+    (scenario(window=True), "window: expected a whole number of at least 1000 tokens and at "
+                            "most 100000000 tokens, got True"),
     (scenario(goal={"text": "g"}), "goal: expected a string, got an object"),
     (scenario(stpes=[]), "stpes: unknown key"),
     (scenario(steps=[{"tool": "x", "args": nested(30)}, {"final": "x"}]),

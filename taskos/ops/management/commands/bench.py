@@ -9,13 +9,16 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from agents import run_bench
+from agents import Bounds, ConfigError, check_number, run_bench
 from taskos.ops import db_path_bench
 from taskos.ops.management.migrated import require_migrated
 from taskos.ops.management.storage import StorageErrorsInOneLine
 from taskos.ops.recall_bench import measure
 
 DB_PATH_TARGET = 2.0  # issue 8: runtask's median turn at most twice the in-memory one
+# The options' ranges (issue 25 item 6); 0 skips either part.
+RECALL_ROWS = Bounds(100, 10_000_000, whole=True)
+DB_RUNS = Bounds(0, 100, whole=True)
 
 
 class Command(StorageErrorsInOneLine, BaseCommand):
@@ -40,10 +43,12 @@ class Command(StorageErrorsInOneLine, BaseCommand):
 
     def handle(self, *args, **options):
         rows = options["recall_rows"]
-        if 0 < rows < 100:
-            raise CommandError("--recall-rows must be 0 (skip) or at least 100.")
-        if options["db_runs"] < 0:
-            raise CommandError("--db-runs must be 0 (skip) or more.")
+        try:
+            if rows:
+                check_number("--recall-rows (0 skips it)", rows, RECALL_ROWS)
+            check_number("--db-runs (0 skips it)", options["db_runs"], DB_RUNS)
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from None
         if options["db_runs"] or rows:
             require_migrated()
         path, plot = options["json_path"], options["plot_path"]

@@ -71,7 +71,7 @@ class Command(StorageErrorsInOneLine, BaseCommand):
             raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
         try:
             settings = {}
-            if options["max_turns"]:
+            if options["max_turns"] is not None:  # 0 is refused by its range, not dropped
                 settings["max_turns"] = options["max_turns"]
             if options["tools"]:
                 settings["tools"] = [t.strip() for t in options["tools"].split(",") if t.strip()]
