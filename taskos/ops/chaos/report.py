@@ -36,20 +36,27 @@ def summarize(plan, base_pk: int, results: list[dict], kills: list[dict], elapse
         "tracebacks_in_worker_logs": worker_logs.count("Traceback (most recent call last)"),
     }
     return {"ok": not any(totals[name] for name in FAILURES), "plan": asdict(plan),
-            "baseline_session": base_pk, "kills": kills, "elapsed_s": round(elapsed, 1),
+            "baseline_session": base_pk, "kills": kills,
+            "kills_by_target": kills_by_target(kills), "elapsed_s": round(elapsed, 1),
             "totals": totals, "sessions": results}
+
+
+def kills_by_target(kills: list[dict]) -> dict[str, int]:
+    """Kills done per kind of target (workers are named worker1, worker2 …)."""
+    counts = dict.fromkeys(("worker", "redis", "postgres"), 0)
+    for kill in kills:
+        kind = kill["target"] if kill["target"] in ("redis", "postgres") else "worker"
+        counts[kind] += 1
+    return counts
 
 
 def summary_text(report: dict[str, Any]) -> str:
     """The lines printed at the end of a run."""
     totals, plan = report["totals"], report["plan"]
-    by_target: dict[str, int] = {}
-    for kill in report["kills"]:
-        kind = "redis" if kill["target"] == "redis" else "worker"
-        by_target[kind] = by_target.get(kind, 0) + 1
+    by_target = kills_by_target(report["kills"])
     lines = [f"Chaos run: {totals['sessions']} sessions, {len(report['kills'])} of "
-             f"{plan['kills']} kills ({by_target.get('worker', 0)} worker, "
-             f"{by_target.get('redis', 0)} Redis), seed {plan['seed']}, "
+             f"{plan['kills']} kills ({by_target['worker']} worker, {by_target['redis']} "
+             f"Redis, {by_target['postgres']} PostgreSQL), seed {plan['seed']}, "
              f"{report['elapsed_s']} s"]
     for name in FAILURES:
         lines.append(f"  {name:38} {totals[name]}")

@@ -4,6 +4,8 @@ The kill schedule comes from the seed and is keyed to progress, not to the clock
 fires when the sessions together have committed a given share of their turns, so the same
 seed kills at the same points of the work on a fast or a busy machine. Which worker dies
 is the one running a session at that moment (a kill of an idle worker proves nothing).
+A PostgreSQL kill takes this process's connection down too: its own reads are tried again
+on a fresh connection until the cluster is back (`survive`).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from django.core.management import call_command
+from django.db import InterfaceError, OperationalError, connection
 
 from agents import EventType
 from taskos.runs import services
@@ -37,8 +40,12 @@ class ChaosPlan:
     scenario: str = ""  # a bundled name or a file path; empty: the generated chaos scenario
     seed: int = 1
     redis_kill_share: float = 0.25  # the rest of the kills hit a busy worker
+    postgres_kill_share: float = 0.0  # needs the run's own cluster (Stack.postgres)
     progress: tuple[float, float] = (0.05, 0.85)  # share of all turns where kills may fire
     down_s: tuple[float, float] = (0.2, 2.0)  # how long the killed process stays down
+    # Around the lease: a short outage leaves every lease with its holder, a long one lets
+    # a sweep hand a session to another worker while the first still runs it.
+    postgres_down_s: tuple[float, float] = (0.5, 10.0)
     lease_s: float = 6.0
     sweep_s: float = 2.0
     requeue_after_s: float = 10.0
@@ -48,15 +55,25 @@ class ChaosPlan:
 @dataclass
 class Kill:
     at_share: float  # of all the sessions' turns committed
-    target: str  # "redis" or "worker"
+    target: str  # "redis", "postgres" or "worker"
     down_s: float
 
 
 def kill_schedule(plan: ChaosPlan) -> list[Kill]:
+    """Each kill's moment, target and outage, by the seed. The draws are the same with or
+    without PostgreSQL kills, so a seed without them kills as it did before they existed."""
     rng = random.Random(plan.seed)
-    kills = [Kill(rng.uniform(*plan.progress),
-                  "redis" if rng.random() < plan.redis_kill_share else "worker",
-                  round(rng.uniform(*plan.down_s), 2)) for _ in range(plan.kills)]
+    kills = []
+    for _ in range(plan.kills):
+        at, pick = rng.uniform(*plan.progress), rng.random()
+        if pick < plan.redis_kill_share:
+            target = "redis"
+        elif pick < plan.redis_kill_share + plan.postgres_kill_share:
+            target = "postgres"
+        else:
+            target = "worker"
+        down = plan.postgres_down_s if target == "postgres" else plan.down_s
+        kills.append(Kill(at, target, round(rng.uniform(*down), 2)))
     return sorted(kills, key=lambda kill: kill.at_share)
 
 
@@ -87,19 +104,39 @@ def baseline(scenario: str, profile: ModelProfile) -> tuple[int, dict[str, Any]]
     return session.pk, fingerprint(session)
 
 
+def survive(read: Callable[[], Any], patience_s: float = 300.0,
+            sleep: Callable[[float], None] = time.sleep) -> Any:
+    """`read()`, tried again on a fresh connection while the database is down or this
+    process's connection died with a killed server."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return read()
+        except (OperationalError, InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001 - closing a connection to a killed server
+                pass
+        sleep(POLL_S)
+
+
 def committed_turns(pks: list[int]) -> int:
-    return SessionEvent.objects.filter(session_id__in=pks, type=EventType.TURN_STARTED).count()
+    return survive(lambda: SessionEvent.objects.filter(
+        session_id__in=pks, type=EventType.TURN_STARTED).count())
 
 
 def active(pks: list[int]) -> int:
-    return Session.objects.filter(pk__in=pks, status__in=Session.ACTIVE_STATUSES).count()
+    return survive(lambda: Session.objects.filter(
+        pk__in=pks, status__in=Session.ACTIVE_STATUSES).count())
 
 
 def busy_workers(stack: Stack, pks: list[int]) -> list[Managed]:
     """Workers whose process group holds a session's lease (owner is host:pid:…)."""
     groups = set()
-    for owner in Session.objects.filter(pk__in=pks).exclude(lease_owner="").values_list(
-            "lease_owner", flat=True):
+    for owner in survive(lambda: list(Session.objects.filter(pk__in=pks).exclude(
+            lease_owner="").values_list("lease_owner", flat=True))):
         try:
             groups.add(os.getpgid(int(owner.split(":")[1])))
         except (IndexError, ValueError, ProcessLookupError):
@@ -108,9 +145,11 @@ def busy_workers(stack: Stack, pks: list[int]) -> list[Managed]:
 
 
 def fire(kill: Kill, stack: Stack, pks: list[int], rng: random.Random) -> dict[str, Any]:
-    """SIGKILL Redis or a busy worker now, then start it again after `down_s`."""
+    """SIGKILL Redis, PostgreSQL or a busy worker now, then start it again after `down_s`."""
     if kill.target == "redis":
         target = stack.redis
+    elif kill.target == "postgres":
+        target = stack.postgres
     else:
         target = rng.choice(busy_workers(stack, pks) or stack.worker_procs)
     turns = committed_turns(pks)
@@ -128,9 +167,11 @@ def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
     This process must already use the stack's Redis (settings and the Celery app) and
     `stack.env` the same database.
     """
+    schedule = kill_schedule(plan)
+    if stack.postgres is None and any(kill.target == "postgres" for kill in schedule):
+        raise ValueError("PostgreSQL kills need the run's own cluster (Stack.postgres)")
     call_command("migrate", interactive=False, verbosity=0)
     rng = random.Random(plan.seed)
-    schedule = kill_schedule(plan)
     done: list[dict[str, Any]] = []
     started = time.monotonic()
     try:

@@ -1,11 +1,12 @@
-"""The processes a chaos run kills: Celery workers, and Redis.
+"""The processes a chaos run kills: Celery workers, Redis, and a private PostgreSQL.
 
 Each worker runs in its own process group, so a kill takes its pool children with it, as
 when a machine or a container dies. Redis is either a private redis-server this run starts
 (without persistence: a SIGKILL loses every queued message, the hardest case) or an
 external one given by REDIS_URL. An external Redis belongs to someone else, so it is not
 killed: its "death" is simulated by what a restart without persistence does to clients,
-its broker database emptied and every client connection cut.
+its broker database emptied and every client connection cut. PostgreSQL is killed only
+as a cluster the run started itself (postgres.py), before this process opened its database.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from urllib.parse import urlsplit
 import redis
 
 from taskos.ops.launcher import find_redis_server, redis_answers
+
+from .postgres import PrivatePostgres
 
 BASE_DIR = Path(__file__).resolve().parents[3]  # the checkout: taskos/ops/chaos/stack.py
 START_TIMEOUT_S = 60.0
@@ -129,7 +132,8 @@ def worker_argv(number: int) -> list[str]:
 
 @dataclass
 class Stack:
-    """Redis and `workers` Celery workers, all pointed at one database."""
+    """Redis and `workers` Celery workers, all pointed at one database: `postgres` when the
+    run started its own (already up: this process uses it too), which `stop` shuts down."""
 
     run_dir: Path
     redis_url: str
@@ -138,6 +142,7 @@ class Stack:
     private_redis: bool = True
     redis: PrivateRedis | ExternalRedis | None = None
     worker_procs: list[Managed] = field(default_factory=list)
+    postgres: PrivatePostgres | None = None
 
     def start(self) -> None:
         if self.private_redis:
@@ -158,6 +163,8 @@ class Stack:
             worker.stop()
         if self.redis is not None:
             self.redis.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
 
     def worker_logs(self) -> str:
         return "\n".join(w.log_path.read_text(errors="replace") for w in self.worker_procs
