@@ -97,7 +97,8 @@ def profile_form(**overrides) -> dict:
     ({"base_url": "gopher://api.example/v1"}, "base_url", "uses gopher://"),
     ({"base_url": "http://169.254.169.254/latest/meta-data/", "local": "on"}, "base_url",
      "link-local"),
-    ({"base_url": "http://10.0.0.5:8000/v1"}, "base_url", "allowed only for a profile marked local"),
+    ({"base_url": "http://10.0.0.5:8000/v1"}, "base_url",
+     "allowed only for a profile marked local"),
     ({"base_url": "http://127.0.0.1:6390/v1", "local": "on"}, "base_url",
      "one of TaskOS's own services"),
 ])
