@@ -2,41 +2,103 @@
 
 Missing values (empty, NA, null, ...) are counted and reported in one phrasing,
 "missing: 3 of 120 (2.5%)", so a later phase can still quote phase 1's figure.
+
+Every tool reads its CSV in one streaming pass (csv_load in two), keeping running figures
+rather than rows: memory follows the number of columns and groups, not the file's size, so
+a file just under the 50 MB cap is no heavier than a small one (issue 25 item 6).
 """
 from __future__ import annotations
 
 import csv
+import heapq
+import math
 import os
-import statistics
-from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from agents.tools.base import Table, Tool, ToolBoundary, ToolContext, ToolError, ToolReply
-from agents.tools.tabular import column_stats, fmt_num, is_missing, missing_text, to_number
+from agents.tools.tabular import (ColumnStats, distinct_cap, fmt_num, is_missing, missing_text,
+                                  to_number)
 from agents.tools.workspace import open_in_workspace
 
 AGGREGATES = ("sum", "mean", "count", "min", "max")
 MAX_CSV_BYTES = 50_000_000
+MAX_CSV_COLUMNS = 2000  # SQLite's own column limit, so csv_load takes any file the tools read
+MAX_LINE_CHARS = 1_000_000  # one physical line; a quoted field may span several
+MAX_TOP_K = 1000
 
 
-def load_csv(workspace: Path, path: str) -> tuple[list[str], list[dict[str, str]]]:
-    """(columns, rows) of a CSV file in the workspace, or a ToolError saying what is wrong."""
+@dataclass
+class CsvRows:
+    """The header of a CSV file and its rows, read one at a time."""
+
+    columns: list[str]
+    rows: Iterator[list[str | None]]  # one value per column, None where a row is short
+
+
+def _lines(handle, path: str) -> Iterator[str]:
+    number = 0
+    while line := handle.readline(MAX_LINE_CHARS + 1):
+        number += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise ToolError(f"Line {number} of {path!r} is longer than {MAX_LINE_CHARS:,} "
+                            "characters; the CSV tools read shorter lines only.")
+        yield line
+
+
+def _explained(path: str, rows: Iterator[list[str]], width: int) -> Iterator[list[str | None]]:
+    """The rows cut or padded to the header's width, decoding and CSV errors as ToolErrors
+    (they surface while the caller iterates, not when the file is opened)."""
     try:
-        with open_in_workspace(workspace, path, "r", encoding="utf-8-sig", newline="") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_CSV_BYTES:
-                raise ToolError(f"{path!r} is larger than {MAX_CSV_BYTES} bytes; the CSV tools "
-                                "refuse it.")
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            columns = list(reader.fieldnames or [])
+        for row in rows:
+            if not row:
+                continue  # a blank line, which csv.DictReader skipped too
+            yield row[:width] if len(row) >= width else row + [None] * (width - len(row))
     except UnicodeDecodeError:
         raise ToolError(f"{path!r} is not UTF-8 text; the CSV tools read UTF-8 only.") from None
     except csv.Error as exc:
         raise ToolError(f"{path!r} is not a readable CSV file ({exc}).") from None
-    if not columns:
-        raise ToolError(f"{path!r} is empty: a CSV file needs a header line.")
-    return columns, rows
+
+
+@contextmanager
+def _csv_errors(path: str) -> Iterator[None]:
+    try:
+        yield
+    except UnicodeDecodeError:
+        raise ToolError(f"{path!r} is not UTF-8 text; the CSV tools read UTF-8 only.") from None
+    except csv.Error as exc:
+        raise ToolError(f"{path!r} is not a readable CSV file ({exc}).") from None
+
+
+def _rows(path: str, reader: Iterator[list[str]], width: int) -> Iterator[list[str | None]]:
+    """The rows cut or padded to the header's width; a bad byte or quote deep in the file
+    becomes a ToolError while the caller iterates."""
+    with _csv_errors(path):
+        for row in reader:
+            if not row:
+                continue  # a blank line, skipped as csv.DictReader did
+            yield row[:width] if len(row) >= width else row + [None] * (width - len(row))
+
+
+@contextmanager
+def load_csv(workspace: Path, path: str) -> Iterator[CsvRows]:
+    """The CSV file of the workspace as its header and a stream of rows, or a ToolError
+    saying what is wrong. The rows can be read once, inside the `with`."""
+    with open_in_workspace(workspace, path, "r", encoding="utf-8-sig", newline="") as handle:
+        if os.fstat(handle.fileno()).st_size > MAX_CSV_BYTES:
+            raise ToolError(f"{path!r} is larger than {MAX_CSV_BYTES} bytes; the CSV tools "
+                            "refuse it.")
+        reader = csv.reader(_lines(handle, path))
+        with _csv_errors(path):
+            columns = next(reader, [])
+        if not columns:
+            raise ToolError(f"{path!r} is empty: a CSV file needs a header line.")
+        if len(columns) > MAX_CSV_COLUMNS:
+            raise ToolError(f"{path!r} has {len(columns)} columns; the CSV tools read at most "
+                            f"{MAX_CSV_COLUMNS}.")
+        yield CsvRows(columns, _rows(path, reader, len(columns)))
 
 
 def _check_columns(path: str, columns: list[str], wanted: list[str]) -> None:
@@ -51,14 +113,21 @@ def _value(number: float) -> int | float:
 
 
 def csv_describe(path: str, *, _ctx: ToolContext) -> ToolReply:
-    columns, rows = load_csv(_ctx.workspace, path)
-    stats = column_stats(columns, ([row.get(c) for c in columns] for row in rows))
-    lines = [f"{path}: {len(rows)} rows, {len(columns)} columns"]
+    with load_csv(_ctx.workspace, path) as data:
+        columns = data.columns
+        cap = distinct_cap(len(columns))
+        stats = [ColumnStats(name, distinct_cap=cap) for name in columns]
+        rows = 0
+        for row in data.rows:
+            rows += 1
+            for col, value in zip(stats, row):
+                col.add(value)
+    lines = [f"{path}: {rows} rows, {len(columns)} columns"]
     lines += [col.describe() for col in stats]
     missing_total = sum(col.missing for col in stats)
     with_missing = [col for col in stats if col.missing]
     where = ", ".join(f"{col.name} ({col.missing})" for col in with_missing)
-    cells = len(rows) * len(columns)
+    cells = rows * len(columns)
     share = 100.0 * missing_total / cells if cells else 0.0
     lines.append(f"Missing values in total: {missing_total} of {cells} cells ({share:.1f}%)"
                  + (f", in {where}." if where else "."))
@@ -80,42 +149,79 @@ def _sort_key(key: tuple[str, ...]) -> tuple:
                  (0, to_number(k), "") if to_number(k) is not None else (1, 0.0, k) for k in key)
 
 
+def _add_exactly(partials: list[float], x: float) -> None:
+    """Add x to a sum kept as non-overlapping partials (the algorithm math.fsum uses), so
+    fsum(partials) is the correctly rounded sum of everything added, as fsum of a list."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        high = x + y
+        low = y - (high - x)
+        if low:
+            partials[i] = low
+            i += 1
+        x = high
+    partials[i:] = [x]
+
+
+@dataclass
+class _Group:
+    """The running figures of one group: what the aggregates need, not its values."""
+
+    count: int = 0
+    total: float = 0.0  # added in row order, as sum() did
+    partials: list[float] = field(default_factory=list)  # the exact sum, for the mean
+    low: float = math.inf
+    high: float = -math.inf
+
+    def add(self, number: float) -> None:
+        self.count += 1
+        self.total += number
+        _add_exactly(self.partials, number)
+        self.low = min(self.low, number)
+        self.high = max(self.high, number)
+
+    def result(self, agg: str) -> Any:
+        if agg == "count":
+            return self.count
+        if not self.count:
+            return None
+        return _value({"sum": self.total, "mean": math.fsum(self.partials) / self.count,
+                       "min": self.low, "max": self.high}[agg])
+
+
 def csv_group_aggregate(path: str, by: str, column: str, agg: str = "sum", *,
                         _ctx: ToolContext) -> ToolReply:
     if agg not in AGGREGATES:
         raise ToolError(f"agg must be one of {', '.join(AGGREGATES)} (got {agg!r}).")
-    columns, rows = load_csv(_ctx.workspace, path)
     group_by = _group_columns(by)
-    _check_columns(path, columns, group_by + [column])
-    groups: dict[tuple[str, ...], list[Any]] = defaultdict(list)
-    missing = 0
-    for row in rows:
-        key = tuple("(missing)" if is_missing(row.get(c)) else row[c] for c in group_by)
-        value = row.get(column)
-        if is_missing(value):
-            missing += 1
-            groups.setdefault(key, [])
-            continue
-        if agg != "count":
+    groups: dict[tuple[str, ...], _Group] = {}
+    missing = rows = 0
+    with load_csv(_ctx.workspace, path) as data:
+        _check_columns(path, data.columns, group_by + [column])
+        keys = [data.columns.index(c) for c in group_by]
+        where = data.columns.index(column)
+        for row in data.rows:
+            rows += 1
+            key = tuple("(missing)" if is_missing(row[i]) else row[i] for i in keys)
+            group = groups.setdefault(key, _Group())
+            value = row[where]
+            if is_missing(value):
+                missing += 1
+                continue
+            if agg == "count":
+                group.count += 1
+                continue
             number = to_number(value)
             if number is None:
                 raise ToolError(f"Column {column!r} is not numeric (it holds {value!r}); "
                                 f"only agg='count' works on it.")
-            value = number
-        groups[key].append(value)
-    table_rows = []
-    for key in sorted(groups, key=_sort_key):
-        values = groups[key]
-        if agg == "count":
-            result: Any = len(values)
-        elif not values:
-            result = None
-        else:
-            result = _value({"sum": sum, "mean": statistics.fmean, "min": min,
-                             "max": max}[agg](values))
-        table_rows.append([*key, result, len(values)])
+            group.add(number)
+    table_rows = [[*key, groups[key].result(agg), groups[key].count]
+                  for key in sorted(groups, key=_sort_key)]
     title = (f"{agg} of {column} by {', '.join(group_by)} in {path}: {len(table_rows)} groups; "
-             f"{column} {missing_text(missing, len(rows))}, those rows skipped.")
+             f"{column} {missing_text(missing, rows)}, those rows skipped.")
     table = Table(columns=[*group_by, f"{agg}_{column}", "rows"], rows=table_rows, title=title)
     ranked = [r for r in table_rows if r[-2] is not None]
     conclusions = []
@@ -132,29 +238,41 @@ def csv_top_k(path: str, column: str, k: int = 5, by: str | None = None, *,
               _ctx: ToolContext) -> Table:
     if k < 1:
         raise ToolError(f"k must be at least 1 (got {k}).")
-    columns, rows = load_csv(_ctx.workspace, path)
+    if k > MAX_TOP_K:
+        raise ToolError(f"k must be at most {MAX_TOP_K} (got {k}); for more rows load the CSV "
+                        "with csv_load and use sql_query.")
     group_by = _group_columns(by) if by else []
-    _check_columns(path, columns, [column] + group_by)
-    ranked: dict[tuple[str, ...], list[tuple[float, int]]] = defaultdict(list)
-    missing = 0
-    for index, row in enumerate(rows):
-        number = to_number(row.get(column))
-        if is_missing(row.get(column)) or number is None:
-            missing += 1
-            continue
-        key = tuple("(missing)" if is_missing(row.get(c)) else row[c] for c in group_by)
-        ranked[key].append((number, index))
-    if not ranked:
+    # Per group a heap of its k best rows so far: (number, -row index, row), worst first.
+    best: dict[tuple[str, ...], list[tuple[float, int, list]]] = {}
+    missing = rows = 0
+    with load_csv(_ctx.workspace, path) as data:
+        columns = data.columns
+        _check_columns(path, columns, [column] + group_by)
+        keys = [columns.index(c) for c in group_by]
+        where = columns.index(column)
+        for index, row in enumerate(data.rows):
+            rows += 1
+            number = to_number(row[where])
+            if is_missing(row[where]) or number is None:
+                missing += 1
+                continue
+            key = tuple("(missing)" if is_missing(row[i]) else row[i] for i in keys)
+            heap = best.setdefault(key, [])
+            entry = (number, -index, row)
+            if len(heap) < k:
+                heapq.heappush(heap, entry)
+            elif entry[:2] > heap[0][:2]:
+                heapq.heapreplace(heap, entry)
+    if not best:
         raise ToolError(f"Column {column!r} of {path} has no numeric values; top-k ranks rows "
                         "by a numeric column.")
     picked = []
-    for key in sorted(ranked, key=_sort_key):
-        best = sorted(ranked[key], key=lambda item: (-item[0], item[1]))[:k]
-        picked += [[row_rank, *(rows[i].get(c) for c in columns)]
-                   for row_rank, (_, i) in enumerate(best, start=1)]
+    for key in sorted(best, key=_sort_key):
+        ranked = sorted(best[key], key=lambda item: (-item[0], -item[1]))
+        picked += [[row_rank, *row] for row_rank, (_, _, row) in enumerate(ranked, start=1)]
     within = f" within each {', '.join(group_by)}" if group_by else ""
     title = (f"Top {k} rows of {path} by {column}{within}: {len(picked)} rows; {column} "
-             f"{missing_text(missing, len(rows))} or not numeric, those rows skipped.")
+             f"{missing_text(missing, rows)} or not numeric, those rows skipped.")
     return Table(columns=["rank", *columns], rows=picked, title=title)
 
 

@@ -3,6 +3,10 @@
 The database is `<workspace>/session.sqlite3`. sql_query accepts only SELECT / WITH, opens
 the file with `mode=ro`, sets `query_only`, and an authorizer denies every action that is
 not a read — three independent locks, so a clever WITH ... DELETE still cannot write.
+
+Results are bounded while they are read (issue 25 item 6): each text or blob value is cut
+to a share of the per-row cap as SQLite hands it over, and rows stop before the result's
+cap is passed, the first row included; the result says what was cut or left out.
 """
 from __future__ import annotations
 
@@ -27,6 +31,11 @@ MAX_FETCH_ROWS = 1000
 MAX_VALUE_BYTES = 100_000  # one text or blob value; SQLite refuses to build a longer one
 MAX_COLUMNS = 200  # so one row is at most MAX_COLUMNS x MAX_VALUE_BYTES however it is built
 MAX_RESULT_BYTES = 2_000_000  # all fetched values together
+# What one row may hold once read: each text or blob value is cut to an equal share of it
+# (never under MIN_CELL_BYTES), so one row of MAX_COLUMNS long values stays small.
+MAX_ROW_BYTES = 100_000
+MIN_CELL_BYTES = 200
+CUT_MARKER_CHARS = 40  # room for the " [... n more bytes cut]" a cut text ends with
 QUERY_SECONDS = 15.0  # below the tool's timeout, so the query stops instead of being abandoned
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _COMMENTS = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/|\s)*", re.S)
@@ -79,17 +88,32 @@ def still_the_checked_database(workspace: Path, checked: os.stat_result | None) 
         raise _refused(DATABASE_NAME)
 
 
+def _column_types(workspace: Path, path: str) -> tuple[list[str], list[str]]:
+    """(columns, SQL types) from a first pass over the CSV: INTEGER or REAL when every
+    present value is such a number, else TEXT."""
+    with load_csv(workspace, path) as data:
+        columns = data.columns
+        present = [False] * len(columns)
+        numeric = [True] * len(columns)
+        integral = [True] * len(columns)
+        for row in data.rows:
+            for i, value in enumerate(row):
+                if not numeric[i] or is_missing(value):
+                    continue
+                present[i] = True
+                number = to_number(value)
+                if number is None:
+                    numeric[i] = False
+                elif integral[i] and number != int(number):
+                    integral[i] = False
+    types = ["TEXT" if not (p and n) else "INTEGER" if whole else "REAL"
+             for p, n, whole in zip(present, numeric, integral)]
+    return columns, types
+
+
 def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
-    columns, rows = load_csv(_ctx.workspace, path)
     name = _table_name(path, table)
-    types = []
-    for column in columns:
-        values = [row.get(column) for row in rows if not is_missing(row.get(column))]
-        numbers = [to_number(v) for v in values]
-        if values and all(n is not None for n in numbers):
-            types.append("INTEGER" if all(n == int(n) for n in numbers) else "REAL")
-        else:
-            types.append("TEXT")
+    columns, types = _column_types(_ctx.workspace, path)
 
     def cell(value: str | None, kind: str):
         if is_missing(value):
@@ -104,11 +128,16 @@ def csv_load(path: str, table: str | None = None, *, _ctx: ToolContext) -> str:
             db.execute(f"CREATE TABLE {_quote_identifier(name)} ("
                        + ", ".join(f"{_quote_identifier(c)} {t}" for c, t in zip(columns, types))
                        + ")")
-            db.executemany(f"INSERT INTO {_quote_identifier(name)} VALUES "
-                           f"({', '.join('?' for _ in columns)})",
-                           [[cell(row.get(c), t) for c, t in zip(columns, types)] for row in rows])
+            with load_csv(_ctx.workspace, path) as data:
+                if data.columns != columns:
+                    raise ToolError(f"{path!r} changed while it was loaded; load it again.")
+                insert = db.executemany(f"INSERT INTO {_quote_identifier(name)} VALUES "
+                                        f"({', '.join('?' for _ in columns)})",
+                                        ([cell(v, t) for v, t in zip(row, types)]
+                                         for row in data.rows))
+                rows = insert.rowcount
     described = ", ".join(f"{c} {t}" for c, t in zip(columns, types))
-    return (f"Loaded {len(rows)} rows from {path} into table {name} of {DATABASE_NAME} "
+    return (f"Loaded {rows} rows from {path} into table {name} of {DATABASE_NAME} "
             f"(missing values stored as NULL). Columns: {described}.")
 
 
@@ -133,6 +162,27 @@ def _explain(exc: Exception) -> str:
     return f"SQL error: {detail}."
 
 
+class _CellCap:
+    """Cuts each text value to `limit` bytes as SQLite hands it over (the connection's
+    text_factory), so a long value is never kept whole; blobs are cut in `_fetch_capped`."""
+
+    def __init__(self) -> None:
+        self.limit = MAX_VALUE_BYTES
+        self.cut = 0
+
+    def __call__(self, raw: bytes) -> str:
+        if len(raw) <= self.limit:
+            return raw.decode("utf-8", "replace")
+        self.cut += 1
+        # "ignore" drops only a character split by the cut; the marker says what is missing.
+        return (raw[:self.limit].decode("utf-8", "ignore")
+                + f" [... {len(raw) - self.limit:,} more bytes cut]")
+
+
+def _cell_limit(columns: int) -> int:
+    return max(MIN_CELL_BYTES, min(MAX_VALUE_BYTES, MAX_ROW_BYTES // max(columns, 1)))
+
+
 def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
     keyword = _first_keyword(sql)
     if keyword not in ("SELECT", "WITH"):
@@ -148,6 +198,8 @@ def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
         uri = f"file:{quote(str(target))}?mode=ro"
         db = stack.enter_context(closing(sqlite3.connect(uri, uri=True)))
         still_the_checked_database(_ctx.workspace, checked)
+        cap = _CellCap()
+        db.text_factory = cap
         db.execute("PRAGMA query_only = ON")
         db.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in _READ_ACTIONS
                           else sqlite3.SQLITE_DENY)
@@ -156,27 +208,46 @@ def sql_query(sql: str, *, _ctx: ToolContext) -> Table:
         db.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
         try:
             cursor = db.execute(sql)
-            rows, stopped = _fetch_capped(cursor)
+            columns = [d[0] for d in cursor.description or ()]
+            cap.limit = _cell_limit(len(columns))
+            rows, stopped, cut_here = _fetch_capped(cursor, cap.limit)
         except (sqlite3.Error, sqlite3.Warning) as exc:
             raise ToolError(_explain(exc)) from None
-        columns = [d[0] for d in cursor.description or ()]
     title = f"{len(rows)} rows" + (f" ({stopped}; the query returns more — add a LIMIT or "
                                    "aggregate)" if stopped else "") + "."
-    return Table(columns=columns, rows=rows, title=title)
+    cut = cap.cut + cut_here
+    note = (f"{cut} long value{'s' if cut > 1 else ''} cut to {cap.limit:,} bytes (with "
+            f"{len(columns)} columns, a row keeps at most {MAX_ROW_BYTES:,}); select substr() "
+            "of a column for the rest." if cut else "")
+    return Table(columns=columns, rows=rows, title=title, note=note)
 
 
-def _fetch_capped(cursor: sqlite3.Cursor) -> tuple[list[list], str]:
-    """Rows one at a time until the row or byte cap; the reason it stopped, or ""."""
+def _fetch_capped(cursor: sqlite3.Cursor, cell_limit: int) -> tuple[list[list], str, int]:
+    """Rows one at a time until the row or byte cap, blobs cut to `cell_limit`: (rows, the
+    reason it stopped or "", values cut here). A row that would pass the byte cap is not added,
+    whichever row it is."""
     rows: list[list] = []
     size = 0
+    cut = 0
     for row in cursor:
         if len(rows) == MAX_FETCH_ROWS:
-            return rows, f"stopped after {MAX_FETCH_ROWS}"
-        size += sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row)
-        if size > MAX_RESULT_BYTES and rows:
-            return rows, f"stopped at {MAX_RESULT_BYTES:,} bytes of values"
-        rows.append(list(row))
-    return rows, ""
+            return rows, f"stopped after {MAX_FETCH_ROWS}", cut
+        values = list(row)
+        for i, value in enumerate(values):
+            if isinstance(value, bytes) and len(value) > cell_limit:
+                values[i] = value[:cell_limit]
+                cut += 1
+            elif isinstance(value, str) and len(value) > cell_limit + CUT_MARKER_CHARS:
+                # Only a text converted before the limit was known (a Python that fetches
+                # the first row inside execute) is still long here.
+                values[i] = value[:cell_limit] + f" [... {len(value) - cell_limit:,} more " \
+                    "characters cut]"
+                cut += 1
+        size += sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in values)
+        if size > MAX_RESULT_BYTES:
+            return rows, f"stopped at {MAX_RESULT_BYTES:,} bytes of values", cut
+        rows.append(values)
+    return rows, "", cut
 
 
 def tools() -> list[Tool]:

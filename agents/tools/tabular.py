@@ -6,6 +6,7 @@ a statistic reads the same wherever the model meets it.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
 from collections import Counter
@@ -15,6 +16,12 @@ from typing import Any, Iterable
 MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "none", "-"})
 # A CSV-like text must have a header of plausible column names: short, non-empty fields.
 MAX_HEADER_FIELD = 64
+# Distinct values counted per column (at most MAX_DISTINCT, at least MIN_DISTINCT, about
+# MAX_DISTINCT_IN_ALL over all columns), each under a key of at most MAX_KEY_CHARS.
+MAX_DISTINCT = 10_000
+MIN_DISTINCT = 50
+MAX_DISTINCT_IN_ALL = 100_000
+MAX_KEY_CHARS = 100
 
 
 def is_missing(value: Any) -> bool:
@@ -60,18 +67,42 @@ def missing_text(missing: int, total: int) -> str:
     return f"missing: {missing} of {total} ({share:.1f}%)"
 
 
+def distinct_cap(columns: int) -> int:
+    """Distinct values counted per column when a table has `columns` columns: a fixed number
+    in all, so a wide table counts fewer per column and memory stays bounded."""
+    return max(MIN_DISTINCT, min(MAX_DISTINCT, MAX_DISTINCT_IN_ALL // max(columns, 1)))
+
+
+def _distinct_key(value: Any) -> str:
+    """The text a value is counted under; a long one keeps its head (which is all a
+    description shows) and a digest of the rest, so it stays distinct in little memory."""
+    text = str(value)
+    if len(text) <= MAX_KEY_CHARS:
+        return text
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{text[:MAX_KEY_CHARS - 20]}\u2026#{digest}"
+
+
 @dataclass
 class ColumnStats:
+    """Running statistics of one column: counts, range and sum, and the distinct values up
+    to `distinct_cap`; nothing grows with the number of rows."""
+
     name: str
+    distinct_cap: int = MAX_DISTINCT
     count: int = 0
     missing: int = 0
-    numbers: list[float] = field(default_factory=list)
+    numeric_count: int = 0
     non_numeric: int = 0
+    low: float = math.inf
+    high: float = -math.inf
+    total: float = 0.0  # added in row order, as sum() over the values did
     values: Counter = field(default_factory=Counter)
+    uncounted: int = 0  # values not counted because they came after the cap was reached
 
     @property
     def numeric(self) -> bool:
-        return bool(self.numbers) and self.non_numeric == 0
+        return self.numeric_count > 0 and self.non_numeric == 0
 
     def add(self, value: Any) -> None:
         self.count += 1
@@ -82,17 +113,30 @@ class ColumnStats:
         if number is None:
             self.non_numeric += 1
         else:
-            self.numbers.append(number)
-        self.values[str(value)] += 1
+            self.numeric_count += 1
+            self.total += number
+            if number < self.low:
+                self.low = number
+            if number > self.high:
+                self.high = number
+        key = _distinct_key(value)
+        if key in self.values or len(self.values) < self.distinct_cap:
+            self.values[key] += 1
+        else:
+            self.uncounted += 1
 
     def describe(self) -> str:
         """One line: type, range or distinct values, and the missing share."""
         if self.numeric:
-            body = (f"numeric, min {fmt_num(min(self.numbers))}, max {fmt_num(max(self.numbers))}, "
-                    f"mean {fmt_num(sum(self.numbers) / len(self.numbers))}")
+            body = (f"numeric, min {fmt_num(self.low)}, max {fmt_num(self.high)}, "
+                    f"mean {fmt_num(self.total / self.numeric_count)}")
         else:
             common = ", ".join(f"{v[:40]} ({n})" for v, n in self.values.most_common(3))
-            body = f"text, {len(self.values)} distinct"
+            if self.uncounted:
+                body = (f"text, more than {len(self.values)} distinct (only the first "
+                        f"{len(self.values)} counted)")
+            else:
+                body = f"text, {len(self.values)} distinct"
             body += f", most common {common}" if common else ""
         return f"- {self.name}: {body}; {missing_text(self.missing, self.count)}"
 
