@@ -35,6 +35,7 @@ from agents.report import ReportSink
 from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, ScenarioError, list_scenarios, load_scenario
 from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact
+from agents.storable import BAD_MARK, NUL_MARK, storable_text, storable_value
 from agents.store import (AnchorRecord, ArchiveHit, ChildRecord, MemoryStore, Store, TaskRecord,
                           excerpt_around, keywords)
 from agents.subagents import run_tree
@@ -58,6 +59,8 @@ __all__ = [
     # what the engine stores through the Store protocol
     "Store", "MemoryStore", "AnchorRecord", "TaskRecord", "ArchiveHit", "ChildRecord",
     "keywords", "excerpt_around",
+    # text no database can store (NUL, lone surrogates), made storable by one rule
+    "storable_text", "storable_value", "NUL_MARK", "BAD_MARK",
     # scenarios, replay, the benchmark
     "Scenario", "ScenarioError", "list_scenarios", "load_scenario",
     "Recording", "RecordingError", "build_recording", "replay_runner", "differences",

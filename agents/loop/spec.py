@@ -9,6 +9,7 @@ from typing import Any
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
 from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
+from agents.storable import storable_text
 from agents.tools.delegate import DelegationLimits
 
 DEFAULT_SYSTEM = ("You are TaskOS's agent. Work step by step with the tools. Keep the hard "
@@ -33,6 +34,15 @@ class SessionSpec:
     # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
     unmanaged: bool = False
     max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
+
+    def __post_init__(self) -> None:
+        # The goal is the first person's text the engine takes in (a scenario file or the
+        # command line may hold a NUL): by the storable rule, so the snapshot, the archive
+        # and the audit see one text (agents/storable.py).
+        if self.goal:
+            self.goal = storable_text(self.goal)
+        if self.system_prompt:
+            self.system_prompt = storable_text(self.system_prompt)
 
     @classmethod
     def plan(cls, *, goal: str, scenario: str | Scenario | None, profile: ModelProfile,

@@ -19,6 +19,7 @@ from agents.config import ModelProfile
 from agents.provider.hosts import HostUnresolved, Resolver, UrlRefused, check_model_url
 from agents.provider.overflow import parse_overflow
 from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
+from agents.storable import storable_text
 
 # Codes worth asking again after a wait; anything else ends the session at once.
 TRANSIENT_CODES = frozenset({"rate_limited", "provider_error", "connection",
@@ -29,10 +30,11 @@ class ModelError(RuntimeError):
     """A model call failed; `code` classifies it for the error reference (W8).
 
     The message is redacted here, where the error becomes text, so a provider that echoes
-    the API key cannot carry it into an event, the session row or a log line."""
+    the API key cannot carry it into an event, the session row or a log line; and made
+    storable (agents/storable.py): an error body may hold a NUL as well as a reply."""
 
     def __init__(self, code: str, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(storable_text(redact(message)))
         self.code = code
         self.retry_after = retry_after  # seconds the provider asked us to wait, if it did
         self.elapsed_s = 0.0  # how long the failed call took (set by the caller that timed it)
@@ -273,14 +275,17 @@ def _to_reply(response: Any, latency_ms: float) -> ModelReply:
     message = getattr(choice, "message", None)
     if message is None:
         raise ModelError("malformed_response", "the model returned a choice without a message")
-    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
+    # What the model wrote enters the engine by the storable rule (agents/storable.py): a
+    # NUL or a lone surrogate in it is kept, sent back and archived as the same mark.
+    calls = [{"id": c.id, "name": c.function.name and storable_text(c.function.name),
+              "arguments": storable_text(c.function.arguments or "{}")}
              for c in (message.tool_calls or []) if getattr(c, "function", None)]
     usage = response.usage
     cached = 0
     if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
         cached = usage.prompt_tokens_details.cached_tokens or 0
     return ModelReply(
-        content=message.content or "", tool_calls=calls,
+        content=storable_text(message.content or ""), tool_calls=calls,
         finish_reason=choice.finish_reason or "stop",
         input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         output_tokens=getattr(usage, "completion_tokens", 0) or 0,

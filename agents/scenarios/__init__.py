@@ -8,6 +8,7 @@ from typing import Any
 
 from agents.scenarios.validate import (MAX_ARGS_DEPTH, REPEAT, ScenarioShapeError,
                                        validate_scenario)
+from agents.storable import storable_text
 
 SCENARIO_DIR = Path(__file__).resolve().parent
 DATA_DIR = SCENARIO_DIR / "data"
@@ -42,7 +43,9 @@ class Scenario:
     user_before: dict[int, list[str]] = field(default_factory=dict)
 
     def user_messages_before(self, turn_index: int) -> list[str]:
-        return list(self.user_before.get(turn_index, []))
+        """The person's messages of the script as the engine takes them in: by the storable
+        rule (agents/storable.py), as a message people send through the store is."""
+        return [storable_text(text) for text in self.user_before.get(turn_index, [])]
 
 
 def list_scenarios() -> list[str]:

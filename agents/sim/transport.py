@@ -79,7 +79,7 @@ class SimTransport(httpx2.BaseTransport):
             message, finish = self._play(messages, max_tokens)
         cached = self.cache.cached_tokens(messages, body.get("tools"))
         output = _output_tokens(message)
-        return httpx2.Response(200, json={
+        return _json_response(200, {
             "id": f"simcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", SIM_MODEL),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -166,6 +166,16 @@ def next_step_index(messages: list[dict[str, Any]]) -> int:
             if match:
                 seen = max(seen, int(match.group(1)))
     return seen + 1
+
+
+def _json_response(status: int, body: dict[str, Any]) -> httpx2.Response:
+    """A JSON answer. A lone surrogate (a scenario may script one) goes out as its JSON
+    escape, the only way a real server can send it: no UTF-8 body carries it raw."""
+    try:
+        return httpx2.Response(status, json=body)
+    except UnicodeEncodeError:
+        return httpx2.Response(status, content=json.dumps(body).encode("ascii"),
+                               headers={"content-type": "application/json"})
 
 
 def error_response(status: int, message: str, code: str | None = None) -> httpx2.Response:

@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from agents.storable import storable_text
 from agents.store.interface import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
 from agents.store.search import excerpt_around, keywords
 
@@ -39,6 +40,8 @@ class MemoryStore:
         rows = self._archive[session_id]
         if raw_bytes is not None and not content:
             content = base64.b64encode(raw_bytes).decode("ascii")
+        else:  # the rule a database store needs (agents/storable.py), so both read alike
+            content = storable_text(content or "")
         rows.append({"turn": turn, "role": role, "content": content, "tool_name": tool_name,
                      "tool_args": tool_args or {}, "tokens": tokens})
         return f"arc:{session_id}:{len(rows)}"
@@ -146,7 +149,7 @@ class MemoryStore:
 
     # requests from people
     def take_user_messages(self, session_id, turn=0) -> list[str]:
-        texts = self.user_messages.pop(session_id, [])
+        texts = [storable_text(text) for text in self.user_messages.pop(session_id, [])]
         self._taken[session_id].extend((turn, text) for text in texts)
         return texts
 

@@ -9,6 +9,7 @@ import inspect
 import json
 from typing import Any
 
+from agents.storable import storable_value
 from agents.tools.base import Tool, ToolError
 
 # Parameters the registry fills in itself; the model never sees or sets them (feature T2).
@@ -77,6 +78,9 @@ def parse_arguments(tool: Tool, arguments_json: str | dict[str, Any] | None) -> 
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise ToolError(f"The arguments for {tool.name} are not valid JSON ({detail}). "
                         f"Send one JSON object, e.g. {example_arguments(tool)}.") from None
+    # An escaped NUL or lone surrogate ("\\u0000") decodes to text no database stores: the
+    # tool gets, and the archive keeps, the storable rule's marks (agents/storable.py).
+    args = storable_value(args)
     if not isinstance(args, dict):
         raise ToolError(f"The arguments for {tool.name} must be a JSON object, not "
                         f"{type(args).__name__}; e.g. {example_arguments(tool)}.")

@@ -18,6 +18,7 @@ from agents.tools import compress, data, documents, notes, recall, sql, tasks, w
 from agents.tools.arguments import hidden_parameters, parse_arguments
 from agents.tools.base import Pending, Tool, ToolBoundary, ToolContext, ToolError, ToolOutcome
 from agents.tools.bounding import bound_rendered
+from agents.storable import storable_text
 from agents.tools.offload import Offloader, RawToolResult
 from agents.tools.render import Rendered, render_result
 
@@ -69,8 +70,8 @@ class ToolRegistry:
         try:
             return self._run(name, arguments_json, ctx)
         except Exception as exc:  # e.g. the store failing to archive: the loop must go on
-            message = _short(f"The tool layer failed while handling {name!r}: "
-                             f"{type(exc).__name__}: {exc}")
+            message = storable_text(_short(f"The tool layer failed while handling {name!r}: "
+                                           f"{type(exc).__name__}: {exc}"))
             content = _short("Error: " + message, ToolBoundary().max_result_length)
             return ToolOutcome(content=content, error=message, kept_chars=len(content))
 
@@ -139,8 +140,10 @@ class ToolRegistry:
     def _failure(self, offloader: Offloader, ctx: ToolContext, name: str,
                  args: dict[str, Any], message: str, boundary: ToolBoundary,
                  details: str) -> ToolOutcome:
-        message = _short(message)
-        archived = message + ("\n\n" + details if details else "")
+        # An exception's text may quote what the tool read, NUL included: the model and the
+        # archive get the same storable text (agents/storable.py).
+        message = storable_text(_short(message))
+        archived = message + ("\n\n" + storable_text(details) if details else "")
         ref = offloader.archive_tool_result(ctx.session_id, RawToolResult(
             tool_name=name, tool_args=args, text=archived, turn=ctx.turn))
         content = _short("Error: " + message, boundary.max_result_length)
