@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
+from agents import storable_text
+
 from .models import Anchor, ArchivedTurn, Session
 from .services import SessionError, _require_active
 
@@ -33,7 +35,9 @@ def in_transcript(session: Session, text: str) -> bool:
 def pin_sentence(session: Session, text: str) -> tuple[Anchor, bool]:
     """Pin `text` as a hard constraint; returns (anchor, created)."""
     _require_active(session, "pin a sentence")
-    text = _flat(text or "")
+    # The transcript holds NUL and lone surrogates as the storable rule's marks
+    # (agents/storable.py): a selection that still has them is the same sentence.
+    text = storable_text(_flat(text or ""))
     if not text:
         raise SessionError("Nothing to pin: select a sentence of the transcript first.")
     if len(text) > PIN_MAX_CHARS:

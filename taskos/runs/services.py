@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, check_number,
-                    default_registry, list_scenarios, load_scenario)
+                    default_registry, list_scenarios, load_scenario, storable_text)
 
 from . import queue
 from .delegation import cancel_tree
@@ -64,7 +64,7 @@ def checked_scenario(name: str) -> str:
 def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
                    window: int | None, context_settings: dict[str, Any] | None) -> Session:
     """Validate and save a queued session (not started: call start_session)."""
-    goal = (goal or "").strip()
+    goal = storable_text((goal or "").strip())  # e.g. runtask's argument: agents/storable.py
     scenario = (scenario or "").strip()
     scenario_window = None
     if scenario:
@@ -72,7 +72,7 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
             loaded = load_scenario(scenario)
         except ScenarioError as exc:
             raise SessionError(str(exc)) from exc
-        goal = goal or loaded.goal
+        goal = goal or storable_text(loaded.goal)
         scenario_window = loaded.window
     if not goal:
         raise SessionError("Give a goal or choose a scenario.")
@@ -127,7 +127,7 @@ def request_cancel(session: Session) -> None:
 
 def post_message(session: Session, text: str) -> PendingMessage:
     """Queue a follow-up message for the agent's next turn."""
-    text = (text or "").strip()
+    text = storable_text((text or "").strip())  # taken in as the engine takes it
     if not text:
         raise SessionError("The message is empty.")
     too_long = input_too_long(text, "message")
@@ -140,6 +140,6 @@ def post_message(session: Session, text: str) -> PendingMessage:
 def request_compaction(session: Session, instructions: str = "") -> None:
     """Ask for a compaction at the start of the next iteration (feature C13)."""
     _require_active(session, "compact")
-    instructions = (instructions or "").strip()
+    instructions = storable_text((instructions or "").strip())
     Session.objects.filter(pk=session.pk).update(compact_request=instructions)
     session.compact_request = instructions

@@ -20,7 +20,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
+from agents import (AnchorRecord, ArchiveHit, ChildRecord, TaskRecord, storable_text,
+                    storable_value)
 from taskos.runs.edits import engine_writes
 from taskos.runs.models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile,
                                 PendingMessage, Session, SessionEvent, Task, search_terms)
@@ -45,19 +46,9 @@ def session_pk(session_id: str | int) -> int:
         raise UnknownSession(f"Session id must be a number, got {session_id!r}") from None
 
 
-def storable_text(content: str) -> bool:
-    """PostgreSQL text cannot hold NUL, and no database takes lone surrogates."""
-    if "\x00" in content:
-        return False
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    """Plain JSON, every string in it storable (PostgreSQL's jsonb refuses "\\u0000")."""
+    return storable_value(json.loads(json.dumps(value, default=str)))
 
 
 # --- how the store's commits reach the disk
@@ -221,22 +212,19 @@ class DjangoStore:
                 tokens=0, raw_bytes=None) -> str:
         self._check_lease()
         pk = session_pk(session_id)
-        content = content or ""
+        # Text no database stores (NUL, lone surrogates) gets the visible marks the engine
+        # gave it already (agents/storable.py), so it reads back as the engine has it.
+        content, tool_name = storable_text(content or ""), storable_text(tool_name or "")
         # A text row's words are indexed by the session's next search (search_pending);
-        # base64 rows are indexed now, by what they held before the encoding.
+        # base64 rows (a tool's bytes) are indexed now, by their tool's name.
         searchable, pending, is_binary = "", True, False
         if raw_bytes is not None:
             content, is_binary = base64.b64encode(raw_bytes).decode("ascii"), True
             searchable, pending = search_terms("", tool_name), None
-        elif not storable_text(content):
-            # Kept losslessly as base64 of its bytes; still findable by the words it had.
-            searchable, pending = search_terms(content, tool_name), None
-            content = base64.b64encode(content.encode("utf-8", "surrogatepass")).decode("ascii")
-            is_binary = True
         row_id = self._archive_ids.next()
         with self._fenced(), self._writes.writing():
             row_id = turn_sql.insert_archived(pk, {
-                "turn": turn, "role": role, "content": content, "tool_name": tool_name or "",
+                "turn": turn, "role": role, "content": content, "tool_name": tool_name,
                 "tool_args": json_safe(tool_args or {}), "token_count": tokens or 0,
                 "is_binary": is_binary, "search_text": searchable, "search_pending": pending},
                 row_id)
@@ -299,7 +287,8 @@ class DjangoStore:
 
     def save_anchor(self, session_id, anchor) -> AnchorRecord:
         pk = session_pk(session_id)
-        fields = {"tier": anchor.tier, "text": anchor.text, "key": anchor.key or "",
+        fields = {"tier": anchor.tier, "text": storable_text(anchor.text),
+                  "key": storable_text(anchor.key or ""),
                   "source": anchor.source, "active": anchor.active, "turn": anchor.turn}
         # Plain SQL (turn_sql), so no post_save: the engine's own writes are not counted
         # as a person's edits (taskos/runs/edits.py).
@@ -329,8 +318,9 @@ class DjangoStore:
             Task.objects.filter(session_id=pk).exclude(task_id__in=ids).delete()
             existing = {t.task_id: t for t in Task.objects.filter(session_id=pk)}
             for record in tasks:
-                values = {"subject": record.subject, "description": record.description or "",
-                          "state": record.state, "owner": record.owner or "",
+                values = {"subject": storable_text(record.subject),
+                          "description": storable_text(record.description or ""),
+                          "state": record.state, "owner": storable_text(record.owner or ""),
                           "blocks": [str(b) for b in record.blocks],
                           "blocked_by": [str(b) for b in record.blocked_by],
                           "metadata": json_safe(record.metadata or {})}
@@ -352,7 +342,8 @@ class DjangoStore:
     def save_notes(self, session_id, notes) -> None:
         self._poll = None
         with self._fenced():
-            Session.objects.filter(pk=session_pk(session_id)).update(notes=notes)
+            Session.objects.filter(pk=session_pk(session_id)).update(
+                notes=storable_value(notes))
 
     # --- what people ask of a running session (cancel, messages, Compact now, edits), read
     # once a turn (features W4, C13)
@@ -368,7 +359,8 @@ class DjangoStore:
             pending = list(waiting.select_for_update().order_by("id").values_list("id", "text"))
             PendingMessage.objects.filter(pk__in=[pk for pk, _ in pending]).update(
                 taken=True, taken_turn=turn)
-        return [text for _, text in pending]
+        # The web's forms write them storable already; a shell or the admin may not have.
+        return [storable_text(text) for _, text in pending]
 
     def take_compaction_request(self, session_id) -> str | None:
         if not self._polled(session_id, "compact", lambda: Session.objects.filter(
@@ -545,12 +537,13 @@ class DjangoStore:
                                      (parent.context_settings or {}).get("max_turns", 400))}
         with self._fenced(), transaction.atomic():
             child = Session.objects.create(
-                owner_id=parent.owner_id, goal=request["goal"],
+                owner_id=parent.owner_id, goal=storable_text(request["goal"]),
                 scenario=request.get("scenario") or "", profile=profile, window=window,
                 context_settings=settings, parent=parent,
                 parent_turn=int(request.get("turn") or 0))
             Anchor.objects.bulk_create([
-                Anchor(session=child, tier=1, text=text, source=Anchor.Source.USER)
+                Anchor(session=child, tier=1, text=storable_text(text),
+                       source=Anchor.Source.USER)
                 for text in request.get("anchors", [])])
         return str(child.pk)
 

@@ -15,7 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from agents import Compaction, Event, EventType, ModelCall, SessionFinished
+from agents import (Compaction, Event, EventType, ModelCall, SessionFinished, storable_text,
+                    storable_value)
 from taskos.runs.models import Session, SessionEvent
 
 from . import batch_writes, turn_sql
@@ -182,9 +183,11 @@ class EventLog:
             return [row[0] for row in cursor.fetchall()]
 
     def _stored_payload(self, event: Event) -> dict:
+        """The payload as its row holds it: a MODEL_CALL's messages compacted, and every
+        string storable (PostgreSQL's jsonb refuses "\\u0000"; agents/storable.py)."""
         if event.type == EventType.MODEL_CALL:
-            return self._calls.stored(event.seq, event.payload)
-        return event.payload
+            return storable_value(self._calls.stored(event.seq, event.payload))
+        return storable_value(event.payload)
 
     def _stored_max_seq(self) -> int:
         # Discarded rows count too: a seq a browser has seen is never given out again.
@@ -282,7 +285,8 @@ class EventLog:
         elif isinstance(event, SessionFinished):
             status = event.status
             # Its token counters are the calls' (above); the worker stores the run's report.
-            values: dict[str, object] = {"turns": event.turns, "final_answer": event.final_answer}
+            values: dict[str, object] = {"turns": event.turns,
+                                         "final_answer": storable_text(event.final_answer or "")}
             if status in Session.Status.values:
                 values["status"] = status
             if status in {"finished", "failed", "cancelled"}:

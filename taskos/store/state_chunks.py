@@ -17,6 +17,8 @@ import hashlib
 import json
 from typing import Any, Callable, Iterable
 
+from agents import storable_text, storable_value
+
 MARK = "chunked"  # in the head: which format it is
 INNER = "chunked_inner"  # in the head: {prefix: key} of the parts inside another part
 # Parts that change per compaction, not per turn: (path in the state, key prefix). A part
@@ -38,7 +40,13 @@ INNER_PARTS = frozenset(path for path, _ in PARTS if any(
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # JSON text escapes a NUL ("\\u0000", which join would turn back into one) and leaves a
+    # lone surrogate as it is (no database encodes it): dumped again by the storable rule
+    # (agents/storable.py) when either is there, so a resumed state holds what the store does.
+    if "\\u0000" in text or storable_text(text) is not text:
+        text = json.dumps(storable_value(value), ensure_ascii=False, separators=(",", ":"))
+    return text
 
 
 def chunk_key(prefix: str, text: str) -> str:

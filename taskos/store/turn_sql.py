@@ -17,6 +17,7 @@ from typing import Any, Callable
 from django.db import connection
 from django.utils import timezone
 
+from agents import storable_value
 from taskos.runs.models import Anchor, ArchivedTurn, PendingMessage, Session
 
 ANCHOR_FIELDS = ("tier", "text", "key", "source", "active", "turn")
@@ -144,7 +145,7 @@ def save_head(session_pk: int, head: dict[str, Any], lease: Any = None,
               settle: Callable[[], int] | None = None) -> bool:
     """The state head on the session row; with a lease, only while it is ours (and
     renewed by the same write). False when no row was written."""
-    state = _json(Session, "engine_state", head)
+    state = _json(Session, "engine_state", storable_value(head))  # jsonb refuses "\\u0000"
     if lease is None:
         return _run(_head_sql(connection.vendor, False), [state, session_pk],
                     settle=settle) > 0

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django import forms
 
 from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
-                    list_scenarios, load_scenario)
+                    list_scenarios, load_scenario, storable_text)
 from taskos.runs.models import ModelProfile, input_too_long
 
 MIN_WINDOW, MAX_WINDOW = int(WINDOW.low), int(WINDOW.high)  # the engine's range (issue 25)
@@ -17,6 +17,15 @@ MAX_TURNS = ContextConfig.bounds_of("max_turns")
 KNOBS = ("trigger_ratio", "reserve_ratio", "context_buffer_ratio", "tool_result_limit",
          "max_rounds", "compression_fallback_to_truncation", "compression_tool_enabled",
          "delegation_enabled", "timezone")
+
+
+class PersonText(forms.CharField):
+    """A person's text, taken with a NUL shown as "␀" as the engine and the store keep it
+    (agents/storable.py), where Django's own CharField refuses it (issue 25 item 4)."""
+
+    def to_python(self, value: Any) -> Any:
+        value = super().to_python(value)
+        return storable_text(value) if isinstance(value, str) else value
 
 
 class ProfileChoiceField(forms.ModelChoiceField):
@@ -37,7 +46,7 @@ def scenario_label(name: str) -> str:
 
 
 class NewSessionForm(forms.Form):
-    goal = forms.CharField(
+    goal = PersonText(
         required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder":
                                                      "What should the agent do?"}),
         help_text="Optional when a scenario is chosen: the scenario's goal is used.")
@@ -155,14 +164,13 @@ def refuse_too_long(text: str, what: str) -> str:
 
 
 class MessageForm(forms.Form):
-    text = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}),
-                           error_messages={"required": "The message is empty."})
+    text = PersonText(strip=True, widget=forms.Textarea(attrs={"rows": 2}),
+                      error_messages={"required": "The message is empty."})
 
     def clean_text(self) -> str:
         return refuse_too_long(self.cleaned_data["text"], "message")
 
 
 class CompactForm(forms.Form):
-    instructions = forms.CharField(required=False, max_length=2000, strip=True,
-                                   widget=forms.TextInput(attrs={"placeholder":
-                                                                 "focus (optional)"}))
+    instructions = PersonText(required=False, max_length=2000, strip=True,
+                              widget=forms.TextInput(attrs={"placeholder": "focus (optional)"}))

@@ -72,6 +72,15 @@ def test_raw_bytes_are_archived_as_base64(subject):
     assert base64.b64decode(store.read_ref(sid, ref)) == raw
 
 
+def test_text_no_database_stores_reads_back_with_the_same_marks(subject):
+    # issue 25 item 4: NUL as "␀", a lone surrogate as U+FFFD, on every store alike
+    store, sid = subject.store, subject.session_id
+    ref = store.archive(sid, 1, "assistant", "A\x00B \ud800 C", tool_name="t\x00")
+    assert store.read_ref(sid, ref) == "A\u2400B \ufffd C"
+    subject.post_message("keep D\x00E")
+    assert store.take_user_messages(sid) == ["keep D\u2400E"]
+
+
 def test_search_ranks_rows_with_every_word_first_then_newest(subject):
     store, sid = subject.store, subject.session_id
     store.archive(sid, 1, "tool", "Region A revenue fell 12% in Q3", tool_name="group_by")
