@@ -31,6 +31,7 @@ FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status
 # command gives up soon, a person is waiting at the terminal.
 WORKER_PATIENCE_S = 3600.0
 HEADLESS_PATIENCE_S = 10.0
+RESUMING = "resuming"  # a run cut by a database server that went away, which is back
 
 
 def event_sink(session: Session | int | str, lease: Lease | None = None) -> EventLog:
@@ -48,8 +49,18 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
     With a lease, every write is fenced by it; losing it stops the run without touching the
     session row, which belongs to the new executor then. `summarizer` picks the simulated
     model's summary mode (faithful, lossy, hostile). `patience`: how long to keep trying
-    to record a failure the database refuses (mark_failed).
+    to record a failure the database refuses (mark_failed), or to wait for a database
+    server that went away before resuming the run from its last commit.
     """
+    while True:
+        report = _execute_once(session, progress, lease, summarizer, patience)
+        if report.get("status") != RESUMING:
+            return report
+        session.refresh_from_db()
+
+
+def _execute_once(session: Session, progress, lease: Lease | None, summarizer: str | None,
+                  patience: float) -> dict:
     sink = event_sink(session, lease)
     try:
         running = {"status": Session.Status.RUNNING,
@@ -85,6 +96,8 @@ def execute_session(session: Session, progress=None, lease: Lease | None = None,
             log.warning("Session %s: stopped after losing the lease (%s: %s).", session.pk,
                         type(exc).__name__, exc)
             return {"status": "lease_lost"}
+        if lease is not None and server_gone(exc):
+            return wait_for_database(session, lease, patience)
         mark_failed(session, sink, exc, lease=lease, patience=patience)
         raise
     report = dict(result.report or {})
@@ -122,6 +135,36 @@ def lease_gone(lease: Lease | None) -> bool:
         return not lease.held()
     except Exception:  # noqa: BLE001 - the database itself may be what failed
         return False
+
+
+def server_gone(exc: BaseException) -> bool:
+    """A database server that stopped answering (restarted, crashed, failed over): unlike
+    a full disk, nothing a person must do, and everything committed is still there."""
+    problem = storage_problem(exc)
+    return problem is not None and problem.kind == "unreachable"
+
+
+def wait_for_database(session: Session, lease: Lease, patience: float) -> dict:
+    """Wait, with backoff, until the database answers again and still names this executor
+    as the session's; then the run resumes from its last committed turn (RESUMING), as a
+    worker's sweep would resume it, without the lease's wait.
+
+    Failing the session instead (as for a full disk, issue 25 item 7) ended every session
+    that was mid-turn when PostgreSQL restarted: the chaos run's PostgreSQL kills failed
+    them all, although nothing they had committed was lost.
+    """
+    log.warning("Session %s: the database server went away; the run resumes from its last "
+                "committed turn once it answers (waiting up to %.0f s).", session.pk, patience)
+    try:
+        held = keep_trying(lease.renew, patience)
+    except Exception as failure:  # noqa: BLE001 - the sweep resumes it once writes work
+        log.warning("Session %s: gave up waiting for the database (%s); it stays `running` "
+                    "until a worker's sweep resumes it.", session.pk,
+                    storage_problem(failure).what() if storage_problem(failure) else failure)
+        return {"status": "storage_error"}
+    if not held:  # a sweep gave the session to another worker during the outage
+        return {"status": "lease_lost"}
+    return {"status": RESUMING}
 
 
 def cannot_run(session: Session, sink: EventLog, exc: agents.ConfigError) -> agents.SessionRun:
