@@ -59,20 +59,38 @@ def storable_text(text: str) -> str:
     return _UNSTORABLE.sub(_mark, text)
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+_NESTED = frozenset({dict, list, tuple})
+
+
 def _unstorable_inside(value: Any) -> bool:
-    """Whether any string in `value` (dict keys included) breaks the rule. A stack, not
-    recursion: tool arguments may be nested as deep as json.loads allows."""
+    """Whether any string in `value` (dict keys included) breaks the rule. It runs on every
+    payload the web side stores, so exact types are tried first (subclasses still count),
+    and a stack, not recursion: tool arguments may be nested as deep as json.loads allows."""
     pending = [value]
+    push = pending.append
     while pending:
         item = pending.pop()
-        if isinstance(item, str):
-            if not _storable(item):
+        if isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not _storable(key):
+                    return True
+            item = item.values()
+        elif isinstance(item, str):
+            item = (item,)
+        elif not isinstance(item, (list, tuple)):
+            continue
+        for inner in item:
+            kind = type(inner)
+            if kind is str:
+                if not _storable(inner):
+                    return True
+            elif kind in _PLAIN:
+                continue
+            elif kind in _NESTED or isinstance(inner, (dict, list, tuple)):
+                push(inner)
+            elif isinstance(inner, str) and not _storable(inner):
                 return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            pending.extend(item)
     return False
 
 
