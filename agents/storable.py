@@ -28,8 +28,8 @@ from typing import Any
 NUL_MARK = "\u2400"
 BAD_MARK = "\ufffd"
 
-# Python strings never hold a valid surrogate pair (json.loads joins an escaped pair into
-# one code point), so any code point in the surrogate range cannot be encoded.
+# A Python string holds code points, not UTF-16 units (json.loads joins an escaped pair
+# into one), so every code point in the surrogate range is one no UTF-8 encoder takes.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
