@@ -204,3 +204,17 @@ def test_a_provider_error_with_a_nul_fails_the_session_with_its_message_marked(
     assert f"bad byte {NUL_MARK} at 3" in session.error and "internal error" not in session.error
     errors = SessionEvent.objects.filter(session=session, type="ERROR")
     assert [e.payload["code"] for e in errors] == ["bad_request"]
+
+
+def test_an_anchor_or_a_task_saved_by_hand_takes_the_marks(make_session):
+    """The admin and a shell write through the ORM, not the engine's store."""
+    session = make_session()
+    anchor = Anchor.objects.create(session=session, tier=1, text=f"Never {NUL} delete rows",
+                                   key=f"k{NUL}")
+    task = Task.objects.create(session=session, task_id="1", subject=f"Sum {NUL}",
+                               description=f"lone {LONE}", metadata={f"n{NUL}": [LONE]})
+    anchor.refresh_from_db()
+    task.refresh_from_db()
+    assert (anchor.text, anchor.key) == (f"Never {NUL_MARK} delete rows", f"k{NUL_MARK}")
+    assert (task.subject, task.description) == (f"Sum {NUL_MARK}", f"lone {BAD_MARK}")
+    assert task.metadata == {f"n{NUL_MARK}": [BAD_MARK]}
