@@ -6,27 +6,47 @@ message would be run at once); a seeded schedule SIGKILLs two busy workers and R
 The workers' own sweeper and the lease must bring every session to the same end as an
 uninterrupted run. Without the sweeper the run ends with sessions still running or queued;
 without the lease it reports double executions and duplicated turns.
+
+With PostgreSQL (issue 25's Done when) the command starts a cluster of its own and kills a
+worker, the cluster and Redis once each (about half a minute, skipped only where PostgreSQL's
+server programs are missing). Before the worker waited for a database that went away, the
+session the cluster's kill cut ended `failed` with a storage_error.
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
+import psycopg
 import pytest
-
+from django.db import OperationalError
 from django.utils import timezone
 
+from taskos.ops.chaos import run as chaos_run
 from taskos.ops.chaos.compare import compare, fingerprint
 from taskos.ops.chaos.pages import chaos_owner, check_pages
+from taskos.ops.chaos.postgres import PrivatePostgres, find_postgres_bin, gone
 from taskos.ops.chaos.report import FAILURES, summarize, summary_text
-from taskos.ops.chaos.run import ChaosPlan, kill_schedule, run_chaos, worker_env
+from taskos.ops.chaos.run import ChaosPlan, kill_schedule, run_chaos, survive, worker_env
 from taskos.ops.chaos.scenario import write_chaos_scenario
-from taskos.ops.chaos.stack import Stack
+from taskos.ops.chaos.stack import BASE_DIR, Stack
 from taskos.ops.chaos.this_process import database_url, using_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PLAN = ChaosPlan(sessions=4, kills=4, workers=3, seed=10, timeout_s=240)
 TURNS = 24
+# With PostgreSQL: two sessions on two workers, one kill of each kind (the seed picks them).
+PG_PLAN = ChaosPlan(sessions=2, kills=3, workers=2, seed=10, timeout_s=240,
+                    postgres_kill_share=0.25)
+PG_TURNS = 16
+NO_POSTGRES = "no PostgreSQL server programs (initdb, postgres) to start a private cluster"
 
 
 def free_port() -> int:
@@ -144,3 +164,95 @@ def test_a_short_chaos_run_loses_and_doubles_nothing(sim_profile, tmp_path):
     assert [k["target"] == "redis" for k in report["kills"]] == [False, True, False, True]
     assert all(r["status"] == "finished" and not r["differs_in"] for r in report["sessions"])
     assert report["ok"]
+
+
+def test_a_schedule_with_postgresql_kills_the_cluster_with_longer_outages():
+    kills = kill_schedule(PG_PLAN)
+    assert [k.target for k in kills] == ["worker", "postgres", "redis"]
+    outage = kills[1].down_s
+    assert PG_PLAN.postgres_down_s[0] <= outage <= PG_PLAN.postgres_down_s[1]
+    # The same draws: only the target of a kill the PostgreSQL share covers changes.
+    without = kill_schedule(ChaosPlan(sessions=2, kills=3, workers=2, seed=10))
+    assert [k.at_share for k in without] == [k.at_share for k in kills]
+    assert [k.target for k in without] == ["worker", "worker", "redis"]
+
+
+def test_the_drivers_reads_outlive_a_database_that_is_down(monkeypatch):
+    """A PostgreSQL kill breaks this process's connection too: its reads are tried again
+    on a fresh connection instead of ending the run."""
+    closed, slept, tries = [], [], []
+
+    def read():
+        tries.append(1)
+        if len(tries) < 3:
+            raise OperationalError("server closed the connection unexpectedly")
+        return 7
+
+    monkeypatch.setattr(chaos_run.connection, "close", lambda: closed.append(1))
+    assert survive(read, sleep=slept.append) == 7
+    assert len(tries) == 3 and len(closed) == 2 and slept == [chaos_run.POLL_S] * 2
+    def down():
+        raise OperationalError("connection refused")
+
+    with pytest.raises(OperationalError):  # for `patience_s`, not for ever
+        survive(down, patience_s=-1, sleep=slept.append)
+
+
+def private_run_dir() -> Path:
+    """Not pytest's tmp_path: the cluster's user (postgres, when tests run as root) must
+    pass through every folder above its data, and pytest's base folder is 0700."""
+    return Path(tempfile.mkdtemp(prefix="taskos-chaos-pg-"))
+
+
+@pytest.mark.skipif(find_postgres_bin() is None, reason=NO_POSTGRES)
+def test_a_postgresql_kill_takes_every_backend_and_loses_no_commit():
+    run_dir = private_run_dir()
+    cluster = PrivatePostgres(run_dir / "postgres", free_port(), run_dir / "postgres.log")
+    try:
+        url = cluster.create("chaos")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (n int)")
+            conn.execute("INSERT INTO kept VALUES (1)")
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            cluster.kill()
+            # The backend (a session of its own, not in the postmaster's group) is dead.
+            assert gone(backend) and not cluster.running
+            with pytest.raises(psycopg.OperationalError):
+                conn.execute("SELECT 1")
+        cluster.start()  # crash recovery
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT n FROM kept").fetchall() == [(1,)]
+    finally:
+        cluster.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.mark.skipif(find_postgres_bin() is None, reason=NO_POSTGRES)
+def test_a_chaos_run_that_kills_postgresql_too_loses_and_doubles_nothing():
+    """The command, as an operator runs it: its own cluster (this process's test database
+    is not the one killed), a worker, the cluster and Redis SIGKILLed once each."""
+    run_dir = private_run_dir()
+    report_path = run_dir / "report.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    argv = [sys.executable, "scripts/chaos.py", "--private-postgres",
+            "--sessions", str(PG_PLAN.sessions), "--workers", str(PG_PLAN.workers),
+            "--kills", str(PG_PLAN.kills), "--seed", str(PG_PLAN.seed),
+            "--turns", str(PG_TURNS), "--timeout", str(PG_PLAN.timeout_s),
+            "--run-dir", str(run_dir), "--json", str(report_path)]
+    try:
+        done = subprocess.run(argv, cwd=BASE_DIR, env=env, capture_output=True, text=True,
+                              timeout=PG_PLAN.timeout_s + 120)
+        print(done.stdout, done.stderr[-3000:])
+        report = json.loads(report_path.read_text())
+        totals = report["totals"]
+        assert {name: totals[name] for name in FAILURES} == dict.fromkeys(FAILURES, 0)
+        assert report["kills_by_target"] == {"worker": 1, "redis": 1, "postgres": 1}
+        # The PostgreSQL kill cut a running session, whose worker waited for the cluster.
+        cut = next(kill for kill in report["kills"] if kill["target"] == "postgres")
+        logs = "".join(path.read_text(errors="replace") for path in run_dir.glob("worker*.log"))
+        assert cut["busy_workers"] >= 1 and "the database server went away" in logs
+        assert all(r["status"] == "finished" and not r["differs_in"]
+                   for r in report["sessions"])
+        assert report["ok"] and done.returncode == 0
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

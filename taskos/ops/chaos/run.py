@@ -146,18 +146,26 @@ def busy_workers(stack: Stack, pks: list[int]) -> list[Managed]:
 
 def fire(kill: Kill, stack: Stack, pks: list[int], rng: random.Random) -> dict[str, Any]:
     """SIGKILL Redis, PostgreSQL or a busy worker now, then start it again after `down_s`."""
+    busy = busy_workers(stack, pks)
     if kill.target == "redis":
         target = stack.redis
     elif kill.target == "postgres":
         target = stack.postgres
     else:
-        target = rng.choice(busy_workers(stack, pks) or stack.worker_procs)
+        target = rng.choice(busy or stack.worker_procs)
     turns = committed_turns(pks)
     target.kill()
     time.sleep(kill.down_s)
     target.start()
     return {"target": target.name, "at_share": round(kill.at_share, 3), "down_s": kill.down_s,
-            "turns_committed": turns}
+            "turns_committed": turns, "busy_workers": len(busy)}
+
+
+def due(kill: Kill, stack: Stack, pks: list[int]) -> bool:
+    """A PostgreSQL kill waits for a worker that runs a session: between a worker's death
+    and the sweep that sends its session again nobody may be writing, and a database killed
+    then cuts no run."""
+    return kill.target != "postgres" or bool(busy_workers(stack, pks))
 
 
 def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
@@ -189,10 +197,12 @@ def run_chaos(plan: ChaosPlan, scenario: str, stack: Stack,
             f"{plan.kills} kills planned")
         deadline = started + plan.timeout_s
         while active(pks) and time.monotonic() < deadline:
-            if schedule and committed_turns(pks) >= schedule[0].at_share * total_turns:
+            if (schedule and committed_turns(pks) >= schedule[0].at_share * total_turns
+                    and due(schedule[0], stack, pks)):
                 done.append(fire(schedule.pop(0), stack, pks, rng))
                 say(f"kill {len(done)}: {done[-1]['target']} at {done[-1]['turns_committed']}"
-                    f"/{total_turns} turns, down {done[-1]['down_s']} s")
+                    f"/{total_turns} turns, down {done[-1]['down_s']} s, "
+                    f"{done[-1]['busy_workers']} workers running a session")
                 continue
             time.sleep(POLL_S)
         results = [compare(Session.objects.get(pk=pk), base) for pk in pks]
