@@ -97,7 +97,10 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
                         type(exc).__name__, exc)
             return {"status": "lease_lost"}
         if lease is not None and server_gone(exc):
-            return wait_for_database(session, lease, patience)
+            waited = wait_for_database(session, lease, patience)
+            if waited is not None:
+                return waited
+            raise  # gave up: it stays `running`, and a sweep resumes it once writes work
         mark_failed(session, sink, exc, lease=lease, patience=patience)
         raise
     report = dict(result.report or {})
@@ -144,10 +147,10 @@ def server_gone(exc: BaseException) -> bool:
     return problem is not None and problem.kind == "unreachable"
 
 
-def wait_for_database(session: Session, lease: Lease, patience: float) -> dict:
+def wait_for_database(session: Session, lease: Lease, patience: float) -> dict | None:
     """Wait, with backoff, until the database answers again and still names this executor
     as the session's; then the run resumes from its last committed turn (RESUMING), as a
-    worker's sweep would resume it, without the lease's wait.
+    worker's sweep would resume it, without the lease's wait. None after `patience`.
 
     Failing the session instead (as for a full disk, issue 25 item 7) ended every session
     that was mid-turn when PostgreSQL restarted: the chaos run's PostgreSQL kills failed
@@ -157,11 +160,11 @@ def wait_for_database(session: Session, lease: Lease, patience: float) -> dict:
                 "committed turn once it answers (waiting up to %.0f s).", session.pk, patience)
     try:
         held = keep_trying(lease.renew, patience)
-    except Exception as failure:  # noqa: BLE001 - the sweep resumes it once writes work
+    except Exception as failure:  # noqa: BLE001 - the caller raises the original error
         log.warning("Session %s: gave up waiting for the database (%s); it stays `running` "
                     "until a worker's sweep resumes it.", session.pk,
                     storage_problem(failure).what() if storage_problem(failure) else failure)
-        return {"status": "storage_error"}
+        return None
     if not held:  # a sweep gave the session to another worker during the outage
         return {"status": "lease_lost"}
     return {"status": RESUMING}

@@ -19,6 +19,7 @@ from taskos.ops.chaos.compare import compare, fingerprint
 from taskos.runs import services
 from taskos.runs.models import Session, SessionEvent
 from taskos.store import storage_errors
+from taskos.worker.execute import WORKER_PATIENCE_S
 from taskos.worker.lease import Lease
 from taskos.worker.tasks import run_session
 
@@ -113,5 +114,22 @@ def test_a_session_another_worker_took_during_the_outage_is_left_to_it(
     assert result.get()["status"] == "lease_lost"
     session.refresh_from_db()
     assert session.status == "running" and session.lease_owner == other.owner
+    assert not SessionEvent.objects.filter(session=session, type="ERROR",
+                                           payload__code="storage_error").exists()
+
+
+def test_a_worker_that_gives_up_waiting_leaves_the_session_to_the_sweep(
+        sim_profile, fake_sleeps):
+    """The server stays away for the worker's whole patience: the session is not failed
+    (nothing a person must mend); it stays `running` for a sweep to resume."""
+    session = services.create_session(None, "", SCENARIO, sim_profile, None, {})
+    server = ServerGone(after=60)
+    slept, _ = fake_sleeps
+    with connection.execute_wrapper(server):
+        result = run_session.apply(args=[session.pk])
+    server.back()
+    assert result.successful() and sum(slept) >= WORKER_PATIENCE_S - 15
+    session.refresh_from_db()
+    assert session.status == "running" and session.error == ""
     assert not SessionEvent.objects.filter(session=session, type="ERROR",
                                            payload__code="storage_error").exists()
