@@ -44,8 +44,8 @@ def free_port() -> int:
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="sessions run at once")
-    parser.add_argument("--kills", type=int, default=4, help="SIGKILLs of a busy worker "
-                        "or of Redis, about one in four on Redis")
+    parser.add_argument("--kills", type=int, default=4, help="SIGKILLs of a busy worker, "
+                        "of Redis (about one in four) or of the private PostgreSQL")
     parser.add_argument("--workers", type=int, default=2,
                         help="worker processes (concurrency 1 each)")
     parser.add_argument("--scenario", default="",
