@@ -277,7 +277,7 @@ def test_a_worker_frozen_past_its_lease_writes_nothing_when_it_wakes():
         return events, archive
 
     with FakeProvider(script=["tool", "gated_tool", "tool"], default="ok") as provider:
-        profile = ModelProfile.objects.create(name="fake", model="m", api_key_env="",
+        profile = ModelProfile.objects.create(name="fake", model="m", api_key_env="", local=True,
                                               base_url=provider.base_url, context_size=16_000)
         session = services.create_session(None, "Say hello.", "", profile, None, {})
         frozen = Lease(session.pk, owner="worker-a", seconds=60)

@@ -64,7 +64,7 @@ def run_beside_a_backoff(sim_profile) -> dict:
     real_run = agents.run_session
     with FakeProvider(script=["500"], default="ok") as provider:
         profile = ModelProfile.objects.create(
-            name="flaky", model="m", base_url=provider.base_url, api_key_env="",
+            name="flaky", model="m", base_url=provider.base_url, api_key_env="", local=True,
             context_size=16_000)
         waiting = services.create_session(None, "Say hello.", "", profile, None, {})
         budget = RetryBudget(300, sleep=backoff, rng=lambda: 0.0)
