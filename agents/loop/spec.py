@@ -2,6 +2,7 @@
 the simulated model) and what it ends with (RunResult)."""
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,5 +93,6 @@ def prepare_workspace(workspace: Path) -> None:
     if DATA_DIR.is_dir():
         for item in DATA_DIR.iterdir():
             target = workspace / item.name
-            if item.is_file() and not target.exists():
+            # lexists: a link left in the workspace (dangling or not) is never written through
+            if item.is_file() and not os.path.lexists(target):
                 shutil.copy2(item, target)

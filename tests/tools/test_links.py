@@ -178,3 +178,18 @@ def test_the_session_goes_on_after_a_refused_link(tmp_path, outside):
     errors = [e.payload["error"] for e in sink.of_type("TOOL_RESULT")]
     assert errors == [HARD.format("linked.csv")] * 2
     assert outside.read_text() == "name,value\ntop secret,1\n"
+
+
+def test_preparing_a_workspace_never_writes_through_a_link_left_in_it(tmp_path):
+    # A dangling link named like a data file: "not exists()" followed it and the copy
+    # created the file at the link's target, outside the workspace.
+    from agents.loop.spec import prepare_workspace
+    from agents.scenarios import DATA_DIR
+    data = next(item for item in DATA_DIR.iterdir() if item.is_file())
+    workspace, target = tmp_path / "ws", tmp_path / "outside" / "planted.csv"
+    workspace.mkdir()
+    target.parent.mkdir()
+    (workspace / data.name).symlink_to(target)
+    prepare_workspace(workspace)
+    assert not target.exists()
+    assert (workspace / data.name).is_symlink()
