@@ -11,7 +11,8 @@ import traceback
 from django.utils import timezone
 
 import agents
-from agents import ContextConfig, EventType, SessionSpec, advise, error_event, redact
+from agents import (ContextConfig, EventType, SessionSpec, advise, error_event, redact,
+                    storable_text)
 from taskos.live.sending import GroupSender
 from taskos.replays.sessions import replay_engine
 from taskos.runs import delegation
@@ -127,6 +128,12 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
     return report
 
 
+def recordable(text: str) -> str:
+    """An error's text as it may be stored and shown: no API key in it (redact), and no
+    character the databases refuse (a NUL from an exception's message: agents/storable.py)."""
+    return storable_text(redact(text))
+
+
 def lease_gone(lease: Lease | None) -> bool:
     """Whether another executor holds the session now (False when that cannot be read:
     then the failure is recorded as this executor's)."""
@@ -173,7 +180,7 @@ def wait_for_database(session: Session, lease: Lease, patience: float) -> dict |
 def cannot_run(session: Session, sink: EventLog, exc: agents.ConfigError) -> agents.SessionRun:
     """A session whose profile or settings cannot work (a row changed behind the admin's
     checks, issue 25 item 8) ends at once with the error's own code, not an internal error."""
-    message = redact(str(exc))
+    message = recordable(str(exc))
     sink.emit(error_event(exc.code, message, fatal=True))
     sink.emit(agents.SessionFinished(status="failed", final_answer="", turns=session.turns,
                                      error=message))
@@ -201,7 +208,7 @@ def failure_reason(session: Session, report: dict) -> str:
     action = f" What to do: {advise(code).action}" if code else ""
     message = message.rstrip()
     end = "" if message.endswith((".", "!", "?", "。")) else "."
-    return redact(f"{label}{message}{end}{action}")
+    return recordable(f"{label}{message}{end}{action}")
 
 
 def mark_failed(session: Session, sink: EventLog | None, exc: BaseException,
@@ -219,11 +226,11 @@ def mark_failed(session: Session, sink: EventLog | None, exc: BaseException,
     problem = storage_problem(exc)
     if problem is None:
         code = "internal_error"
-        message = redact(f"{type(exc).__name__}: {exc}")  # no API key on the row or event
+        message = recordable(f"{type(exc).__name__}: {exc}")  # no API key on the row or event
         error = f"The run stopped because of an internal error: {message}"
         log.error("Session %s failed: %s\n%s", session.pk, message, traceback.format_exc())
     else:  # not a bug: the line says what and what to do, a traceback would add nothing
-        code, message = "storage_error", redact(problem.line())
+        code, message = "storage_error", recordable(problem.line())
         error = message
         log.warning("Session %s stopped: %s", session.pk, message)
     pending = {"event": sink is not None}

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from django.urls import reverse
 
+import agents
 import agents.runner
 from agents import BAD_MARK, NUL_MARK
 from taskos.runs import services
@@ -218,3 +219,20 @@ def test_an_anchor_or_a_task_saved_by_hand_takes_the_marks(make_session):
     assert (anchor.text, anchor.key) == (f"Never {NUL_MARK} delete rows", f"k{NUL_MARK}")
     assert (task.subject, task.description) == (f"Sum {NUL_MARK}", f"lone {BAD_MARK}")
     assert task.metadata == {f"n{NUL_MARK}": [BAD_MARK]}
+
+
+def test_an_engine_crash_whose_message_holds_a_nul_is_recorded_with_the_mark(sim_profile,
+                                                                             monkeypatch):
+    # The failure's own record must not fail: Session.error and the ERROR event are text.
+    def crash(spec, **kwargs):
+        raise RuntimeError("bad byte \x00 in \ud800 a file")
+
+    monkeypatch.setattr(agents, "run_session", crash)
+    session = services.create_session(None, "Say hello.", "", sim_profile, None, {})
+    with pytest.raises(RuntimeError):
+        execute_session(Session.objects.get(pk=session.pk))
+    session.refresh_from_db()
+    assert session.status == "failed"
+    assert f"bad byte {NUL_MARK} in {BAD_MARK} a file" in session.error
+    [error] = SessionEvent.objects.filter(session=session, type="ERROR")
+    assert NUL_MARK in error.payload["message"]
