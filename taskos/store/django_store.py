@@ -29,6 +29,7 @@ from taskos.runs.models import (Anchor, ArchivedTurn, EngineStateChunk, ModelPro
 from . import batch_writes, search, sqlite_checkpoint, state_chunks, turn_sql
 from .call_messages import remember_archived
 from .row_ids import RowIds
+from .storage_errors import storage_problem
 
 log = logging.getLogger("taskos.runs")
 
@@ -198,8 +199,14 @@ class DjangoStore:
                 try:
                     self._writes.flush()  # up to the savepoint, and after it: undone next
                     transaction.savepoint_rollback(saved)
-                except Exception:  # noqa: BLE001 - the connection broke: nothing can be kept
-                    log.exception("Could not keep the last saved turn; rolling the batch back")
+                except Exception as failure:  # noqa: BLE001 - the connection broke
+                    problem = storage_problem(failure)
+                    if problem is None:
+                        log.exception("Could not keep the last saved turn; rolling the batch "
+                                      "back")
+                    else:  # the database's own trouble: one line, the worker says the rest
+                        log.warning("Could not keep the last saved turn (%s); rolling the "
+                                    "batch back", problem.what())
                 else:
                     batch.__exit__(None, None, None)
                     return

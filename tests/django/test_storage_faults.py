@@ -227,3 +227,29 @@ def test_commands_on_a_database_that_is_gone_print_one_line(argv, capsys, caplog
     assert err.strip().splitlines() == [err.strip()], err  # one line
     assert err.startswith("CommandError: Storage error: the database could not read or write")
     assert "unable to open database file" in err and "Traceback" not in err
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_saved_turn_lost_with_the_database_server_is_one_log_line(monkeypatch, caplog):
+    # The chaos run with PostgreSQL kills found this the one traceback left in worker logs:
+    # the server's own trouble, which the worker then reports and waits out.
+    import psycopg
+
+    from taskos.store import django_store
+    from taskos.store.django_store import DjangoStore
+
+    def server_gone(savepoint):
+        try:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        except psycopg.OperationalError as cause:
+            raise OperationalError("server closed the connection unexpectedly") from cause
+
+    store = DjangoStore()
+    store.begin_batch()
+    store.mark_turn_saved()
+    monkeypatch.setattr(django_store.transaction, "savepoint_rollback", server_gone)
+    with caplog.at_level("WARNING", logger="taskos.runs"):
+        store.rollback_batch(RuntimeError("the turn failed"))
+    [record] = [r for r in caplog.records if "last saved turn" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "cannot be reached" in record.getMessage()
