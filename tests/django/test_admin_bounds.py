@@ -10,6 +10,7 @@ from django.urls import reverse
 import agents
 from agents import EventType
 from taskos.runs.models import ModelProfile, Session
+from tests.django.test_profile_faults_and_limits import admin_profile_form as profile_form
 
 pytestmark = pytest.mark.django_db
 
@@ -76,16 +77,6 @@ def test_a_sub_agents_scenario_stays_when_unchanged(client, staff_user, make_ses
     assert response.status_code == 302, response.context["adminform"].form.errors
     session.refresh_from_db()
     assert (session.goal, session.scenario) == ("edited goal", "research-subagents#pricing")
-
-
-def profile_form(**overrides) -> dict:
-    data = {"name": "deepseek", "model": "deepseek-chat", "base_url": "https://api.example/v1",
-            "api_key_env": "TASKOS_KEY_DEEPSEEK", "context_size": "65536", "encoding": "",
-            "price_input": "0", "price_cached_input": "0", "price_output": "0",
-            "summary_model": "", "num_ctx": "", "connect_timeout": "5", "read_timeout": "60",
-            "call_timeout": "200", "retry_budget": "240"}
-    data.update(overrides)
-    return data
 
 
 @pytest.mark.parametrize("overrides, field, message", [
