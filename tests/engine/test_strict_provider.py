@@ -95,20 +95,25 @@ def test_a_refused_request_is_a_recorded_call_counted_over_window_and_in_the_pea
     assert max(out.transport.prompt_tokens) + 0 <= 5_000
 
 
-def test_the_simulated_model_takes_its_latency_on_answers_and_refuses_at_once(monkeypatch):
+def simulator_sleeps(monkeypatch) -> list[float]:
+    """The waits the simulated model takes, recorded instead of slept. time.sleep is one
+    function for every module and thread: a retry wait left running by an earlier test
+    sleeps through it too, and is not the simulator's pacing, so only its calls count."""
     import agents.sim.transport as transport_module
-    slept = []
-    real_sleep = transport_module.time.sleep
+    slept, real_sleep = [], transport_module.time.sleep
 
     def sleep(seconds: float) -> None:
-        # time.sleep is one function for every module and thread: a retry wait left running
-        # by an earlier test sleeps through it too, and is not this run's pacing.
         if sys._getframe(1).f_code.co_filename == transport_module.__file__:
             slept.append(seconds)
         else:
             real_sleep(seconds)
 
     monkeypatch.setattr(transport_module.time, "sleep", sleep)
+    return slept
+
+
+def test_the_simulated_model_takes_its_latency_on_answers_and_refuses_at_once(monkeypatch):
+    slept = simulator_sleeps(monkeypatch)
     http, transport = sim_http_client(SCENARIO, 2000, latency_s=0.25)
     model = ModelClient(ModelProfile(name="sim", context_size=2000), http_client=http,
                         base_url="http://sim.taskos.invalid/v1")
@@ -121,23 +126,11 @@ def test_the_simulated_model_takes_its_latency_on_answers_and_refuses_at_once(mo
 
 
 def test_a_profile_s_sim_latency_paces_every_call_of_a_run(monkeypatch, tmp_path):
-    import agents.sim.transport as transport_module
     from agents.config import ContextConfig
     from agents.events import ListSink
     from agents.runner import run_session
     from agents.store.memory import MemoryStore
-    slept = []
-    real_sleep = transport_module.time.sleep
-
-    def sleep(seconds: float) -> None:
-        # time.sleep is one function for every module and thread: a retry wait left running
-        # by an earlier test sleeps through it too, and is not this run's pacing.
-        if sys._getframe(1).f_code.co_filename == transport_module.__file__:
-            slept.append(seconds)
-        else:
-            real_sleep(seconds)
-
-    monkeypatch.setattr(transport_module.time, "sleep", sleep)
+    slept = simulator_sleeps(monkeypatch)
     run = run_session(SessionSpec.plan(goal="", scenario=SCENARIO, config=ContextConfig(),
                                        profile=ModelProfile(name="sim", context_size=16_000, sim_latency_ms=40)),
                       session_id="paced", store=MemoryStore(), events=ListSink(),

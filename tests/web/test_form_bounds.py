@@ -3,21 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from taskos.runs.models import ModelProfile, Session
+from taskos.runs.models import Session
+from tests.web.test_pages import form_data
 
 pytestmark = pytest.mark.django_db
 
 HUGE = str(10**20)
-
-
-def form_data(**overrides):
-    data = {"goal": "Summarise the sales CSV", "scenario": "",
-            "profile": ModelProfile.objects.get(name="sim").pk, "window": "",
-            "trigger_ratio": "0.8", "reserve_ratio": "0.1", "context_buffer_ratio": "0.2",
-            "tool_result_limit": "50000", "max_rounds": "5",
-            "compression_fallback_to_truncation": "on", "timezone": "UTC"}
-    data.update(overrides)
-    return data
 
 
 @pytest.mark.parametrize("field, value, message", [
