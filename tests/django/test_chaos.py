@@ -247,10 +247,12 @@ def test_a_chaos_run_that_kills_postgresql_too_loses_and_doubles_nothing():
         totals = report["totals"]
         assert {name: totals[name] for name in FAILURES} == dict.fromkeys(FAILURES, 0)
         assert report["kills_by_target"] == {"worker": 1, "redis": 1, "postgres": 1}
-        # The PostgreSQL kill cut a running session, whose worker waited for the cluster.
+        # The PostgreSQL kill came while a worker held a session. Whether that worker was
+        # inside a statement at the instant (and so logged its wait for the cluster) is
+        # timing: in CI the session once committed its last turn just before the kill.
+        # The wait itself is tested deterministically in tests/django/test_database_outage.py.
         cut = next(kill for kill in report["kills"] if kill["target"] == "postgres")
-        logs = "".join(path.read_text(errors="replace") for path in run_dir.glob("worker*.log"))
-        assert cut["busy_workers"] >= 1 and "the database server went away" in logs
+        assert cut["busy_workers"] >= 1
         assert all(r["status"] == "finished" and not r["differs_in"]
                    for r in report["sessions"])
         assert report["ok"] and done.returncode == 0
