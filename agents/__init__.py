@@ -29,6 +29,8 @@ from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, Budget
                            SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
                            TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
+from agents.model_check import (Capability, CheckFailed, CheckResult, check_model,
+                                format_result, result_json, tools_failed)
 from agents.provider import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
@@ -50,6 +52,9 @@ __all__ = [
     # may name (item 9)
     "Bounds", "check_number", "WINDOW", "ProfileInvalid", "check_model_url", "UrlRefused",
     "HostUnresolved", "DEFAULT_HOSTS",
+    # what a profile's server really does, checked before the first task
+    "check_model", "CheckResult", "CheckFailed", "Capability", "format_result", "result_json",
+    "tools_failed",
     # events going out
     "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
     "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",

@@ -1,0 +1,153 @@
+"""A fake local model server for the model check: llama-cpp-python's or llama.cpp's, with a
+chat template that renders tools or drops them.
+
+Written from what those servers do (nothing here imports the engine):
+
+- llama-cpp-python (kind "llama-cpp-python") lists its model at GET /v1/models without
+  saying its window, counts text at POST /extras/tokenize and refuses a prompt of n_ctx
+  tokens or more with "Requested tokens (N) exceed context window of W".
+  Under chatml-function-calling (template "chatml-function-calling") it renders the tools
+  into the system message when tool_choice is "auto" and reports, for a text reply, the
+  prompt plus `message:\\n`; for one tool call the prompt plus `functions.NAME:\\n`. Under
+  a model's own template that ignores `tools` (template "own") the prompt is the same with
+  or without tools, and the reply is plain text whatever the request asks.
+- llama.cpp's llama-server (kind "llama.cpp") says its window at GET /props
+  (default_generation_settings.n_ctx), renders a request at POST /apply-template and counts
+  text at POST /tokenize {"content"}.
+
+`ignores_none`: tool_choice "none" is treated as "auto" (the tools are rendered and the
+model calls one when asked). `garbage`: every answer is an HTML page. The "model" calls
+get_time when the request renders tools and the last user message names get_time; else it
+says "Hello."; asked to count, it counts up to max_tokens numbers.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.engine.chatml_server import count, render
+
+
+class CheckServer:
+    def __init__(self, *, kind: str = "llama-cpp-python",
+                 template: str = "chatml-function-calling", n_ctx: int = 4096,
+                 ignores_none: bool = False, garbage: bool = False,
+                 model: str = "smollm2-135m-instruct") -> None:
+        self.kind, self.template, self.n_ctx = kind, template, n_ctx
+        self.ignores_none, self.garbage, self.model = ignores_none, garbage, model
+        self.requests: list[dict[str, Any]] = []  # chat request bodies, in order
+        self.refused: list[int] = []  # prompt tokens of each refused request
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if server.garbage:
+                    return self._html()
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    return self._send(200, {"object": "list", "data": [
+                        {"id": server.model, "object": "model", "owned_by": "me"}]})
+                if self.path == "/props" and server.kind == "llama.cpp":
+                    return self._send(200, {"default_generation_settings": {
+                        "n_ctx": server.n_ctx}, "total_slots": 1})
+                self._send(404, {"detail": "Not Found"})
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if server.garbage:
+                    return self._html()
+                path = self.path.rstrip("/")
+                if path == "/extras/tokenize" and server.kind == "llama-cpp-python":
+                    return self._send(200, {"tokens": list(range(count(body["input"])))})
+                if path == "/tokenize" and server.kind == "llama.cpp":
+                    return self._send(200, {"tokens": list(range(count(body["content"])))})
+                if path == "/apply-template" and server.kind == "llama.cpp":
+                    tools, choice = server.rendered_tools(body)
+                    return self._send(200, {"prompt": render(body["messages"], tools, choice)})
+                if path.endswith("/chat/completions"):
+                    return self._send(*server.chat(body))
+                self._send(404, {"detail": "Not Found"})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _html(self) -> None:
+                data = b"<html><body><h1>Welcome to nginx!</h1></body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "CheckServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def rendered_tools(self, body: dict[str, Any]) -> tuple[Any, Any]:
+        """(tools, tool_choice) as the template sees them."""
+        if self.template == "own":
+            return None, None
+        choice = body.get("tool_choice")
+        if self.ignores_none and choice == "none":
+            choice = "auto"
+        return body.get("tools"), choice
+
+    def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        tools, choice = self.rendered_tools(body)
+        prompt = render(body["messages"], tools, choice)
+        tokens = count(prompt)
+        with self._lock:
+            self.requests.append(body)
+            if tokens >= self.n_ctx:
+                self.refused.append(tokens)
+                return 400, {"error": {"message": f"Requested tokens ({tokens}) exceed "
+                                                  f"context window of {self.n_ctx}"}}
+        last = body["messages"][-1].get("content") or ""
+        with_tools = bool(tools) and choice == "auto"
+        if with_tools and "get_time" in last:
+            opened = prompt + "functions.get_time:\n"
+            call = {"id": "call_0", "type": "function",
+                    "function": {"name": "get_time", "arguments": '{"zone": "UTC"}'}}
+            return 200, reply(None, count(opened), 8, [call])
+        if "Count from 1" in last:
+            text = " ".join(str(n) for n in range(1, (body.get("max_tokens") or 16) + 1))
+        else:
+            text = "Hello."
+        reported = count(prompt + "message:\n") if with_tools else tokens
+        return 200, reply(text, reported, count(text))
+
+
+def reply(content: str | None, prompt_tokens: int, completion_tokens: int,
+          calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": "chatcmpl-check", "object": "chat.completion", "created": 0,
+            "model": "fake", "choices": [{"index": 0, "message": message,
+                                          "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
