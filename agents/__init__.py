@@ -17,9 +17,9 @@ Where the code lives: `loop/` the agent loop, `context/` the zones and the reque
 from the core: `sim/` (the simulated model), `replay/`, `scenarios/` and `bench/`.
 """
 from agents.bench import run_bench, run_once
-from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, WINDOW, Bounds, ConfigError,
-                           ContextConfig, ModelProfile, ProfileInvalid, Setting, check_number,
-                           input_too_long, profile_settings)
+from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, TOOLS_OFF_NOTICE, WINDOW, Bounds,
+                           ConfigError, ContextConfig, ModelProfile, ProfileInvalid, Setting,
+                           check_number, input_too_long, profile_settings)
 from agents.context import ANNOTATIONS
 from agents.counting import REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
@@ -54,7 +54,7 @@ __all__ = [
     "HostUnresolved", "DEFAULT_HOSTS",
     # what a profile's server really does, checked before the first task
     "check_model", "CheckResult", "CheckFailed", "Capability", "format_result", "result_json",
-    "tools_failed",
+    "tools_failed", "TOOLS_OFF_NOTICE",
     # events going out
     "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
     "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",

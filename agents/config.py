@@ -84,6 +84,8 @@ MAX_TURNS = 100_000  # a session's turn cap, and the most model steps a scenario
 
 
 MAX_INPUT_CHARS = 100_000  # longest goal or message (the dashboard's TASKOS_MAX_INPUT_CHARS)
+TOOLS_OFF_NOTICE = ("Tools are off for this session: the model is offered no tool and "
+                    "answers from the goal and the messages alone.")
 
 
 def input_too_long(text: str, what: str, limit: int = MAX_INPUT_CHARS) -> str | None:
@@ -118,6 +120,10 @@ class ContextConfig:
     tool_retries_limit: int = bounded(3, 1, 100, whole=True)
     max_turns: int = bounded(400, 1, MAX_TURNS, whole=True)
     tools: list[str] = field(default_factory=list)  # tools offered; empty: all (or the scenario's)
+    # No tool at all: set for a session on a profile whose model check found that the
+    # server's chat template drops tools (agents/model_check.py), where the model would
+    # never see one and every tool turn would be a guess.
+    tools_off: bool = False
 
     def __post_init__(self) -> None:
         self.validate()

@@ -254,7 +254,7 @@ class _Check:
             result.capabilities.append(tools)
             result.capabilities.append(self._tool_choice())
             result.capabilities.append(self._speed())
-            result.capabilities.insert(4, self._counting(tools))
+            result.capabilities.insert(4, self._counting(tools, server))
         finally:
             self.http.close()
         result.seconds = round(time.perf_counter() - started, 2)
@@ -470,7 +470,7 @@ class _Check:
                           "carry no tools instead of relying on tool_choice \"none\".", figures)
 
     # --- counting and speed
-    def _counting(self, tools: Capability) -> Capability:
+    def _counting(self, tools: Capability, server: str) -> Capability:
         rows = self.counts
         figures: dict[str, Any] = {"requests": rows}
         if not rows:
@@ -502,10 +502,10 @@ class _Check:
         figures["source"] = source
         if share <= COUNT_TOLERANCE:
             return Capability("counting", PASS, found, "", figures)
-        return Capability("counting", WARN, found,
-                          "Sessions keep a margin and learn the server's counts as they go; "
-                          "with llama.cpp or llama-cpp-python, turn on 'Server tokenizer' on "
-                          "the profile for counts by the server's own tokenizer.", figures)
+        fix = "Sessions keep a margin and learn the server's counts as they go."
+        if not self.profile.server_tokenizer and server in ("llama.cpp", "llama-cpp-python"):
+            fix += " Turn on 'Server tokenizer' on the profile: this server counts text itself."
+        return Capability("counting", WARN, found, fix, figures)
 
     def _speed(self) -> Capability:
         # A text no earlier request held, so no prefix cache shortens the reading.

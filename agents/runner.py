@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from agents.config import TOOLS_OFF_NOTICE
 from agents.events import EventSink
 from agents.loop.agent_loop import AgentLoop
 from agents.loop.retry import RetryBudget
@@ -63,9 +64,12 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
         extra.append(delegate_tool(DelegationPlan(
             limits=spec.delegation, window=profile.context_size, scenario=spec.scenario_name,
             max_turns=config.max_turns)))
-    tools = default_registry(config, only=spec.tools or config.tools or (plan.tools if plan
-                                                                          else None),
-                             extra=extra)
+    only = spec.tools or config.tools or (plan.tools if plan else None)
+    if config.tools_off:  # said where the session starts (SESSION_STARTED's warnings)
+        only = []
+        if TOOLS_OFF_NOTICE not in profile.warnings:
+            profile.warnings = [*profile.warnings, TOOLS_OFF_NOTICE]
+    tools = default_registry(config, only=only, extra=extra)
     loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
                      tools=tools, workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)

@@ -9,10 +9,13 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.urls import reverse
-from django.utils.html import format_html
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
-from agents import list_scenarios
+from agents import CheckFailed, ConfigError, check_model, list_scenarios
 
 from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent, Task
 from .services import SessionError, checked_config, checked_scenario, checked_window
@@ -230,9 +233,52 @@ class TaskAdmin(admin.ModelAdmin):
 
 @admin.register(ModelProfile)
 class ModelProfileAdmin(admin.ModelAdmin):
+    change_form_template = "admin/runs/modelprofile/change_form.html"
     list_display = ("name", "model", "base_url", "window_shown", "price_input", "price_output",
-                    "probe_questions", "token_ratio", "token_ratio_calls", "token_overheads")
-    readonly_fields = ("token_ratio", "token_ratio_calls", "token_overheads")
+                    "probe_questions", "token_ratio", "token_ratio_calls", "token_overheads",
+                    "check_verdicts")
+    readonly_fields = ("token_ratio", "token_ratio_calls", "token_overheads", "check_shown")
+    actions = ["check_servers"]
+
+    @admin.display(description="model check")
+    def check_verdicts(self, obj):
+        result = obj.check_result
+        if result is None:
+            return "—"
+        failed = [c.label for c in result.capabilities if c.verdict == "fail"]
+        return f"failed: {', '.join(failed)}" if failed else "passed"
+
+    @admin.display(description="model check")
+    def check_shown(self, obj):
+        """The stored check, a row per capability with its verdict and fix."""
+        result = obj.check_result if obj is not None else None
+        if result is None:
+            return obj.check_summary() if obj is not None else ""
+        rows = format_html_join(
+            "", '<tr class="check-{}"><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>',
+            ((c.verdict, c.label, c.verdict, c.found, c.fix) for c in result.capabilities))
+        return format_html('<p>{} · server: {}</p><table class="model-check">{}</table>',
+                           obj.check_summary().split(":")[0], result.server, rows)
+
+    def get_urls(self):
+        check = path("<path:object_id>/check/", self.admin_site.admin_view(self.check_view),
+                     name="runs_modelprofile_check")
+        return [check] + super().get_urls()
+
+    def check_view(self, request, object_id):
+        """The Check button: run the model check now and keep what it found."""
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            raise Http404(f"No model profile {object_id}.")
+        if request.method != "POST" or not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        run_check(request, obj)
+        return redirect("admin:runs_modelprofile_change", obj.pk)
+
+    @admin.action(description="Check the selected profiles' model servers")
+    def check_servers(self, request, queryset):
+        for obj in queryset:
+            run_check(request, obj)
 
     @admin.display(description="window")
     def window_shown(self, obj):
@@ -250,6 +296,28 @@ class ModelProfileAdmin(admin.ModelAdmin):
         if request.method == "GET" and obj is not None and obj.window_warning:
             messages.warning(request, obj.window_warning)
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+def run_check(request, obj: ModelProfile) -> None:
+    """Check one profile's server; store a finished check and say what it found, or say
+    why it could not be done (nothing is stored then)."""
+    if obj.simulated:
+        messages.info(request, f"Profile {obj.name!r} is the built-in simulated model: "
+                               "nothing to check.")
+        return
+    try:
+        result = check_model(obj.to_engine())
+    except (CheckFailed, ConfigError) as exc:
+        messages.error(request, f"Profile {obj.name!r} was not checked: {exc} Nothing was "
+                                "stored.")
+        return
+    obj.store_check(result)
+    failed = [c for c in result.capabilities if c.verdict == "fail"]
+    if not failed:
+        messages.success(request, f"Profile {obj.name!r}: {obj.check_summary()}.")
+    for capability in failed:
+        messages.error(request, f"Profile {obj.name!r}: {capability.label} failed: "
+                                f"{capability.found}. {capability.fix}")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -119,8 +119,60 @@ class ModelProfile(models.Model):
     class Meta:
         ordering = ["name"]
 
+    # What the model check found (agents.check_model): written whole by `manage.py
+    # checkmodel` and the admin's Check button, only once a check finished; never by a form.
+    model_check = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="What the last model check found: window, tools, tool_choice, counting, speed.")
+    model_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
     def __str__(self) -> str:
         return f"{self.name} ({'simulated' if self.simulated else self.model})"
+
+    def store_check(self, result: agents.CheckResult) -> None:
+        """Keep a finished check with the profile: only its two columns are written, so an
+        admin's edit of the profile meanwhile is not undone."""
+        values = {"model_check": agents.storable_value(result.to_dict()),
+                  "model_checked_at": timezone.now()}
+        ModelProfile.objects.filter(pk=self.pk).update(**values)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    @property
+    def check_result(self) -> agents.CheckResult | None:
+        """The stored check, or None when there is none (or it cannot be read back)."""
+        if not self.model_check:
+            return None
+        try:
+            return agents.CheckResult.from_dict(self.model_check)
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    @property
+    def tools_failed(self) -> agents.Capability | None:
+        """The stored check's failed tools verdict: sessions on this profile run without
+        tools while it stands."""
+        result = self.check_result
+        return result.get("tools") if result is not None and result.tools_failed else None
+
+    def check_summary(self) -> str:
+        """One line on the stored check: when, and each capability's verdict."""
+        result = self.check_result
+        if result is None:
+            return "" if self.simulated else "not checked yet (manage.py checkmodel " \
+                                             f"{self.name}, or Check in the admin)"
+        when = self.model_checked_at.strftime("%Y-%m-%d %H:%M") if self.model_checked_at \
+            else result.checked_at
+        verdicts = ", ".join(f"{c.label} {c.verdict}" for c in result.capabilities)
+        return f"checked {when}: {verdicts}"
+
+    def tools_off_notice(self) -> str:
+        """Why sessions on this profile run with tools off, or "" when they do not."""
+        failed = self.tools_failed
+        if failed is None:
+            return ""
+        return (f"Tools are off on profile {self.name!r}: its model check found that "
+                f"{failed.found}. {failed.fix}")
 
     def learn_token_ratio(self, report: dict) -> None:
         """Keep the ratio a session learnt, so the next one starts calibrated."""
@@ -277,6 +329,14 @@ class Session(models.Model):
         with the same number in another (or a recreated) database."""
         stamp = self.created_at.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         return Path(settings.TASKOS_WORKSPACES) / f"{self.pk}-{stamp}"
+
+    @property
+    def tools_off_notice(self) -> str:
+        """What the session page says when this session runs without tools, and why."""
+        if not (self.context_settings or {}).get("tools_off"):
+            return ""
+        return " ".join(filter(None, [agents.TOOLS_OFF_NOTICE,
+                                      self.profile.tools_off_notice()]))
 
     def cost_with_children(self) -> float:
         """This session's cost plus every sub-agent's below it (depth is small, so a query

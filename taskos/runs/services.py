@@ -83,6 +83,10 @@ def create_session(owner, goal: str, scenario: str, profile: ModelProfile,
         window = scenario_window or profile.effective_window
     window = checked_window(window, profile)
     config = checked_config(context_settings or {})
+    if profile.tools_failed is not None:
+        # The model check found that the server's template drops tools: the model would
+        # never see one, so the session is offered none (and says so where it starts).
+        config.tools_off = True
     unknown = sorted(set(config.tools) - set(default_registry(config).names()))
     if unknown:
         known = ", ".join(default_registry(config).names())

@@ -33,7 +33,19 @@ class ProfileChoiceField(forms.ModelChoiceField):
         if obj.simulated:
             return f"{obj.name} — simulated, no key or network ({obj.effective_window:,} tokens)"
         warning = " — window unknown, 128k assumed!" if obj.window_warning else ""
-        return f"{obj.name} — {obj.model} ({obj.effective_window:,} tokens){warning}"
+        return f"{obj.name} — {obj.model} ({obj.effective_window:,} tokens){warning}" \
+               f"{check_label(obj)}"
+
+
+def check_label(profile: ModelProfile) -> str:
+    """The stored model check in a few words, for the profile's choice."""
+    result = profile.check_result
+    if result is None:
+        return " — not checked"
+    if profile.tools_failed is not None:
+        return " — check: tools off (template drops tools)"
+    failed = [c.label for c in result.capabilities if c.verdict == "fail"]
+    return f" — check failed: {', '.join(failed)}" if failed else " — check passed"
 
 
 def scenario_label(name: str) -> str:
@@ -103,6 +115,12 @@ class NewSessionForm(forms.Form):
         simulated = next((p for p in self.fields["profile"].queryset if p.simulated), None)
         if simulated is not None:
             self.fields["profile"].initial = simulated.pk
+
+    def profile_checks(self) -> list[dict[str, str]]:
+        """What the model check found for each real profile, shown beside the choice: the
+        verdicts, and why a session on it starts with tools off."""
+        return [{"name": p.name, "summary": p.check_summary(), "tools_off": p.tools_off_notice()}
+                for p in self.fields["profile"].queryset if not p.simulated]
 
     def clean_goal(self) -> str:
         return refuse_too_long(self.cleaned_data.get("goal") or "", "goal")

@@ -82,6 +82,9 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
                 profile=session.profile.to_engine(context_size=session.window),
                 config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
                 max_input_chars=max_input_chars(), delegation=delegation.limits())
+            notice = session.profile.tools_off_notice() if spec.config.tools_off else ""
+            if notice:  # why, beside the engine's own line on it (SESSION_STARTED)
+                spec.profile.warnings.append(notice)
         except agents.ConfigError as exc:
             result = cannot_run(session, sink, exc)
         else:
