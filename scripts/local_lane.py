@@ -128,6 +128,20 @@ def quoted(text: str) -> str:
     return "\n".join("> " + line for line in text.splitlines())
 
 
+def check_lines(check: dict[str, Any]) -> list[str]:
+    """`manage.py checkmodel --json`'s result as lines: one per capability."""
+    found = check.get("verdicts") or {}
+    if found.get("error") or not found.get("capabilities"):
+        return [f"- checkmodel (exit {check.get('exit')}): "
+                f"`{json.dumps(found, ensure_ascii=False)[:1000]}`"]
+    lines = [f"- checkmodel (exit {check.get('exit')}, server {found.get('server')}, "
+             f"{found.get('seconds')} s):"]
+    for c in found["capabilities"]:
+        fix = f" — fix: {c['fix']}" if c.get("fix") else ""
+        lines.append(f"  - {c['name']}: **{c['verdict']}** — {c.get('found')}{fix}")
+    return lines
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     lines = [f"# Local lane at {result['commit']}", "",
              f"Started {result['started']}, took {result['minutes']} min. Goal(s) need "
@@ -144,7 +158,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         elif check.get("error"):
             lines.append(f"- checkmodel FAILED (exit {check.get('exit')}): {check['error']}")
         else:
-            lines.append("- checkmodel: `" + json.dumps(check.get("verdicts"))[:1500] + "`")
+            lines += check_lines(check)
         for s in server["sessions"]:
             lines += ["", f"### session #{s.get('session')} — goal {s['goal_index'] + 1}: "
                           f"**{s.get('status')}** {s.get('error_code') or ''}",
@@ -346,7 +360,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--gemma", default=None, help="the Gemma GGUF (default: the package)")
     parser.add_argument("--session-timeout", type=float, default=600.0)
-    parser.add_argument("--check-timeout", type=float, default=300.0)
+    parser.add_argument("--check-timeout", type=float, default=900.0)
     args = parser.parse_args()
 
     django_setup()

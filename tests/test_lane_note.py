@@ -55,3 +55,17 @@ def test_the_answer_request_must_carry_the_constraint_added_mid_task():
     assert lane.constraint_verdict(lane.call_rows([tool_turn, answer_with]), 1) == (
         "carried by every answer request (1)")
     assert lane.constraint_verdict(rows, None).startswith("constraint never delivered")
+
+
+def test_checkmodel_verdicts_are_one_line_per_capability_with_the_fix():
+    check = {"exit": 3, "verdicts": {"server": "llama-cpp-python", "seconds": 12.5,
+                                      "capabilities": [
+        {"name": "reachable", "verdict": "pass", "found": "answered", "fix": ""},
+        {"name": "tools", "verdict": "fail", "found": "same count with and without tools",
+         "fix": "start llama-cpp-python with --chat_format chatml-function-calling"}]}}
+    lines = lane.check_lines(check)
+    assert lines[1] == "  - reachable: **pass** — answered"
+    assert lines[2].startswith("  - tools: **fail** — same count") and lines[2].endswith(
+        "fix: start llama-cpp-python with --chat_format chatml-function-calling")
+    refused = lane.check_lines({"exit": 1, "verdicts": {"error": "server down"}})
+    assert len(refused) == 1 and "server down" in refused[0]
