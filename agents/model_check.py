@@ -72,6 +72,11 @@ class CheckFailed(RuntimeError):
     """The check could not be finished; the message says what happened and what to do."""
 
 
+class _ToolsRefused(Exception):
+    """The server refused a request because it offered tools (Ollama, for a model whose
+    template has none: "… does not support tools"): a verdict, not a failed check."""
+
+
 @dataclass
 class Capability:
     name: str
@@ -205,6 +210,8 @@ class _Check:
         try:
             reply = self.client.complete(messages, tools, max_tokens, tool_choice=tool_choice)
         except ModelError as exc:
+            if tools and exc.code == "bad_request" and "tool" in str(exc).lower():
+                raise _ToolsRefused(str(exc)) from None
             raise CheckFailed(self._explain(exc, what)) from None
         self.calls += 1
         exact = None
@@ -250,9 +257,15 @@ class _Check:
                                          {"role": "user", "content": "Say hello in one word."}])
             result.capabilities.append(self._reachable_verdict(listed, plain))
             result.capabilities.append(self._window(server))
-            tools = self._tools(server, plain)
-            result.capabilities.append(tools)
-            result.capabilities.append(self._tool_choice())
+            try:
+                tools = self._tools(server, plain)
+                choice = self._tool_choice()
+            except _ToolsRefused as exc:
+                tools = Capability("tools", FAIL, f"the server refuses every request that "
+                                                  f"offers tools ({exc})", _tools_fix(server))
+                choice = Capability("tool_choice", SKIP,
+                                    "not checked: the server refuses requests with tools")
+            result.capabilities += [tools, choice]
             result.capabilities.append(self._speed())
             result.capabilities.insert(4, self._counting(tools, server))
         finally:
@@ -318,12 +331,16 @@ class _Check:
         want = self.profile.context_size
         served, how = self._served_window(server)
         if served is None and self.profile.local and want <= MAX_PROBED_WINDOW:
-            served, how = self._probe_window(want)
+            served, how = self._probe_window(want, server)
+        if served is None and server == "ollama":
+            served, how = self._ollama_window()
         if served is None:
-            return Capability("window", SKIP if not how else WARN,
-                              how or "the server does not say its window",
-                              "" if not how else "Check the server's window by hand.",
-                              {"profile": want})
+            if not how:
+                how = ("not measured: the server does not say its window, and the check "
+                       "sends a request as long as the window only to a local server")
+            return Capability("window", WARN if self.profile.local else SKIP, how,
+                              "Check the server's window by hand." if self.profile.local
+                              else "", {"profile": want})
         figures = {"served": served, "profile": want, "how": how}
         if served < want:
             return Capability("window", FAIL,
@@ -334,27 +351,30 @@ class _Check:
                           "", figures)
 
     def _served_window(self, server: str) -> tuple[int | None, str]:
+        """The window the server says it serves, where it says one."""
         if server == "llama.cpp":
             props = self._aux("GET", "/props") or {}
             settings = props.get("default_generation_settings") or {}
             n_ctx = settings.get("n_ctx") or props.get("n_ctx")
             if isinstance(n_ctx, int) and n_ctx > 0:
                 return n_ctx, "n_ctx from /props"
-        if server == "ollama":
-            shown = self._aux("POST", "/api/show", {"model": self.profile.model}) or {}
-            if self.profile.num_ctx:
-                return self.profile.num_ctx, "num_ctx the profile sends with every request"
-            for line in str(shown.get("parameters") or "").splitlines():
-                parts = line.split()
-                if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
-                    return int(parts[1]), "num_ctx from /api/show"
-            return None, ("Ollama serves its default window (2 048 or 4 096 tokens by "
-                          "version) unless the model or the request sets num_ctx")
         return None, ""
 
-    def _probe_window(self, want: int) -> tuple[int | None, str]:
+    def _ollama_window(self) -> tuple[int | None, str]:
+        """Ollama's num_ctx from the model's parameters (/api/show): what it serves unless
+        a request asks for another."""
+        shown = self._aux("POST", "/api/show", {"model": self.profile.model}) or {}
+        for line in str(shown.get("parameters") or "").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
+                return int(parts[1]), "num_ctx from /api/show"
+        return None, ("not measured: Ollama serves its default window (2 048 or 4 096 "
+                      "tokens by version) unless the model or the request sets num_ctx")
+
+    def _probe_window(self, want: int, server: str) -> tuple[int | None, str]:
         """One request just over the profile's window: a server with a smaller window
-        refuses it naming its own; a larger one reads it (the prompt is one word repeated)."""
+        refuses it naming its own (llama-cpp-python, vLLM) or cuts it to its own (Ollama);
+        a larger one reads it whole. The prompt is one word repeated."""
         unit = "hello "
         per_unit = 1.0
         if isinstance(self.counter, ServerTokenCounter):
@@ -368,16 +388,19 @@ class _Check:
         except ContextOverflow as exc:
             if exc.limit:
                 return exc.limit, "the limit it named refusing a longer request"
-            return None, "the server refused a request over the profile's window without " \
-                         "naming its own"
+            return None, ("the server refused a request just over the profile's window "
+                          "without naming its own: it is smaller than the profile's")
         except ModelError as exc:
             raise CheckFailed(self._explain(exc, "window probe")) from None
         self.calls += 1
-        if reply.input_tokens > want:
-            return reply.input_tokens, f"it read a {reply.input_tokens:,}-token request; " \
-                                       "at least that"
-        return None, (f"a request meant to pass the window was read as {reply.input_tokens:,} "
-                      "tokens: the window is not known")
+        read = reply.input_tokens
+        if read >= want:
+            return read, f"it read a {read:,}-token request whole: at least that"
+        if read and server == "ollama":
+            return read, (f"it cut a request of about {want + PROBE_MARGIN:,} tokens to "
+                          f"{read:,} without saying so")
+        return None, (f"a request meant to pass the profile's window was read as {read:,} "
+                      "tokens: the server's window is not known")
 
     # --- tools
     def _tools(self, server: str, plain: Any) -> Capability:
@@ -541,7 +564,8 @@ def _window_fix(server: str, served: int, want: int) -> str:
     start = {"llama-cpp-python": f"start llama-cpp-python with --n_ctx {want}",
              "llama.cpp": f"start llama-server with --ctx-size {want} (per slot: times "
                           "--parallel)",
-             "ollama": f"set num_ctx {want} on the profile (or in the Modelfile)"}
+             "ollama": f"give the model PARAMETER num_ctx {want} in its Modelfile (or set the "
+                       "profile's num_ctx)"}
     how = start.get(server, "give the server a larger window")
     return f"Set the profile's context size to {served}, or {how}."
 

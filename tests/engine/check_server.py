@@ -15,6 +15,12 @@ Written from what those servers do (nothing here imports the engine):
   (default_generation_settings.n_ctx), renders a request at POST /apply-template and counts
   text at POST /tokenize {"content"}.
 
+- Ollama (kind "ollama") says its version at GET /api/version and a model's parameters and
+  capabilities at POST /api/show (num_ctx only when the Modelfile sets it: `show_num_ctx`);
+  it offers no tokenizer, cuts a prompt longer than its window to the window without a
+  word, and refuses any request with tools for a model whose template has none (template
+  "own"): "MODEL does not support tools".
+
 `ignores_none`: tool_choice "none" is treated as "auto" (the tools are rendered and the
 model calls one when asked). `garbage`: every answer is an HTML page. The "model" calls
 get_time when the request renders tools and the last user message names get_time; else it
@@ -34,9 +40,10 @@ class CheckServer:
     def __init__(self, *, kind: str = "llama-cpp-python",
                  template: str = "chatml-function-calling", n_ctx: int = 4096,
                  ignores_none: bool = False, garbage: bool = False,
-                 model: str = "smollm2-135m-instruct") -> None:
+                 model: str = "smollm2-135m-instruct", show_num_ctx: bool = False) -> None:
         self.kind, self.template, self.n_ctx = kind, template, n_ctx
         self.ignores_none, self.garbage, self.model = ignores_none, garbage, model
+        self.show_num_ctx = show_num_ctx
         self.requests: list[dict[str, Any]] = []  # chat request bodies, in order
         self.refused: list[int] = []  # prompt tokens of each refused request
         self._lock = threading.Lock()
@@ -54,6 +61,8 @@ class CheckServer:
                 if self.path.rstrip("/").endswith("/v1/models"):
                     return self._send(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "owned_by": "me"}]})
+                if self.path == "/api/version" and server.kind == "ollama":
+                    return self._send(200, {"version": "0.6.2"})
                 if self.path == "/props" and server.kind == "llama.cpp":
                     return self._send(200, {"default_generation_settings": {
                         "n_ctx": server.n_ctx}, "total_slots": 1})
@@ -71,6 +80,12 @@ class CheckServer:
                 if path == "/apply-template" and server.kind == "llama.cpp":
                     tools, choice = server.rendered_tools(body)
                     return self._send(200, {"prompt": render(body["messages"], tools, choice)})
+                if path == "/api/show" and server.kind == "ollama":
+                    tools = [] if server.template == "own" else ["tools"]
+                    return self._send(200, {
+                        "capabilities": ["completion", *tools],
+                        "parameters": f"num_ctx {server.n_ctx}" if server.show_num_ctx
+                        else "stop \"<|im_end|>\""})
                 if path.endswith("/chat/completions"):
                     return self._send(*server.chat(body))
                 self._send(404, {"detail": "Not Found"})
@@ -117,11 +132,16 @@ class CheckServer:
         return body.get("tools"), choice
 
     def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.kind == "ollama" and self.template == "own" and body.get("tools"):
+            return 400, {"error": {"message": f"registry.ollama.ai/library/{self.model} does "
+                                              "not support tools", "type": "api_error"}}
         tools, choice = self.rendered_tools(body)
         prompt = render(body["messages"], tools, choice)
         tokens = count(prompt)
         with self._lock:
             self.requests.append(body)
+            if tokens >= self.n_ctx and self.kind == "ollama":
+                return 200, reply("hello", self.n_ctx, 1)  # cut to the window, silently
             if tokens >= self.n_ctx:
                 self.refused.append(tokens)
                 return 400, {"error": {"message": f"Requested tokens ({tokens}) exceed "

@@ -135,3 +135,26 @@ def test_a_result_reads_back_from_its_plain_form():
         result = check_model(local_profile(server.base_url))
     again = CheckResult.from_dict(result.to_dict())
     assert again == result and again.to_dict()["ok"] is False
+
+
+def test_ollama_with_a_model_without_tools_and_a_window_it_cuts_to():
+    with CheckServer(kind="ollama", template="own", n_ctx=2048) as server:
+        result = check_model(local_profile(server.base_url, server_tokenizer=False))
+    assert result.server == "ollama"
+    tools = result.get("tools")
+    assert tools.verdict == FAIL and "does not support tools" in tools.found
+    assert "tools-capable model" in tools.fix
+    assert result.get("tool_choice").verdict == "skip"
+    window = result.get("window")  # cut without a word: the reported count says it
+    assert window.verdict == FAIL and window.figures["served"] == 2048
+    assert "cut a request" in window.found
+
+
+def test_ollama_says_its_num_ctx_to_a_remote_check():
+    with CheckServer(kind="ollama", n_ctx=2048, show_num_ctx=True) as server:
+        result = check_model(local_profile(server.base_url, local=False,
+                                           server_tokenizer=False))
+    window = result.get("window")
+    assert window.verdict == FAIL and window.figures["how"] == "num_ctx from /api/show"
+    assert "PARAMETER num_ctx 4096" in window.fix
+    assert result.get("tools").verdict == PASS
