@@ -26,6 +26,20 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "TaskOS compacted the history, so the model continues from a shorter, different "
         "conversation, and asked again; its count of the window is unchanged. If it "
         "repeats, lower the temperature or use a stronger model."),
+    "exact_count_lost": ErrorAdvice(
+        "Token counts were exact (the server's own tokenizer confirmed them) until the "
+        "server's tokenizer stopped answering or its reports disagreed with the engine's "
+        "rendering of the request; the message says which.",
+        "From that call on the counts are calibrated from the server's usage, or estimated "
+        "until it reports some, and labelled so. A tokenizer that stops answering is often "
+        "a single-slot server busy with a long answer: lower the profile's output reserve "
+        "or use a server with more slots."),
+    "tools_not_rendered": ErrorAdvice(
+        "The server's chat template does not render tools: its count of a request with "
+        "tools equals the request without them, so the model never sees a tool.",
+        "Start llama-cpp-python with --chat_format chatml-function-calling, llama-server "
+        "with --jinja, or Ollama with a tools-capable model; or run the task with tools "
+        "off. Counts are calibrated from usage from that call on."),
     "finish_reason_length": ErrorAdvice(
         "The answer hit the output limit (max_tokens) and was cut off.",
         "TaskOS raised the output reserve and asked the model to continue; raise the "

@@ -170,6 +170,7 @@ class BudgetEvent(Event):
     limit: int = 0
     free: int = 0
     count_source: str = ""  # exact | calibrated | estimate (feature C2); "": not said
+    count_reason: str | None = optional()  # why the counts are no longer exact
     correction: float = 1.0  # the window divisor the calibration asks for
     window_warning: str | None = optional()  # a window that is a guess (feature C18)
 

@@ -78,7 +78,9 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
     learnt = loop.calibration.learnt() if loop.calibration is not None else (1.0, 0)
     report = {"status": result.status, "turns": result.turns, "error": result.error,
               "error_code": result.code,
-              "count_source": loop.count_source, "token_ratio": learnt[0],
+              # Which calls were exact and why the rest were not, when exactness was lost.
+              "count_source": loop.calibration.summary() if loop.calibration is not None
+              else loop.count_source, "token_ratio": learnt[0],
               "token_ratio_calls": learnt[1],
               "token_overheads": loop.calibration.learnt_overheads()
               if loop.calibration is not None else {},

@@ -22,6 +22,15 @@ The source of the figure, shown in the drawer's Budget panel:
               simulated provider, which counts with the engine's tokenizer;
 - calibrated  the engine's count corrected by the fit learnt from this profile's calls;
 - estimate    the engine's count before any call has reported usage.
+
+A call is labelled `exact` only when the server confirmed its figure: the whole request
+rendered and counted matched `usage.prompt_tokens` (llama-cpp-python), or the estimate made
+from the server's text counts equalled it (llama.cpp's /tokenize). When exactness is lost
+— the tokenizer stops answering, a report disagrees with the rendering, the template
+drops the tools — it is lost from that call on, with its reason (`lose`): the figures
+learnt while exact are dropped, and the calls after it are `estimate` until usage
+calibrates them again. The labels are kept as spans, so the report can say which calls
+were exact and why the rest were not (`summary`).
 """
 from __future__ import annotations
 
@@ -70,13 +79,23 @@ class TokenCalibration:
         self.agent_messages = 0  # and its number of messages
         self._fit: tuple[float, dict[str, float]] | None = None
         self._frame: tuple[float, dict[str, float]] | None = None
+        # Why exactness ended and at which call (0: it has not); the source of each call
+        # as spans [first call, source]; whether the latest figure was confirmed.
+        self.lost, self.lost_at = "", 0
+        self.spans: list[list[Any]] = []
+        self.confirmed: bool | None = None
+        # A template that does not render the tools: the server's count of a request with
+        # tools is far below the engine's, by design, and is no misreport.
+        self.tools_dropped = False
 
     def observe(self, engine_tokens: int, provider_tokens: int, kind: str = "",
                 messages: int = 0) -> bool:
         """Record one call's two figures; False when the pair is unusable."""
         if engine_tokens <= 0 or provider_tokens <= 0:
             return False
-        if not MIN_RATIO <= provider_tokens / engine_tokens <= MAX_RATIO:
+        ratio = provider_tokens / engine_tokens
+        dropped = self.tools_dropped and kind != "no-tools"
+        if not (MIN_RATIO <= ratio or dropped) or ratio > MAX_RATIO:
             return False
         self.pairs = (self.pairs + [(kind, engine_tokens, provider_tokens)])[-RECENT_CALLS:]
         self.messages = (self.messages + [messages])[-RECENT_CALLS:]
@@ -145,15 +164,61 @@ class TokenCalibration:
         alike = [a for k, a in overheads.items() if k.split(":")[0] == choice]
         return alike[-1] if alike else 0.0
 
+    def error(self) -> float:
+        """The fit's worst relative error on its recent pairs (0 without pairs)."""
+        return max((abs(self.estimate(engine, kind, count) - provider) / provider
+                    for (kind, engine, provider), count in zip(self.pairs, self.messages)),
+                   default=0.0)
+
     @property
     def ratio(self) -> float:
         return self.fit()[0]
 
     @property
     def source(self) -> str:
-        if self.exact:
-            return "exact"
+        """How the next figure is counted, as it stands."""
+        if self.exact and not self.lost:
+            return "calibrated" if self.confirmed is False else "exact"
+        if self.lost:  # the profile's prior was learnt from the figures now in doubt
+            return "calibrated" if self.pairs else "estimate"
         return "calibrated" if self.pairs or self.prior_calls else "estimate"
+
+    def lose(self, call: int, reason: str, *, text_exact: bool) -> bool:
+        """Exactness ends at `call` for `reason`; True the first time. With `text_exact`
+        the server's tokenizer still counts each text (slope 1, the framing re-learnt);
+        without it the engine counts with its own encoding and the slope is learnt anew."""
+        first = not self.lost
+        if first:
+            self.lost, self.lost_at = reason, call
+        if first or (self.exact and not text_exact):
+            self.exact = self.exact and text_exact
+            # Pairs of the exact figures belong to another rendering or another tokenizer.
+            self.pairs, self.messages = [], []
+            self._fit = self._frame = None
+        return first
+
+    def label(self, call: int, source: str) -> None:
+        """Record the source of call number `call` (spans of equal sources)."""
+        if not self.spans or self.spans[-1][1] != source:
+            self.spans.append([call, source])
+        self.spans[-1] = [self.spans[-1][0], source, call]
+
+    def summary(self) -> str:
+        """The sources of the session's calls in words: the source as it stands when
+        exactness was never lost, else which calls were exact and why the rest are not."""
+        if not self.lost:
+            return self.source
+        parts = []
+        for first, source, last in self.spans:
+            if first < self.lost_at:
+                calls = f"call {first}" if first == last else f"calls {first}–{last}"
+                parts.append(f"{source} for {calls}")
+            else:
+                parts.append(f"{source} from call {first}")
+                break
+        if not parts:
+            parts = [f"{self.source} from call {self.lost_at}"]
+        return ", ".join(parts) + f": {self.lost}"
 
     def estimate(self, engine_tokens: int, kind: str = "", messages: int = 0) -> int:
         """The provider's figure for a request the engine counted `engine_tokens`."""
@@ -180,7 +245,9 @@ class TokenCalibration:
     def to_state(self) -> dict[str, Any]:
         return {"pairs": [list(p) for p in self.pairs], "calls": self.calls,
                 "agent_kind": self.agent_kind, "messages": self.messages,
-                "agent_messages": self.agent_messages}
+                "agent_messages": self.agent_messages, "exact": self.exact,
+                "lost": self.lost, "lost_at": self.lost_at, "spans": self.spans,
+                "confirmed": self.confirmed, "tools_dropped": self.tools_dropped}
 
     def from_state(self, state: dict[str, Any]) -> None:
         # States saved before kinds existed hold (engine, provider) pairs.
@@ -191,6 +258,13 @@ class TokenCalibration:
         self.agent_kind = state.get("agent_kind", "")
         self.messages = [int(n) for n in state.get("messages", [])] or [0] * len(self.pairs)
         self.agent_messages = int(state.get("agent_messages", 0))
+        # A counter that is not the server's now cannot be exact again; one that is may
+        # have stopped answering before the session was saved.
+        self.exact = self.exact and bool(state.get("exact", True))
+        self.lost, self.lost_at = state.get("lost", ""), int(state.get("lost_at", 0))
+        self.spans = [list(span) for span in state.get("spans", [])]
+        self.confirmed = state.get("confirmed")
+        self.tools_dropped = bool(state.get("tools_dropped", False))
         self._fit = self._frame = None
 
 

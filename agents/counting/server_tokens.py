@@ -59,6 +59,7 @@ class ServerTokenCounter(TokenCounter):
         self._client = client or httpx2.Client(timeout=PROBE_TIMEOUT)
         self._cache: dict[str, int] = {}
         self.available = True
+        self.stopped = ""  # why the tokenizer is no longer asked, once it is not
         # Whole requests rendered and counted exactly: llama-cpp-python only.
         self.served = ServedPromptCounter(self.count_whole) if escaped else None
 
@@ -76,8 +77,17 @@ class ServerTokenCounter(TokenCounter):
         try:
             return self._ask(text)
         except Exception as exc:  # noqa: BLE001 - the caller falls back to calibration
-            log.warning("tokenizer at %s did not count a whole request (%s)", self.endpoint, exc)
+            self._stop(exc)
             return None
+
+    def _stop(self, exc: Exception) -> None:
+        """The tokenizer failed once: it is not asked again in this session (a single-slot
+        server busy with a runaway answer would make every count wait its timeout)."""
+        log.warning("tokenizer at %s stopped answering (%s); counting with %s from now on",
+                    self.endpoint, exc, self.name)
+        self.available = False
+        self.stopped = (f"the server's tokenizer stopped answering "
+                        f"({type(exc).__name__}: {str(exc)[:120]})")
 
     def text(self, text: str) -> int:
         if not text:
@@ -91,9 +101,7 @@ class ServerTokenCounter(TokenCounter):
         try:
             count = self._ask(sent)
         except Exception as exc:  # noqa: BLE001 - any failure: fall back, never fail a turn
-            log.warning("tokenizer at %s stopped answering (%s); counting with %s from now on",
-                        self.endpoint, exc, self.name)
-            self.available = False
+            self._stop(exc)
             return super().text(text)
         if len(self._cache) >= CACHE_SIZE:
             self._cache.clear()

@@ -80,6 +80,7 @@ class AgentLoop:
         self.calls.pause, self.calls.resume = self.commits.commit, self.commits.begin
         self.calls.calibration = self.calibration
         self.calls.served = getattr(self.counter, "served", None)
+        self.calls.counter = self.counter
         self.calls.on_correction = self._recalibrated
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,

@@ -11,6 +11,7 @@ from agents.config import ModelProfile
 from agents.context.working import Request
 from agents.counting.calibration import request_kind
 from agents.counting.llama_cpp.prompt_count import read_back
+from agents.errors import error_event
 from agents.events import Event, ModelCall
 from agents.loop.interrupt import CallDeadline, run_interruptible
 from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
@@ -87,6 +88,8 @@ class CallRunner:
         self.on_correction: Callable[[], None] | None = None
         # Exact counts of whole requests (agents.counting.llama_cpp.prompt_count), where the server allows.
         self.served = None
+        # The session's token counter: a server's tokenizer says when it stopped answering.
+        self.counter = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
@@ -99,6 +102,9 @@ class CallRunner:
             # model's own output inside the server (OutputOverflow).
             if figures is not None and exc.requested > figures.tokens:
                 exc = OutputOverflow(exc, figures.tokens)
+            elif figures is None and not isinstance(exc, OutputOverflow):
+                exc = self._beyond_estimate(exc, request.total, count_kind,
+                                            len(request.messages)) or exc
             self._refused("agent", exc, request.total, limit, request.zones,
                           request.described(), turn, sent, count_kind, figures)
             raise exc
@@ -165,9 +171,53 @@ class CallRunner:
         wire = getattr(self.model, "wire", None)
         if self.served is None or wire is None:
             return None
+        counting = self.served.active
         with self.waiting():
-            return self.served.count(wire(messages), tools or None,
-                                     tool_choice if tools else None)
+            figures = self.served.count(wire(messages), tools or None,
+                                        tool_choice if tools else None)
+        if counting and not self.served.active:  # the tokenizer failed on this request
+            self._lose(self._counter_stopped() or self.served.mismatch, self.ledger.calls + 1)
+        return figures
+
+    def _counter_stopped(self) -> str:
+        """Why the server's tokenizer is no longer asked ("" while it is)."""
+        return getattr(self.counter, "stopped", "")
+
+    def _lose(self, reason: str, call: int) -> None:
+        """Exactness ends at call number `call`: say why once, in an ERROR event (not
+        fatal), and from then on label the calls with the source that replaced it."""
+        calibration = self.calibration
+        if calibration is None:
+            return
+        dropped = self.served is not None and self.served.tools_dropped
+        calibration.tools_dropped = calibration.tools_dropped or dropped
+        if calibration.lose(call, reason, text_exact=not self._counter_stopped()):
+            self.emit(error_event("tools_not_rendered" if dropped else "exact_count_lost",
+                                  f"Token counts are not exact from call {call} on: {reason}.",
+                                  fatal=False))
+        if self.on_correction is not None:
+            self.on_correction()
+
+    @property
+    def unescapes(self) -> bool:
+        """Whether replies are read back unescaped: on a server whose chat template was
+        confirmed to escape what it renders, for the whole session, however counting goes
+        on (a tokenizer that stopped answering does not change the template; a reply left
+        escaped is escaped again when sent back, `&#34;` → `&amp;#34;`, call after call)."""
+        return self.served is not None and not self.served.template_differs
+
+    def _beyond_estimate(self, exc: ContextOverflow, engine_tokens: int, kind: str,
+                         messages: int) -> OutputOverflow | None:
+        """Without an exact figure, a refusal naming far more tokens than the calibrated
+        figure of what was sent is the model's answer filling the window, not a miscount:
+        read as a miscount, one runaway answer would shrink the window for good."""
+        calibration = self.calibration
+        if calibration is None or calibration.source != "calibrated" or not exc.requested:
+            return None
+        estimate = calibration.estimate(engine_tokens, kind, messages)
+        if exc.requested <= estimate * (1 + max(0.05, 2 * calibration.error())):
+            return None
+        return OutputOverflow(exc, estimate, counted="the calibrated count")
 
     def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
         """The request's parameters other than the messages, in the order they are sent.
@@ -273,13 +323,16 @@ class CallRunner:
         extra = {"refused": True, "error": error} if refused else {}
         if output_overflow:
             extra["overflow"] = "output"
-        if self.calibration is not None:  # the engine's figure as it stood before this call
+        calibration = self.calibration
+        if calibration is not None:  # the engine's figure as it stood before this call
+            if self._counter_stopped() and calibration.exact:  # it failed on a text
+                self._lose(self._counter_stopped(), self.ledger.calls)
             if kind == "agent":
-                self.calibration.agent_kind = count_kind
-                self.calibration.agent_messages = len(messages)
-            extra.update(estimated_tokens=self.calibration.estimate(engine_tokens, count_kind,
-                                                                    len(messages)),
-                         count_source=self.calibration.source, count_kind=count_kind)
+                calibration.agent_kind = count_kind
+                calibration.agent_messages = len(messages)
+            estimate = calibration.estimate(engine_tokens, count_kind, len(messages))
+            extra.update(estimated_tokens=estimate, count_source=calibration.source,
+                         count_kind=count_kind)
             served = None if figures is None or refused else self.served.check(
                 figures, reply.content, reply.tool_calls, reply.input_tokens)
             if refused and figures is not None:
@@ -287,13 +340,23 @@ class CallRunner:
             if served is not None:  # the whole request rendered and counted: exact
                 extra.update(estimated_tokens=figures.tokens, count_source="exact",
                              served_tokens=served)
+                calibration.confirmed = True
                 # The framing fit learns from the figure that must fit the window.
                 self._calibrate(engine_tokens, figures.tokens, count_kind, len(messages))
-                reply = read_back(reply)  # recorded as read, so a replay reads the same
             elif not refused:
                 if figures is not None:  # this call showed the rendering is not the server's
                     extra.update(count_mismatch=self.served.mismatch)
+                    self._lose(self.served.mismatch, self.ledger.calls)
+                    extra.update(count_source=calibration.source)
+                elif calibration.exact and not calibration.lost and reply.input_tokens:
+                    # The server's tokenizer counts the texts and the framing is fitted:
+                    # exact only for a call whose report the figure matched.
+                    calibration.confirmed = estimate == reply.input_tokens
+                    extra.update(count_source=calibration.source)
                 self._calibrate(engine_tokens, reply.input_tokens, count_kind, len(messages))
+            calibration.label(self.ledger.calls, extra["count_source"])
+        if self.unescapes and not refused:
+            reply = read_back(reply)  # recorded as read, so a replay reads the same
         profile = self.profile
         self.emit(ModelCall(
             call=self.ledger.calls, kind=kind, input_tokens=input_tokens,

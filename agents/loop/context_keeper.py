@@ -89,6 +89,7 @@ class ContextKeeper:
             warning_line=budget.warning_line, limit=budget.input_limit,
             free=budget.window - request.total - budget.reserve,
             count_source=self.count_source(), correction=round(ctx.correction, 4),
+            count_reason=getattr(self.calls.calibration, "lost", "") or None,
             window_warning=" ".join(deps.spec.profile.warnings) or None))
         return request, budget.input_limit
 

@@ -62,10 +62,11 @@ class OutputOverflow(ContextOverflow):
     model looping inside its arguments fills the window, and the refusal names more prompt
     tokens than were sent. Read as our miscount, it would shrink the window for good."""
 
-    def __init__(self, overflow: ContextOverflow, sent_tokens: int) -> None:
+    def __init__(self, overflow: ContextOverflow, sent_tokens: int,
+                 counted: str = "the server's own count") -> None:
         super().__init__(overflow.limit, overflow.requested,
                          f"The model's answer ran out of the window: the request was "
-                         f"{sent_tokens} tokens by the server's own count, the server reported "
+                         f"{sent_tokens} tokens by {counted}, the server reported "
                          f"{overflow.requested} after writing part of its answer (tool-call "
                          f"arguments, which max_tokens does not bound there). Server: {overflow}",
                          code="output_overflow")

@@ -19,11 +19,17 @@ engine):
   of those prompts. A prompt of n_ctx tokens or more is refused with llama-cpp-python's
   "Requested tokens (N) exceed context window of W".
 - `POST /extras/tokenize {"input"}` counts a text as the server would (each text sent is
-  kept in `tokenized`, so tests can see how often the engine asks).
+  kept in `tokenized`, so tests can see how often the engine asks). With
+  `tokenizer_stalls_after=N` it stops answering in time once N chat requests were served,
+  as a single-slot server busy with a long answer does.
+- `drops_tools=True`: the template of a model's own GGUF (or llama-cpp-python's llama-2
+  fallback), which renders no tools at all, whatever the request offers.
 
 The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
 `agent_script` (one entry per agent call: a tool call, "answer", or a "runaway" tool call
-whose arguments fill the window, refused as the real server refuses it). Without tools it copies
+whose arguments fill the window, refused as the real server refuses it; a ("copy", name) call whose
+arguments are those of the latest call in the prompt, copied as the model read them —
+escaped). Without tools it copies
 the form of the latest assistant turn in the prompt: after `functions.NAME:` turns it writes
 one more such call as text. With no assistant turn to copy it does what a small instruct
 model does with material and a request: numbered questions get each the material line that
@@ -38,6 +44,7 @@ import html
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -64,8 +71,8 @@ def esc(value: Any) -> str:
 
 
 def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-           tool_choice: Any) -> str:
-    with_tools = bool(tools) and tool_choice not in (None, "none")
+           tool_choice: Any, drops_tools: bool = False) -> str:
+    with_tools = bool(tools) and tool_choice not in (None, "none") and not drops_tools
     listing = ""
     if with_tools:
         listing = f"\n\n{TOOLS_INTRO}\n" + "".join(
@@ -109,8 +116,11 @@ def completion(content: str, prompt: int, calls: list[dict[str, Any]] | None = N
 
 class ChatmlServer:
     def __init__(self, agent_script: list[Any], n_ctx: int = 4096,
-                 answer: str | None = None) -> None:
+                 answer: str | None = None, tokenizer_stalls_after: int | None = None,
+                 stall_s: float = 2.0, drops_tools: bool = False) -> None:
         self.n_ctx = n_ctx
+        self.tokenizer_stalls_after, self.stall_s = tokenizer_stalls_after, stall_s
+        self.drops_tools = drops_tools
         self.answer = answer  # said instead of the copied block when asked for "Answer:"
         self.agent_script = list(agent_script)  # ("tool", name, args) or "answer"
         self.requests: list[dict[str, Any]] = []  # {"body", "prompt", "prompt_tokens"}
@@ -128,6 +138,9 @@ class ChatmlServer:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path.endswith("/extras/tokenize"):
+                    stalls = server.tokenizer_stalls_after
+                    if stalls is not None and len(server.requests) >= stalls:
+                        time.sleep(server.stall_s)  # longer than the client waits
                     with server._lock:
                         server.tokenized.append(body.get("input", ""))
                     self._send(200, {"tokens": list(range(count(body.get("input", ""))))})
@@ -164,7 +177,7 @@ class ChatmlServer:
     # --- the server
     def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         tools, choice = body.get("tools"), body.get("tool_choice")
-        prompt = render(body["messages"], tools, choice)
+        prompt = render(body["messages"], tools, choice, self.drops_tools)
         tokens = count(prompt)
         with self._lock:
             if tokens >= self.n_ctx:
@@ -173,14 +186,21 @@ class ChatmlServer:
                                                   f"window of {self.n_ctx}", "code": 400}}
             self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens,
                                   "tokenized_before": len(self.tokenized)})
-            if tools and choice not in (None, "none"):
+            if tools and choice not in (None, "none") and not self.drops_tools:
                 answer = self._agent_turn(prompt)
+                return answer.pop("_status", 200), answer
+            if tools and choice not in (None, "none"):  # the model never saw a tool
+                answer = self._agent_turn(prompt, text_only=True)
                 return answer.pop("_status", 200), answer
         return 200, completion(self._without_tools(prompt), tokens)
 
     # --- the model
-    def _agent_turn(self, prompt: str) -> dict[str, Any]:
+    def _agent_turn(self, prompt: str, text_only: bool = False) -> dict[str, Any]:
         step = self.agent_script.pop(0) if self.agent_script else "answer"
+        if text_only:  # no tool in the prompt: a call it writes is text, without `message:`
+            said = f"functions.{step[1]}:\n{json.dumps(step[2])}" if step[0] == "tool" else \
+                "I will read the files now."
+            return completion(said, count(prompt))
         if step == "answer" or step[0] == "say":
             found = self._figures(self.requests[-1]["prompt"])[-1]
             text = step[1] if step[0] == "say" else \
@@ -194,15 +214,22 @@ class ChatmlServer:
             return {"_status": 400, "error": {"message": f"Requested tokens ({tokens}) exceed "
                                                         f"context window of {self.n_ctx}",
                                               "code": 400}}
-        # ("tool", name, args), or ("tools", [(name, args), ...]) for several calls at once
+        if step[0] == "copy":  # the arguments of the latest call as the model read them,
+            # for the next part file
+            written = re.findall(r"functions\.[\w]+:\n(\{.*?)<\|im_end\|>", prompt, re.S)
+            step = ("written", step[1], re.sub(r"part(\d)", lambda m: f"part{int(m[1]) + 1}",
+                                               written[-1] if written else "{}"))
+        # ("tool", name, args), or ("tools", [(name, args), ...]) for several calls at once;
+        # ("written", name, text): the arguments as the model wrote them
         pairs = step[1] if step[0] == "tools" else [(step[1], step[2])]
         calls, reported = [], 0
         for i, (name, args) in enumerate(pairs):
             prompt += f"functions.{name}:\n"
             reported += count(prompt)  # one completion per call; their prompts are summed
+            written = args if step[0] == "written" else json.dumps(args)
             calls.append({"id": f"call_{len(self.requests)}_{i}", "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(args)}})
-            prompt += json.dumps(args) + "\n"
+                          "function": {"name": name, "arguments": written}})
+            prompt += written + "\n"
         return completion("", reported, calls, "tool_calls")
 
     def _without_tools(self, prompt: str) -> str:

@@ -7,7 +7,7 @@ rendered as that template renders it (agents.counting.llama_cpp.served_prompt) a
 server's tokenizer; after it, the figure the server must report for that reply is
 worked out and compared with `usage.prompt_tokens`. The first mismatch ends the exact
 counting for the session (a server started with another format, or another version's
-template); from then on the calibration (agents.counting.calibration) corrects the engine's
+template; a template that does not render tools at all is named as such); from then on the calibration (agents.counting.calibration) corrects the engine's
 figures, as it does for servers without a tokenizer.
 
 What a llama-cpp-python server reports with tools and tool_choice "auto" depends on the
@@ -41,7 +41,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from agents.counting.llama_cpp.served_prompt import (CHATML_FUNCTION_CALLING, PROMPT_END, RENDERERS,
-                                                     openings)
+                                                     openings, tools_rendered)
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,14 @@ class PromptCount:
     """One request's exact figures: its rendered prompt and what the server will report."""
 
     def __init__(self, prompt: str, tools: list[dict[str, Any]] | None, tool_choice: Any,
-                 count: Callable[[str], int], added: dict[str, int] | None = None) -> None:
+                 count: Callable[[str], int], added: dict[str, int] | None = None,
+                 without_tools: str = "") -> None:
         """`added`: the tokens each opening adds to a prompt, as counted on earlier requests
-        of the session (see the module's note); filled in here for the openings it lacks."""
+        of the session (see the module's note); filled in here for the openings it lacks.
+        `without_tools`: the same request rendered without its tools, counted only when a
+        report falls short (a template that drops the tools)."""
         self.prompt, self.tools, self.tool_choice = prompt, tools, tool_choice
+        self.without_tools = without_tools
         self._counter = count
         # Each text is sent to the server's tokenizer once: the report of a text reply or a
         # single tool call is the prompt plus an opening already counted before the call.
@@ -99,6 +103,11 @@ class ServedPromptCounter:
         self.active = True
         self.confirmed = 0  # calls whose report matched the figure exactly
         self.mismatch: str = ""  # why exact counting stopped, when it did
+        # A report that disagreed with the rendering: the server renders another template,
+        # so what it escapes is not known either (a tokenizer that stopped answering
+        # leaves the template as it was confirmed).
+        self.template_differs = False
+        self.tools_dropped = False
         self.added: dict[str, int] = {}  # tokens each opening adds to a prompt
 
     def _count(self, text: str) -> int:
@@ -113,8 +122,10 @@ class ServedPromptCounter:
         if not self.active:
             return None
         try:
+            plain = self._render(wire_messages, None, None) if tools_rendered(
+                tools, tool_choice) else ""
             return PromptCount(self._render(wire_messages, tools, tool_choice), tools,
-                               tool_choice, self._count, self.added)
+                               tool_choice, self._count, self.added, without_tools=plain)
         except Exception as exc:  # noqa: BLE001 - counting must never fail a turn
             self.stop(f"the request could not be rendered or counted ({exc})")
             return None
@@ -128,11 +139,29 @@ class ServedPromptCounter:
             self.stop(f"the reply's prompt could not be counted ({exc})")
             return None
         if reported and expected != reported:
-            self.stop(f"the server reported {reported} prompt tokens where the "
-                      f"{self.chat_format} rendering counts {expected}")
+            self.template_differs = True
+            self.stop(self._dropped(figures, reported) or (
+                f"the server reported {reported} prompt tokens where the "
+                f"{self.chat_format} rendering counts {expected}"))
             return None
         self.confirmed += 1
         return expected
+
+    def _dropped(self, figures: PromptCount, reported: int) -> str:
+        """The mismatch named when the server's count is that of the request without its
+        tools, give or take its own framing (a quarter of what the tools add): its template
+        does not render tools (a model's own GGUF template, llama-cpp-python's llama-2
+        fallback), so the model never sees one. A template that words the tools otherwise
+        still counts them, and is only another rendering."""
+        if not figures.without_tools:
+            return ""
+        plain = self._count_or_none(figures.without_tools)
+        if plain is None or abs(reported - plain) > (figures.prompt_tokens - plain) / 4:
+            return ""
+        self.tools_dropped = True
+        return (f"the server's template does not render tools: it reported {reported} "
+                f"prompt tokens for a request that counts {plain} without its tools and "
+                f"{figures.prompt_tokens} with them")
 
     def stop(self, why: str) -> None:
         if self.active:

@@ -79,6 +79,7 @@ class BudgetPanel(Panel):
                 # How the figures were counted (issue 11); events before it have no source.
                 "count_source": latest.count_source,
                 "count_note": COUNT_NOTES.get(latest.count_source, ""),
+                "count_reason": latest.count_reason or "",
                 "correction": latest.correction,
                 # feature C18: the profile's window is assumed, not known.
                 "window_warning": latest.window_warning or "",
