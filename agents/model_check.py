@@ -60,6 +60,13 @@ TOOL = {"type": "function", "function": {
 ASK_FOR_CALL = ("What time is it in UTC? Call the get_time tool with zone UTC to find out; "
                 "do not answer from memory.")
 COUNT_AFTER = "Count from 1 to 60, separated by spaces."
+
+
+def greeting(n: int) -> list[dict[str, Any]]:
+    """The request counted with and without tools. Each copy is numbered at its start, so
+    no prefix cache shortens it: Ollama reports only the tokens it did not have cached."""
+    return [{"role": "system", "content": f"Request {n}. {SYSTEM}"},
+            {"role": "user", "content": "Say hello in one word."}]
 # A window probe is one request just over the profile's window; past this it would keep a
 # CPU server busy for minutes when the server's window turns out to be larger.
 MAX_PROBED_WINDOW = 32_768
@@ -206,7 +213,10 @@ class _Check:
         engine = self.counter.request(wire, tools)
         before = figures.tokens if figures is not None else \
             self.calibration.estimate(engine, kind, len(wire))
-        source = "exact" if figures is not None else self.calibration.source
+        # Exact only where the server's report confirms the figure (below); the server's
+        # tokenizer on each text still leaves the framing to a fit.
+        source = "calibrated" if self.calibration.pairs or self.calibration.prior_calls \
+            else "estimate"
         try:
             reply = self.client.complete(messages, tools, max_tokens, tool_choice=tool_choice)
         except ModelError as exc:
@@ -253,8 +263,7 @@ class _Check:
                                  base_url=self.profile.base_url, server=server,
                                  checked_at=dt.datetime.now(dt.timezone.utc).isoformat(
                                      timespec="seconds"))
-            plain = self._chat("plain", [{"role": "system", "content": SYSTEM},
-                                         {"role": "user", "content": "Say hello in one word."}])
+            plain = self._chat("plain", greeting(1))
             result.capabilities.append(self._reachable_verdict(listed, plain))
             result.capabilities.append(self._window(server))
             try:
@@ -329,6 +338,8 @@ class _Check:
     # --- window
     def _window(self, server: str) -> Capability:
         want = self.profile.context_size
+        if not want:
+            return Capability("window", SKIP, "not measured: the profile sets no window")
         served, how = self._served_window(server)
         if served is None and self.profile.local and want <= MAX_PROBED_WINDOW:
             served, how = self._probe_window(want, server)
@@ -404,12 +415,10 @@ class _Check:
 
     # --- tools
     def _tools(self, server: str, plain: Any) -> Capability:
-        messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": "Say hello in one word."}]
-        counted = self._template_counts(messages)
+        counted = self._template_counts(greeting(1))
         how = "the server's /apply-template and /tokenize"
         if counted is None:
-            with_tools = self._chat("with tools", messages, [TOOL], "auto")
+            with_tools = self._chat("with tools", greeting(2), [TOOL], "auto")
             if plain.input_tokens and with_tools.input_tokens:
                 counted = (plain.input_tokens, with_tools.input_tokens)
                 how = "the server's usage.prompt_tokens"
@@ -511,7 +520,7 @@ class _Check:
                               f"matched its reports on {self.served.confirmed} of "
                               f"{len(rows)} requests (error 0 tokens)", "",
                               {**figures, "source": "exact"})
-        source = "calibrated" if self.calibration.prior_calls or len(rows) > 1 else "estimate"
+        source = "calibrated" if any(r["source"] == "calibrated" for r in rows) else "estimate"
         why = ""
         if self.served is not None and self.served.mismatch:
             why = f" Exact counting is off: {self.served.mismatch}"

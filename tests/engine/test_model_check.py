@@ -66,6 +66,10 @@ def test_llama_server_says_its_window_and_renders_the_request_for_the_tools_chec
     tools = result.get("tools")
     assert tools.verdict == FAIL and "/apply-template" in tools.figures["how"]
     assert "--jinja" in tools.fix
+    # The server's tokenizer counts each text, the framing is fitted: never called exact.
+    counting = result.get("counting")
+    assert counting.figures["source"] == "calibrated"
+    assert {r["source"] for r in counting.figures["requests"]} <= {"calibrated", "estimate"}
 
 
 def test_a_window_smaller_than_the_profiles_fails_naming_both():
