@@ -291,6 +291,7 @@ class Audit(Event):
     missing_statements: list[str] = _listed()
     unsupported_figures: list[str] = _listed()
     unsupported_count: int = 0
+    unsupported_names: list[str] = _listed()  # names no archived message holds
 
 
 @dataclass(kw_only=True, eq=False)

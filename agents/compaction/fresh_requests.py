@@ -24,6 +24,9 @@ ANSWER_PROMPT = ("You finish an agent's task. The material holds what the agent 
                  "results its tools returned. Answer the task from those results only, in "
                  "plain words; do not call any function.")
 ANSWER_FRAME = "What the tools returned:\nQuestion:\nAnswer:"
+# The person's later messages on the answer turn: a constraint added mid-task ("use data
+# up to 2026-10-31 only") binds the answer as much as the goal does.
+ANSWER_PERSON = "What the person wrote after the task (where two differ, the later one wins):"
 PROBE_PROMPT = ("You answer questions about an agent's task from the notes given. Answer "
                 "from the notes only, briefly.")
 _MATERIAL = "Material (the earlier part of the task; archive labels in brackets):"
@@ -87,17 +90,21 @@ def answer_text(content: str) -> str:
     return text.strip() or content
 
 
-def answer_request(context: list[dict[str, Any]], goal: str) -> list[dict[str, Any]]:
+def answer_request(context: list[dict[str, Any]], goal: str,
+                   person: list[str] | tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The final answer asked for without tools: the summary and the tool results of
-    `context` (each distinct result once), then the task as a question. No transcript: a
-    small model given one continued it (SmolLM2 wrote "(called list_files …) assistant: …"
-    as its answer)."""
+    `context` (each distinct result once), the person's messages after the goal (`person`,
+    all of them, verbatim: every agent request carries them), then the task as a question.
+    No transcript: a small model given one continued it (SmolLM2 wrote "(called list_files
+    …) assistant: …" as its answer)."""
     notes: list[str] = []
     for m in context:
         content = str(m.get("content") or "")
         result = m.get("role") == "tool" or content.startswith("[result of tool call")
         if (result or "<system-info>" in content) and content.strip() not in notes:
             notes.append(content.strip())
+    said = ["\n".join([ANSWER_PERSON, *(f"- {text.strip()}" for text in person)])] \
+        if person else []
     return [{"role": "system", "content": ANSWER_PROMPT},
             {"role": "user", "content": "\n\n".join(
-                [ANSWER_FRAME.splitlines()[0], *notes, f"Question: {goal}", "Answer:"])}]
+                [ANSWER_FRAME.splitlines()[0], *notes, *said, f"Question: {goal}", "Answer:"])}]

@@ -12,7 +12,12 @@ messages, as the provider received them):
   unless the person explicitly replaced it later ("instead", "change of plan", "改为" …)
   or edited it in the admin;
 - every figure in the summary occurs in an archived raw message or tool result. An earlier
-  summary is no support, so an invented figure is flagged by every audit until it is gone.
+  summary is no support, so an invented figure is flagged by every audit until it is gone;
+- every name in the summary does too: a file name (a word with an extension), a quoted
+  string, or a word written capitalised inside a sentence. A summary that invented a file
+  name and pinned a real byte count to it passed a figures-only audit. The first two mark
+  names in any script (Chinese and Japanese have no capitals); a name is supported when
+  its marks (agents.words.marks) are all in the archive's.
 
 The result is an AUDIT event after that request; a failed one counts in `audit_failures`.
 """
@@ -24,6 +29,7 @@ from typing import Any, Callable
 from agents.compaction.numbers import numbers_in, values_in
 from agents.events import (AnchorChanged, AssistantMessage, Audit, Compaction, Event, ModelCall,
                            ToolResult, UserMessage)
+from agents.words.marks import marks, plain
 
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).
@@ -49,8 +55,38 @@ _COMMON = set("must never only always least most more less than with that this f
               "will should report data change plan instead longer".split())
 
 
+# A file name: a name, a dot and an extension of two to six word characters, a letter
+# first, as in "sales_2026.csv", "报告.xlsx"; "1204.50" and "e.g." are none.
+_FILE_NAME = re.compile(r"[^\s\"'`()\[\]{}<>|,;:]+\.[^\W\d_]\w{1,5}\b")
+_QUOTED = re.compile(r"[\"“«「『《‘`]([^\"“”«»「」『』《》‘’`\n]{2,80})[\"”»」』》’`]"
+                     r"|(?<![\w'])'([^'\n]{2,80})'(?![\w'])")
+# A capitalised word after another word: a name in the scripts that have capitals. The
+# first word of a sentence or item is capitalised anyway and is not taken.
+_INNER_CAPITAL = re.compile(r"(?:(?<=[^\W\d_] )|(?<=[^\W\d_][,)] ))[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω][^\W_]+")
+
+
 def _plain(text: str) -> str:
     return " ".join(text.casefold().split())
+
+
+def names_in(summary: str) -> list[str]:
+    """The names a rendered summary states in its items ("- " lines), as written."""
+    found: list[str] = []
+    for line in plain(summary).splitlines():
+        if not line.startswith("- "):
+            continue  # the rendering's own framing: its intro and headings
+        item = line[2:]
+        quoted = [a or b for a, b in _QUOTED.findall(item)]
+        for name in (_FILE_NAME.findall(item) + quoted + _INNER_CAPITAL.findall(item)):
+            name = name.strip().rstrip(".")
+            if name and name not in found:
+                found.append(name)
+    return found
+
+
+def _name_marks(text: str) -> set[str]:
+    """What a name is checked by: its file names whole, and its marks."""
+    return {n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)} | marks(text)
 
 
 def binding_statements(text: str) -> list[str]:
@@ -78,17 +114,25 @@ class SourceAudit:
         self.unread: list[list[str]] = []  # [ref, kind]: kind "person" or "raw"
         self.statements: list[str] = []  # the person's binding statements still in force
         self.known: set[str] = set()  # figure values found in archived raw rows
+        self.known_names: set[str] = set()  # file names and marks of archived raw rows
+        # Marks of the tool results that succeeded and of the person's messages: what a
+        # final answer is drawn from (agents.loop.answers).
+        self.source_marks: set[str] = set()
         self.pending: dict[str, Any] | None = None  # a compaction waiting for its request
         self.failures = 0
         self.flagged: list[str] = []  # every figure ever flagged, in order
+        self.flagged_names: list[str] = []  # every name ever flagged, in order
         self._known_saved: list[str] | None = None  # `known` as saved; rebuilt when it grows
+        self._names_saved: tuple[list[str], list[str]] | None = None
 
     # --- what happened
     def observe(self, event: Event) -> None:
         if isinstance(event, UserMessage) and event.ref:
             person = event.source in PERSON_SOURCES
             self.unread.append([event.ref, "person" if person else "raw"])
-        elif isinstance(event, (ToolResult, AssistantMessage)) and event.ref:
+        elif isinstance(event, ToolResult) and event.ref:
+            self.unread.append([event.ref, "raw" if event.error else "result"])
+        elif isinstance(event, AssistantMessage) and event.ref:
             self.unread.append([event.ref, "raw"])
         elif isinstance(event, AnchorChanged) and event.source == "admin":
             self._retire_edited(event)
@@ -109,7 +153,11 @@ class SourceAudit:
             text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
             text = text or ""
             self.known.update(values_in(text))
-            self._known_saved = None
+            self._known_saved = self._names_saved = None
+            said = plain(text)
+            self.known_names |= _name_marks(said)
+            if kind in ("person", "result"):
+                self.source_marks |= marks(said)
             if kind == "person":
                 self._add_statements(text)
         self.unread = []
@@ -144,13 +192,16 @@ class SourceAudit:
             if scaled not in self.known and raw not in self.known and written not in unsupported:
                 unsupported.append(written)
         self.flagged += [f for f in unsupported if f not in self.flagged]
-        ok = not missing and not unsupported
+        names = [n for n in names_in(summary) if not _name_marks(n) <= self.known_names]
+        self.flagged_names += [n for n in names if n not in self.flagged_names]
+        ok = not missing and not unsupported and not names
         self.failures += not ok
         self.emit(Audit(compaction_seq=pending["compaction_seq"],
                         compaction_turn=pending["compaction_turn"], call=call.call, ok=ok,
                         statements_checked=len(self.statements), missing_statements=missing,
                         unsupported_figures=unsupported[:MAX_FLAGGED],
-                        unsupported_count=len(unsupported), turn=call.turn))
+                        unsupported_count=len(unsupported),
+                        unsupported_names=names[:MAX_FLAGGED], turn=call.turn))
 
     # --- resume
     def to_state(self) -> dict[str, Any]:
@@ -158,15 +209,22 @@ class SourceAudit:
         # the list is kept, so an unchanged audit saves as the same text.
         if self._known_saved is None:
             self._known_saved = list(self.known)
+        if self._names_saved is None:
+            self._names_saved = (sorted(self.known_names), sorted(self.source_marks))
         return {"unread": self.unread, "statements": self.statements,
-                "known": self._known_saved, "pending": self.pending,
-                "failures": self.failures, "flagged": self.flagged}
+                "known": self._known_saved, "known_names": self._names_saved[0],
+                "source_marks": self._names_saved[1], "pending": self.pending,
+                "failures": self.failures, "flagged": self.flagged,
+                "flagged_names": self.flagged_names}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
         self.statements = list(state.get("statements", []))
         self.known = set(state.get("known", []))
-        self._known_saved = None
+        self.known_names = set(state.get("known_names", []))
+        self.source_marks = set(state.get("source_marks", []))
+        self._known_saved = self._names_saved = None
         self.pending = state.get("pending")
         self.failures = int(state.get("failures", 0))
         self.flagged = list(state.get("flagged", []))
+        self.flagged_names = list(state.get("flagged_names", []))

@@ -117,7 +117,7 @@ class HintInjector:
         interval = dt.timedelta(hours=self.config.time_interval_hours)
         last = self.last_time_hint
         if last is None or now - last >= interval or now < last:
-            hints.append(Hint("time", self._time_text(now)))
+            hints.append(Hint("time", self.time_text(now)))
             self.last_time_hint = now
         fingerprint = tasks_fingerprint(tasks)
         if fingerprint != self.seen_tasks:
@@ -140,7 +140,7 @@ class HintInjector:
         self.pending_repeats = []
         return hints
 
-    def _time_text(self, now: dt.datetime) -> str:
+    def time_text(self, now: dt.datetime) -> str:
         local = now.astimezone(self.zone)
         name = self.config.timezone
         if name == "UTC":

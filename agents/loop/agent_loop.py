@@ -294,8 +294,8 @@ class AgentLoop:
                           answers.tool_errors())
             if why:  # the tool-free answer turn would only be asked the same again
                 return answers.rejected(reply, why, last=answer_turn and why == ERROR_COPY)
-            if answer_turn:
-                answers.check_drawn_from_results(reply)
+            if answers.refuses(reply, answer_turn):
+                return None
             state.rejected_answers = 0
             return answers.final(reply)
         state.rejected_answers = 0

@@ -1,20 +1,25 @@
 """How the loop takes a reply without tool calls (feature T1): an empty answer, one that
 cannot be the final answer (see agents.loop.reply_vetting), or the final answer, continued
 while it is cut by the output limit (feature C15); and the weak-model answer turn, a
-tool-free request for the answer from the tool results.
+tool-free request for the answer from the tool results and the person's messages.
+
+A final answer is the model's own text drawn from the tool results or the person's
+messages. On a weak server a session ended "finished" on "I'm ready to assist. What's
+your task?", on a copy of the time hint with another date, on the task restated, and on
+an HTML-escaped copy of the summary block: none of that is an answer, whatever the turn.
 """
 from __future__ import annotations
 
 import json
 from typing import Callable
 
-from agents.compaction.fresh_requests import ANSWER_FRAME, answer_request
+from agents.compaction.fresh_requests import ANSWER_FRAME, ANSWER_PERSON, answer_request
 from agents.context.hints import HintInjector
 from agents.context.working import Request, WorkingContext
 from agents.errors import error_event
 from agents.events import AssistantMessage
 from agents.loop.context_keeper import ContextKeeper
-from agents.loop.reply_vetting import draws_on
+from agents.loop.reply_vetting import REASONS, unsupported
 from agents.loop.state import LoopDeps, LoopState
 from agents.protocol import CONTINUE_MARKER
 from agents.provider.client import ModelError, ModelReply
@@ -22,7 +27,7 @@ from agents.provider.client import ModelError, ModelReply
 MAX_CONTINUATIONS = 5
 MAX_EMPTY_ANSWERS = 2  # an empty answer is asked again this often before the session fails
 MAX_REJECTED_ANSWERS = 1  # an unusable answer is asked again this often before the session fails
-INJECTED_ZONES = ("snapshot", "summary", "since", "hints")
+INJECTED_ZONES = ("snapshot", "words", "summary", "since", "hints")
 
 
 class Answers:
@@ -52,12 +57,16 @@ class Answers:
         return None
 
     def injected_texts(self) -> list[str]:
-        """The engine's own blocks in the last request (snapshot, summary, hints)."""
-        request = self.state.last_request
-        if request is None:
-            return []
-        return [m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
-                if zone in INJECTED_ZONES] + [self.state.answer_material]
+        """What an answer may not merely repeat: the engine's own blocks in the last request
+        (snapshot, the person's words, summary, hints), the system prompt, the goal, the
+        time hint as the engine writes it (a copy with another date compares equal: digits
+        do) and the answer turn's own words."""
+        request, spec = self.state.last_request, self.deps.spec
+        blocks = [] if request is None else [
+            m.get("content") or "" for m, zone in zip(request.messages, request.zones_of)
+            if zone in INJECTED_ZONES]
+        return blocks + [spec.system_prompt, spec.goal, self.hints.time_text(self.deps.clock()),
+                         self.state.answer_material]
 
     def tool_errors(self) -> list[str]:
         """The tool errors in the last request: what an answer may not merely repeat."""
@@ -69,29 +78,56 @@ class Answers:
                 errors.append(content)
         return errors
 
-    def check_drawn_from_results(self, reply: ModelReply) -> None:
-        """On the tool-free answer turn ("answer from those results only") an answer that
-        holds nothing of any tool result is no answer: the session ends saying why.
-        SmolLM2 answered "name the CSV file you found" with "The list_files tool returns a
-        list of all the files in the specified folder." """
+    def results(self) -> list[str]:
+        """The tool results of the last request that succeeded (not the summary: it is the
+        engine's, and any word of it passed for "drawn from the results")."""
         request = self.state.last_request
         results = [str(m.get("content") or "") for m in request.messages
-                   if m.get("role") == "tool" or "<system-info>" in str(m.get("content") or "")]
-        results = [r for r in results if not r.startswith("Error: ")]
-        # The tools' own words (names, parameters, descriptions) are no result: SmolLM2's
-        # "…all the files in the workspace that match the given path" held only "path",
-        # which is also the header of list_files' table.
+                   if m.get("role") == "tool"
+                   or str(m.get("content") or "").startswith("[result of tool call")]
+        bodies = [r.split("\n", 1)[-1] if r.startswith("[result of tool call") else r
+                  for r in results]
+        return [r for r in bodies if not r.startswith("Error: ")]
+
+    def person_messages(self) -> list[str]:
+        """The person's messages after the goal, in force or not: material of theirs."""
+        return [m.text for m in self.ctx.person.messages if m.source != "goal"]
+
+    def why_unsupported(self, reply: ModelReply, answer_turn: bool) -> str | None:
+        """Why a reply that is neither a call nor an echo is no final answer (it asks back,
+        restates the task, or holds nothing of the tool results or the person's messages);
+        None when it may stand. Being drawn from them is required on the answer turn, and
+        on every turn of a weak profile once there is something to draw from: a strong
+        model's "see the key figures above" closes work its earlier turns wrote out. The tools' own words (names,
+        parameters, descriptions) are no result: SmolLM2's "…all the files in the workspace
+        that match the given path" held only "path", which is also the header of
+        list_files' table."""
         schemas = json.dumps(self.deps.tools.schemas(), ensure_ascii=False)
-        if draws_on(reply.content, results, [self.deps.spec.goal, self.state.answer_material,
-                                             schemas]):
-            return
-        self.deps.emit(AssistantMessage(content=reply.content, tool_calls=[],
-                                        rejected="nothing from the results"))
-        why = ("no tool call of this session returned a result to answer from"
-               if not results else "it holds no word or figure of the tool results")
+        audit = self.keeper.audit
+        audit.read_archive()
+        return unsupported(reply.content, sources=self.results() + self.person_messages(),
+                           goal=self.deps.spec.goal,
+                           given=[self.deps.spec.system_prompt, self.state.answer_material,
+                                  schemas], source_marks=audit.source_marks,
+                           expected=answer_turn,
+                           required=self.deps.spec.profile.tool_free_summaries)
+
+    def refuses(self, reply: ModelReply, answer_turn: bool) -> bool:
+        """False when a reply that is neither a call nor an echo may stand as the final
+        answer; else True, and it was asked again (`rejected`). On the tool-free answer turn asking again would ask the same:
+        the session ends saying what the model wrote and why it is no answer. SmolLM2
+        answered "name the CSV file you found" with "The list_files tool returns a list of
+        all the files in the specified folder." """
+        why = self.why_unsupported(reply, answer_turn)
+        if why is None:
+            return False
+        if not answer_turn:
+            self.rejected(reply, why)
+            return True
+        self.deps.emit(AssistantMessage(content=reply.content, tool_calls=[], rejected=why))
         raise ModelError("unusable_answer", (
             "asked for its answer from the tool results, the model wrote "
-            f"{reply.content.strip()[:200]!r}, which is not drawn from them: {why}"))
+            f"{reply.content.strip()[:200]!r}, which is not drawn from them: {REASONS[why]}"))
 
     def turn_due(self) -> bool:
         """A weak profile's turn that is asked for the answer without tools: the last turn
@@ -108,10 +144,11 @@ class Answers:
         """`request`'s material as one fresh, tool-free request (agents.compaction.fresh_requests);
         `request` itself when that would not fit."""
         goal = self.deps.spec.goal
-        messages = answer_request(request.messages, goal)
+        messages = answer_request(request.messages, goal, self.person_messages())
         # What an answer may not merely repeat: the request's own words and the goal (the
         # summary is an injected block already); copying a tool result is drawn from it.
-        self.state.answer_material = "\n".join([messages[0]["content"], ANSWER_FRAME, goal])
+        self.state.answer_material = "\n".join([messages[0]["content"], ANSWER_FRAME,
+                                                 ANSWER_PERSON, goal])
         tokens = [self.ctx.counter.message(m) for m in messages]
         total = self.ctx.counter.request(messages)
         if total > limit:
@@ -132,7 +169,9 @@ class Answers:
                 f"error message ({reply.content.strip()[:200]!r}); the session has no answer "
                 "drawn from a tool result"))
         if state.rejected_answers > MAX_REJECTED_ANSWERS:
-            raise ModelError("unusable_answer", f"{message} ({state.rejected_answers} in a row)")
+            raise ModelError("unusable_answer", (
+                f"{message} ({state.rejected_answers} in a row); the last one was "
+                f"{reply.content.strip()[:200]!r}"))
         self.deps.emit(error_event("unusable_answer", message, fatal=False))
         self.add_user_message(why, source="engine")
         return None

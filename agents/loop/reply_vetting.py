@@ -9,7 +9,13 @@ real tool calls; `refusal` says why a reply without calls cannot be the final an
 tool-call-shaped JSON naming no known tool, text that only repeats what the engine
 injected (hints, the task snapshot, the summary), or text that only repeats a tool's
 error message (SmolLM2 ended its tool task "finished" on "The tools returned: Error: The
-arguments for list_files are not valid JSON…").
+arguments for list_files are not valid JSON…"). `unsupported` says why a reply that is none
+of those is still no answer: it asks back, restates the task, or holds nothing of the tool
+results or the person's messages when there are some to answer from.
+
+Copies are compared as what they say: HTML escaping undone, chat-template tokens, markdown
+quote marks and the digits of dates and times aside (a small model copied the time hint
+with another date, and TaskOS's summary block as `&lt;system-info&gt;…`).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import Any, Iterable
 
 from agents.lenient_json import json_values
 from agents.provider.client import ModelReply
+from agents.words.marks import marks, plain
 from agents.words.patterns import CJK
 
 # llama-cpp-python's chatml-function-calling form, which a small model writes as text when
@@ -31,8 +38,10 @@ _FENCE = re.compile(r"```[a-zA-Z]*\s*|```")
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 # Markup of the engine's injected blocks; a line of only this says nothing.
-_MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update)>"
-                     r"|\[(?:time|tasks|context|tool_error|tool_repeat)\]|^#+\s*|^[-*•]\s*", re.I)
+_MARKUP = re.compile(r"</?(?:system-hint|system-info|task-snapshot|snapshot-update|person-words)>"
+                     r"|\[(?:time|tasks|context|tool_error|tool_repeat)\]|^(?:\s*>)+\s*|^#+\s*"
+                     r"|^[-*•]\s*", re.I)
+_DIGITS = re.compile(r"\d")
 MIN_OWN_CHARS = 16  # letters and digits of the answer's own beyond the echoed lines
 # Words as agents.store.memory.keywords splits text for search: runs of letters, digits and
 # "_", but each CJK character a word of its own. Chinese has no spaces: as one \w+ run, a
@@ -150,17 +159,25 @@ def _letters(text: str) -> int:
 
 
 def _norm(line: str) -> str:
-    return " ".join(_MARKUP.sub("", line.strip()).split()).casefold()
+    """A line as it compares with the engine's: markup, quote marks and list marks off, and
+    every digit the same (a copied time hint or snapshot line with other figures is still a
+    copy; a line of the answer's own differs in its words)."""
+    return _DIGITS.sub("0", " ".join(_MARKUP.sub("", line.strip()).split()).casefold())
+
+
+def _lines(text: str) -> list[str]:
+    return plain(text).splitlines()
 
 
 def echoed(answer: str, injected: Iterable[str]) -> bool:
-    """True when `answer` says nothing beyond lines the engine itself put in the context."""
+    """True when `answer` says nothing beyond lines the engine itself put in the context,
+    whole or in part, escaped or not."""
     blocks = [b for b in injected if b]
-    seen = {_norm(line) for block in blocks for line in block.splitlines()}
+    seen = {_norm(line) for block in blocks for line in _lines(block)}
     seen.discard("")
-    whole = _norm(" ".join(blocks))
+    whole = _norm(" ".join(plain(b) for b in blocks))
     own, echoes = [], 0
-    for line in answer.splitlines():
+    for line in _lines(answer):
         text = _norm(line)
         if not text:
             continue
@@ -203,26 +220,59 @@ def copies_tool_errors(answer: str, errors: Iterable[str]) -> bool:
     return any(copied) and _letters(own) < MIN_OWN_CHARS
 
 
-_MARK = re.compile(rf"[^\W_{CJK}]{{3,}}|\d{{2,}}")  # words of 3+ letters, numbers of 2+ digits
-# In CJK text a mark is two characters in a row (every pair, overlapping): one character
-# alone is shared by chance (文, 的, 是 are in most texts), as two letters would be.
-_CJK_RUN = re.compile(rf"[{CJK}]{{2,}}")
-_COMMON = frozenset("the and are for was were with that this not you has have from all any "
-                    "but its can will one there their which what when into than then".split())
-
-
-def marks(text: str) -> set[str]:
-    found = {m.casefold() for m in _MARK.findall(text)}
-    for run in _CJK_RUN.findall(text):
-        found.update(run[i:i + 2] for i in range(len(run) - 1))
-    return found - _COMMON
-
-
 def draws_on(answer: str, results: Iterable[str], given: Iterable[str]) -> bool:
     """True when `answer` holds a word or number of the tool results (in CJK text, two
     characters in a row) that the request's own words (`given`: the goal, the
     instructions) do not: some of it came from a result."""
-    return bool((marks(answer) - marks(" ".join(given))) & marks(" ".join(results)))
+    return bool((marks(plain(answer)) - marks(plain(" ".join(given))))
+                & marks(plain(" ".join(results))))
+
+
+# The last sentence of a reply that asks instead of answering ends with a question mark
+# (the fullwidth one in CJK text, and Arabic's and Greek's own): "What's your task?"
+_ASKS = re.compile(r"[?？؟\u037e]\W*$")
+RESTATED_SHARE = 0.5  # of the goal's marks an answer must repeat, with none of its own, to restate it
+QUESTION_BACK = ("Your last answer asked a question back instead of answering. Do the task "
+                 "with the tools, then answer it from what they returned.")
+RESTATED = ("Your last answer only restated the task. Do the task with the tools, then "
+            "answer it from what they returned.")
+NOT_DRAWN = ("Your last answer holds nothing of the tool results or of the person's messages. "
+             "Answer the task from what the tools returned, citing names and figures from it.")
+# Each of those as the reason a session ends with.
+REASONS = {QUESTION_BACK: "it asks a question back instead of answering",
+           RESTATED: "it only restates the task",
+           NOT_DRAWN: "it holds no word or figure of the tool results or the person's messages"}
+
+
+def unsupported(answer: str, *, sources: Iterable[str], goal: str, given: Iterable[str] = (),
+                source_marks: set[str] | frozenset[str] = frozenset(),
+                expected: bool = False, required: bool = True) -> str | None:
+    """Why a reply that is neither a call nor an echo is still no final answer, as an
+    instruction to the model; None when it may stand.
+
+    `sources` are what an answer is drawn from: the tool results that succeeded and the
+    person's messages after the goal (not the summary, which is the engine's), and
+    `source_marks` the marks of those the archive holds (out of the request after a
+    compaction). `given` are
+    the request's own words (system prompt, instructions, tool schemas): like the goal's,
+    they are no content of the answer's. Language-independent: an answer is drawn from the
+    sources when it shares a mark (a word or figure, two CJK characters) with them beyond
+    the given words; it asks back when, drawing on nothing, it ends in a question mark; it
+    restates the task when it holds no mark of its own and at least half of the goal's. It
+    must be drawn from the sources when there are any beyond the goal (and `required`), or
+    when `expected` (the answer was asked for from the tool results)."""
+    sources = [s for s in sources if s]
+    said = marks(plain(answer))
+    goal_marks = marks(plain(goal))
+    own = said - goal_marks - marks(plain(" ".join(given)))
+    drawable = marks(plain(" ".join(sources))) | set(source_marks)
+    if own & drawable:
+        return None
+    if _ASKS.search(plain(answer).strip()):
+        return QUESTION_BACK
+    if not own and goal_marks and len(said & goal_marks) >= RESTATED_SHARE * len(goal_marks):
+        return RESTATED
+    return NOT_DRAWN if expected or (required and drawable - goal_marks) else None
 
 
 ERROR_COPY = ("Your last answer only repeated a tool's error message, which answers nothing. "

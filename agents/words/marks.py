@@ -1,0 +1,67 @@
+"""What a text says, for telling a model's own text from copies: its marks (words and
+figures that carry content), with HTML escaping undone and chat-template tokens left out.
+
+Weak models on llama.cpp servers read every text HTML-escaped by the chat template and write
+it back the same way (`&lt;system-info&gt;`, `&amp;#34;`), and a model that lost track of
+its turn writes the template's own tokens (`<|im_start|>user`, `<s>[INST]`). Neither is
+content: a check that compares texts undoes the first and drops the second.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+from agents.words.patterns import CJK
+
+# Turn and sequence markers of the common chat templates (ChatML, Llama 2/3, Mistral,
+# Gemma, Phi), each with the role name that follows it: "<|im_start|>user" is one token of
+# framing, not the word "user".
+_ROLES = r"(?:system|user|assistant|tool|model|ipython|function)\b"
+TEMPLATE_TOKEN = re.compile(
+    rf"(?:<\|[a-z_]{{2,30}}\|>|<(?:start|end)_of_turn>|<(?:bos|eos|pad)>)(?:[ \t]*{_ROLES})?"
+    r"|</?s>|\[/?INST\]|<</?SYS>>|\[/?(?:SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS)\]", re.I)
+_ESCAPED = re.compile(r"&(?:quot|amp|lt|gt|apos|#\d+|#x[0-9a-f]+);", re.I)
+MAX_UNESCAPES = 4  # `&amp;amp;#34;`: the escaping compounds once per round trip
+
+_MARK = re.compile(rf"[^\W_{CJK}]{{3,}}|\d{{2,}}")  # words of 3+ letters, numbers of 2+ digits
+# In CJK text a mark is two characters in a row (every pair, overlapping): one character
+# alone is shared by chance (文, 的, 是 are in most texts), as two letters would be.
+_CJK_RUN = re.compile(rf"[{CJK}]{{2,}}")
+_COMMON = frozenset("the and are for was were with that this not you has have from all any "
+                    "but its can will one there their which what when into than then".split())
+
+
+def unescaped(text: str) -> str:
+    """`text` with HTML entities decoded, as often as they were applied."""
+    for _ in range(MAX_UNESCAPES):
+        if not _ESCAPED.search(text):
+            break
+        text = html.unescape(text)
+    return text
+
+
+def without_template_tokens(text: str) -> str:
+    return TEMPLATE_TOKEN.sub(" ", text)
+
+
+def template_share(text: str) -> float:
+    """The part of `text`'s visible characters that are chat-template tokens (0 to 1)."""
+    visible = sum(not ch.isspace() for ch in text)
+    if not visible:
+        return 0.0
+    framing = sum(not ch.isspace() for m in TEMPLATE_TOKEN.finditer(text) for ch in m.group())
+    return framing / visible
+
+
+def plain(text: str) -> str:
+    """What `text` says: unescaped, without template tokens."""
+    return without_template_tokens(unescaped(text))
+
+
+def marks(text: str) -> set[str]:
+    """The words of 3+ letters and numbers of 2+ digits of `text`, casefolded (in CJK text
+    every two characters in a row), common function words left out."""
+    found = {m.casefold() for m in _MARK.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        found.update(run[i:i + 2] for i in range(len(run) - 1))
+    return found - _COMMON
