@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -581,23 +582,22 @@ def _window_fix(server: str, served: int, want: int) -> str:
 
 def _tools_fix(server: str) -> str:
     fixes = {
-        "llama-cpp-python": "start llama-cpp-python with --chat_format chatml-function-calling "
-                            "(and keep tool_choice: TaskOS sends \"auto\")",
-        "llama.cpp": "start llama-server with --jinja and a chat template that handles tools "
+        "llama-cpp-python": "Start llama-cpp-python with --chat_format chatml-function-calling",
+        "llama.cpp": "Start llama-server with --jinja and a chat template that handles tools "
                      "(--chat-template-file)",
-        "ollama": "use a tools-capable model (`ollama show MODEL` lists tools under "
+        "ollama": "Use a tools-capable model (`ollama show MODEL` lists tools under "
                   "Capabilities)",
     }
-    how = fixes.get(server, "use a server or model whose chat template renders tools "
+    how = fixes.get(server, "Use a server or model whose chat template renders tools "
                             "(llama-cpp-python: --chat_format chatml-function-calling; Ollama: "
                             "a tools-capable model)")
-    return f"This server's chat template drops tools: {how}. Until then sessions on this " \
-           "profile run with tools off."
+    return f"{how}, then check again. Until then sessions on this profile run with tools off."
 
 
 # --- reading a result
 
 MARKS = {PASS: "ok  ", WARN: "warn", FAIL: "FAIL", SKIP: "skip"}
+LINE = 100  # characters a printed line is wrapped at
 
 
 def format_result(result: CheckResult) -> str:
@@ -606,11 +606,14 @@ def format_result(result: CheckResult) -> str:
              f"Server: {result.server}; checked {result.checked_at} in {result.seconds:g} s",
              ""]
     width = max(len(c.label) for c in result.capabilities) if result.capabilities else 10
+    indent = " " * (width + 9)
     for cap in result.capabilities:
-        lines.append(f"[{MARKS.get(cap.verdict, cap.verdict)}] {cap.label.ljust(width)}  "
-                     f"{cap.found}")
+        head = f"[{MARKS.get(cap.verdict, cap.verdict)}] {cap.label.ljust(width)}  "
+        lines.append(textwrap.fill(cap.found, LINE, initial_indent=head,
+                                   subsequent_indent=indent))
         if cap.fix:
-            lines.append(f"       {' ' * width}  fix: {cap.fix}")
+            lines.append(textwrap.fill(cap.fix, LINE, initial_indent=indent + "fix: ",
+                                       subsequent_indent=indent + "     "))
     failed = [c.label for c in result.capabilities if c.verdict == FAIL]
     lines.append("")
     lines.append("Verdict: " + (f"FAILED ({', '.join(failed)})" if failed
