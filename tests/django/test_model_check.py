@@ -74,6 +74,13 @@ def test_checkmodel_errors_are_plain_and_store_nothing(capsys):
         with pytest.raises(CommandError, match="not an OpenAI-compatible API"):
             call_command("checkmodel", "local")
     assert ModelProfile.objects.get(pk=profile.pk).model_check == stored
+    # A loopback server on a profile not marked local: the allowed-hosts rule, said as such.
+    ModelProfile.objects.filter(pk=profile.pk).update(local=False)
+    with pytest.raises(CommandError, match="allowed only for a profile marked local"):
+        call_command("checkmodel", "local")
+    with pytest.raises(CommandError, match="--timeout must be more than 0"):
+        call_command("checkmodel", "local", "--timeout", "0")
+    assert ModelProfile.objects.get(pk=profile.pk).model_check == stored
 
 
 def test_the_admin_check_button_stores_and_shows_the_results(client, staff_user):
