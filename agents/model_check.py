@@ -182,6 +182,9 @@ class _Check:
             min(AUX_TIMEOUT, profile.read_timeout), connect=profile.connect_timeout))
         self.client = ModelClient(profile, http_client=http_client, api_key=api_key or "",
                                   resolve=resolve)
+        # Whole answers: the check compares usage.prompt_tokens, which a stream may not
+        # carry (llama-cpp-python streams none). The check's requests are short.
+        self.client.streaming = False
         self.counter = make_counter(profile)
         self.served = getattr(self.counter, "served", None)
         self.calibration = TokenCalibration(
