@@ -231,7 +231,11 @@ def draws_on(answer: str, results: Iterable[str], given: Iterable[str]) -> bool:
 # The last sentence of a reply that asks instead of answering ends with a question mark
 # (the fullwidth one in CJK text, and Arabic's and Greek's own): "What's your task?"
 _ASKS = re.compile(r"[?？؟\u037e]\W*$")
-RESTATED_SHARE = 0.5  # of the goal's marks an answer must repeat, with none of its own, to restate it
+# An answer with no mark of its own restates the task when it repeats this share of the
+# goal's marks, and this many at least: "South, 200" picked from a goal that holds the
+# data is an answer; a goal's clauses in another order are not.
+RESTATED_SHARE = 1 / 3
+RESTATED_MARKS = 4
 QUESTION_BACK = ("Your last answer asked a question back instead of answering. Do the task "
                  "with the tools, then answer it from what they returned.")
 RESTATED = ("Your last answer only restated the task. Do the task with the tools, then "
@@ -258,7 +262,7 @@ def unsupported(answer: str, *, sources: Iterable[str], goal: str, given: Iterab
     they are no content of the answer's. Language-independent: an answer is drawn from the
     sources when it shares a mark (a word or figure, two CJK characters) with them beyond
     the given words; it asks back when, drawing on nothing, it ends in a question mark; it
-    restates the task when it holds no mark of its own and at least half of the goal's. It
+    restates the task when it holds no mark of its own and a third of the goal's. It
     must be drawn from the sources when there are any beyond the goal (and `required`), or
     when `expected` (the answer was asked for from the tool results)."""
     sources = [s for s in sources if s]
@@ -270,7 +274,8 @@ def unsupported(answer: str, *, sources: Iterable[str], goal: str, given: Iterab
         return None
     if _ASKS.search(plain(answer).strip()):
         return QUESTION_BACK
-    if not own and goal_marks and len(said & goal_marks) >= RESTATED_SHARE * len(goal_marks):
+    repeated = len(said & goal_marks)
+    if not own and repeated >= max(RESTATED_MARKS, RESTATED_SHARE * len(goal_marks)):
         return RESTATED
     return NOT_DRAWN if expected or (required and drawable - goal_marks) else None
 
