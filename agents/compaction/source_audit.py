@@ -57,7 +57,7 @@ _COMMON = set("must never only always least most more less than with that this f
 
 # A file name: a name, a dot and an extension of two to six word characters, a letter
 # first, as in "sales_2026.csv", "报告.xlsx"; "1204.50" and "e.g." are none.
-_FILE_NAME = re.compile(r"[^\s\"'`()\[\]{}<>|,;:]+\.[^\W\d_]\w{1,5}\b")
+_FILE_NAME = re.compile(r"[^\s\"'`()\[\]{}<>|,;:「」『』《》“”‘’«»（），；：]+\.[^\W\d_]\w{1,5}\b")
 _QUOTED = re.compile(r"[\"“«「『《‘`]([^\"“”«»「」『』《》‘’`\n]{2,80})[\"”»」』》’`]"
                      r"|(?<![\w'])'([^'\n]{2,80})'(?![\w'])")
 # A capitalised word after another word: a name in the scripts that have capitals. The

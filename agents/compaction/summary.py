@@ -18,6 +18,7 @@ from agents.compaction.summary_text import (drop_echoes, prose_items, sections_f
 from agents.lenient_json import first_json_object
 from agents.protocol import SUMMARY_MARKER
 from agents.words.anchors import extract_anchors, supersedes
+from agents.words.marks import TEMPLATE_TOKEN, template_share, without_template_tokens
 
 TRUNCATION_MARKER = "Some earlier messages were truncated for limited context."
 
@@ -65,6 +66,9 @@ Rules:
 - Copy numbers exactly as they appear in the messages. Never invent, round or estimate a
   number; if a figure is not in the messages, leave it out.
 """
+
+
+TEMPLATE_SHARE_REFUSED = 0.5  # of a summary's visible characters being chat-template tokens
 
 
 class SummaryError(ValueError):
@@ -229,9 +233,19 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
     or markdown (agents.compaction.summary_text). With `prose_ok` (the request's own texts, which an
     echo repeats), an answer with neither is read as plain facts (weak models' summaries).
     The form read ("json", "text" or "prose") is appended to `forms`."""
+    expected = ("headed plain text (Goal and constraints:, Done so far:, Key data:, Next steps:)"
+                if prose_ok is not None else "a JSON object")
     if not isinstance(text, str) or not text.strip():
-        raise SummaryError("The summary answer is empty; expected a JSON object.")
+        raise SummaryError(f"The summary answer is empty; expected {expected}.")
     text = unescape(text)
+    # A model that lost track of its turn writes the chat template's own tokens; kept, one
+    # became the summary's key data ("- <|im_start|>user").
+    if template_share(text) >= TEMPLATE_SHARE_REFUSED or not without_template_tokens(text).strip():
+        tokens = sorted({m.group().split()[0] for m in TEMPLATE_TOKEN.finditer(text)})
+        raise SummaryError(
+            f"The summary answer is mostly chat-template tokens ({', '.join(tokens[:4])}), "
+            f"not notes: the model continued the conversation's template; expected {expected}.")
+    text = without_template_tokens(text)
     called = tool_call_text(text)
     if called:
         raise SummaryError(f"The summary answer is a call of {called} written as text "
