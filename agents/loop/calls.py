@@ -14,6 +14,7 @@ from agents.counting.llama_cpp.prompt_count import read_back
 from agents.errors import error_event
 from agents.events import Event, ModelCall
 from agents.loop.interrupt import CallDeadline, run_interruptible
+from agents.loop.retry import CallCancelled
 from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
                                     OutputOverflow)
 
@@ -282,14 +283,28 @@ class CallRunner:
             self.ledger.outside(time.perf_counter() - started)
 
     def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
-        """One call, cut short by a cancel request or the profile's total call_timeout."""
-        extra = {"tool_choice": tool_choice} if tool_choice else {}
+        """One call, cut short by a cancel request or the profile's total call_timeout; the
+        call left behind is closed, so a server that watches its connections stops."""
+        extra: dict[str, Any] = {"tool_choice": tool_choice} if tool_choice else {}
+        if self.served is not None:
+            # llama-cpp-python: it streams no usage (exact counts check it) and no tool call
+            # the model chose; its server does not stop a request whose client went away.
+            extra["stream"] = False
         try:
             return run_interruptible(
                 lambda: self.model.complete(messages, tools, max_tokens, model=model, **extra),
                 deadline_s=self.profile.call_timeout, should_stop=self.should_stop)
         except CallDeadline as exc:
+            self._abort()
             raise ModelError("deadline_exceeded", f"context deadline exceeded: {exc}") from exc
+        except CallCancelled:
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        abort = getattr(self.model, "abort", None)
+        if abort is not None:
+            abort()
 
     def _refused(self, kind: str, exc: ContextOverflow, engine_tokens: int, limit: int,
                  zones: dict[str, int], messages: list[dict[str, Any]], turn: int,

@@ -2,12 +2,27 @@
 
 This is the only module that imports `openai`. The simulated model is reached through
 the same SDK with an in-process HTTP transport, so every run exercises this code path.
+
+Local servers are asked to stream (`streaming`): a server that ignores `max_tokens` while
+the model writes tool-call arguments would otherwise hold its only slot until the window
+is full, minutes on a CPU. The streamed answer is counted as it comes, one chunk at least
+one token, and the stream is closed once it runs past `max_tokens` (AnswerCut, an output
+overflow); closing the connection is what ends the generation on llama.cpp's server,
+Ollama and vLLM. A call abandoned at its deadline or by a cancel is closed the same way
+(`abort`). Not streamed: the simulated model and paid APIs (they honour max_tokens),
+and llama-cpp-python, whose server streams neither a tool call chosen by the model
+("Automatic streaming tool choice is not supported") nor `usage`, which exact counting
+needs — the caller turns streaming off there. A server that answers a streamed request
+whole, or streams without `usage`, is read as it answered and not asked to stream again.
 """
 from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import json
+import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +35,12 @@ from agents.provider.hosts import HostUnresolved, Resolver, UrlRefused, check_mo
 from agents.provider.overflow import parse_overflow
 from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
 from agents.storable import storable_text
+
+log = logging.getLogger(__name__)
+
+# A streamed answer may run this many chunks past max_tokens before it is cut: a chunk
+# holds one token or more, so a server that honours max_tokens never comes near it.
+STREAM_SLACK = 8
 
 # Codes worth asking again after a wait; anything else ends the session at once.
 TRANSIENT_CODES = frozenset({"rate_limited", "provider_error", "connection",
@@ -73,6 +94,22 @@ class OutputOverflow(ContextOverflow):
         self.sent_tokens = sent_tokens
 
 
+class AnswerCut(OutputOverflow):
+    """A streamed answer ran past max_tokens (the output reserve) and the stream was closed:
+    the server was not bounding it (tool-call arguments), and would have gone on to the
+    end of the window while holding its slot."""
+
+    def __init__(self, written: int, max_tokens: int, tool: str = "") -> None:
+        where = f"the arguments of a {tool} call" if tool else "its answer"
+        ContextOverflow.__init__(
+            self, 0, 0, f"The model's answer ran past the output reserve: it had written "
+                        f"{written} pieces of {where} where max_tokens was {max_tokens}, so "
+                        f"TaskOS closed the connection to stop the server generating.",
+            code="output_overflow")
+        self.sent_tokens = 0
+        self.written = written
+
+
 @dataclass
 class ModelReply:
     content: str
@@ -105,6 +142,10 @@ class ModelClient:
         self._client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=base_url or profile.base_url or None,
             http_client=http_client, max_retries=0, timeout=client_timeout(profile))
+        # Streamed and cut at max_tokens: local servers (see the module's note).
+        self.streaming = profile.local and not profile.simulated
+        self._in_flight: Any = None  # the stream being read, for abort()
+        self._lock = threading.Lock()
 
     def request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                        max_tokens: int, model: str | None = None,
@@ -129,13 +170,16 @@ class ModelClient:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  max_tokens: int, model: str | None = None,
-                 tool_choice: str | None = None) -> ModelReply:
+                 tool_choice: str | None = None, stream: bool | None = None) -> ModelReply:
+        """One call; `stream` None: as `streaming` says for this client."""
         kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice)
         if self._key_error is not None:
             raise self._key_error
         self.check_endpoint()
         started = time.perf_counter()
         try:
+            if self.streaming if stream is None else stream:
+                return self._streamed(kwargs, max_tokens, started)
             response = self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             text = _error_text(exc)
@@ -152,8 +196,55 @@ class ModelClient:
             # A body cut off mid-JSON (or not JSON at all): the next try is usually whole.
             raise ModelError("malformed_response",
                              f"the model endpoint sent a malformed response: {exc}") from exc
+        except openai.APIError as exc:  # an error sent inside a stream
+            text = _error_text(exc)
+            window = parse_overflow(text)
+            if window:
+                raise ContextOverflow(window[0], window[1], text) from exc
+            raise ModelError("provider_error", text) from exc
         latency = (time.perf_counter() - started) * 1000
         return _to_reply(response, latency)
+
+    def _streamed(self, kwargs: dict[str, Any], max_tokens: int, started: float) -> ModelReply:
+        """The call streamed: the answer put together from its chunks, the stream closed
+        (and the generation with it) once it runs past max_tokens."""
+        stream = self._client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True})
+        with self._lock:
+            self._in_flight = stream
+        try:
+            if not stream.response.headers.get("content-type", "").startswith(
+                    "text/event-stream"):  # answered whole: read it so
+                self.streaming = False
+                body = json.loads(stream.response.read())
+                response = openai.types.chat.ChatCompletion.model_validate(body)
+                return _to_reply(response, (time.perf_counter() - started) * 1000)
+            reply = _StreamedReply()
+            for chunk in stream:
+                reply.add(chunk)
+                if reply.written > max_tokens + STREAM_SLACK:
+                    stream.close()  # the server sees the connection close and stops
+                    raise AnswerCut(reply.written, max_tokens, reply.tool)
+        finally:
+            with self._lock:
+                self._in_flight = None
+            stream.close()
+        if reply.usage is None and self.streaming:
+            log.info("the model server sends no usage with a streamed answer; its answers "
+                     "are no longer streamed, so each call reports its token count")
+            self.streaming = False
+        return reply.result((time.perf_counter() - started) * 1000)
+
+    def abort(self) -> None:
+        """Close the call in flight (from another thread): a call abandoned at its deadline
+        or by a cancel stops generating on servers that watch the connection."""
+        with self._lock:
+            stream, self._in_flight = self._in_flight, None
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # noqa: BLE001 - closing a connection mid-read may raise
+                log.debug("closing an abandoned stream raised", exc_info=True)
 
     def check_endpoint(self) -> None:
         """Before each request, whether the profile's URL may still be asked (issue 25 item
@@ -264,6 +355,54 @@ def _classify_status(status: int, text: str) -> str:
     if status >= 500:
         return "provider_error"
     return "bad_request"
+
+
+class _StreamedReply:
+    """The pieces of a streamed answer as they arrive."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}  # by the call's index in the answer
+        self.finish = "stop"
+        self.usage: Any = None
+        self.written = 0  # chunks that carried text or arguments: at least one token each
+        self.tool = ""  # the call being written, for the message when it is cut
+
+    def add(self, chunk: Any) -> None:
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                self.content.append(delta.content)
+                self.written += 1
+            for part in (delta.tool_calls if delta is not None else None) or ():
+                call = self.calls.setdefault(part.index or 0,
+                                             {"id": "", "name": "", "arguments": []})
+                call["id"] = part.id or call["id"]
+                function = part.function
+                if function is not None:
+                    call["name"] = call["name"] + (function.name or "")
+                    if function.arguments:
+                        call["arguments"].append(function.arguments)
+                        self.written += 1
+                self.tool = call["name"]
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+
+    def result(self, latency_ms: float) -> ModelReply:
+        usage = self.usage
+        cached = 0
+        if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
+            cached = usage.prompt_tokens_details.cached_tokens or 0
+        calls = [{"id": call["id"], "name": storable_text(call["name"]),
+                  "arguments": storable_text("".join(call["arguments"]) or "{}")}
+                 for _, call in sorted(self.calls.items())]
+        return ModelReply(
+            content=storable_text("".join(self.content)), tool_calls=calls,
+            finish_reason=self.finish, input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0, cached_tokens=cached,
+            latency_ms=latency_ms)
 
 
 def _to_reply(response: Any, latency_ms: float) -> ModelReply:

@@ -2,7 +2,9 @@
 (chatml_server): `exact` only for calls the server's tokenizer confirmed; from the call
 where exactness is lost (the tokenizer stops answering, the template drops the tools) the
 calls, the drawer's budget and the report say what replaced it and why. Escaping is undone
-once however counting goes, and a runaway answer stays an output overflow.
+once however counting goes, and a runaway answer stays an output overflow. On a server
+that streams (streaming_server), a runaway answer is cut at the output reserve and a call
+abandoned at its deadline is closed: the server sees its client go.
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from agents.config import ContextConfig, ModelProfile
 from agents.counting import server_tokens
 from agents.events import EventType, ListSink
 from agents.loop.spec import SessionSpec
+from agents.provider.client import STREAM_SLACK
 from agents.runner import run_session
 from agents.store.memory import MemoryStore
 
 from .chatml_server import ChatmlServer
+from .streaming_server import StreamingServer
 from .test_weak_requests import GOAL, part
 
 
@@ -118,3 +122,51 @@ def test_escaped_arguments_do_not_compound_over_three_round_trips(monkeypatch):
     assert all("&" not in arguments for arguments in sent), sent
     results = [e.payload for e in sink.of_type(EventType.TOOL_RESULT)]
     assert len(results) == 4 and not any(r.get("error") for r in results), results
+
+
+# --- a slot held by a runaway answer: streamed, and cut at the output reserve
+
+
+def streamed_session(script: list, **profile_kw):
+    sink = ListSink()
+    with StreamingServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "part0.txt").write_text(part(0))
+        profile = ModelProfile(name="local", model="fake", api_key_env="", context_size=8192,
+                               base_url=server.base_url, local=True, **profile_kw)
+        run = run_session(SessionSpec.plan(goal=GOAL, scenario=None, profile=profile,
+                                           config=ContextConfig(max_turns=4),
+                                           tools=["list_files", "read_file"]),
+                          session_id="streamed", store=MemoryStore(), events=sink,
+                          workspace=Path(tmp))
+        for request in server.requests:  # the server is done with each one
+            assert request["ended"].wait(30)
+    return run, server, [e.payload for e in sink.of_type(EventType.MODEL_CALL)], sink
+
+
+def test_a_runaway_stream_is_cut_at_the_reserve_and_recorded_as_an_output_overflow():
+    # A server that does not bound tool-call arguments by max_tokens: without a cut the
+    # model writes `data/data/…` until the window is full, holding the server's only slot.
+    run, server, calls, sink = streamed_session(
+        [("runaway", "read_file"), ("answer", "Read part0.txt: North revenue 1000.00.")])
+    runaway = server.requests[0]
+    assert runaway["body"]["stream"] and runaway["disconnected"]
+    assert runaway["chunks"] < 20_000  # it stopped because the client went, not at its end
+    cut = calls[0]
+    assert cut["refused"] and cut["overflow"] == "output" and not cut["over_window"], cut
+    assert "ran past the output reserve" in cut["error"] and "read_file" in cut["error"]
+    written = int(cut["error"].split("had written ")[1].split()[0])
+    assert written == runaway["body"]["max_tokens"] + STREAM_SLACK + 1
+    assert [e.payload["code"] for e in sink.of_type(EventType.ERROR)][0] == "output_overflow"
+    # The next answer streams whole, with the server's usage: counted as usual.
+    assert run.status == "finished" and calls[-1]["input_tokens"] > 0
+    assert calls[-1]["reply"]["content"] == "Read part0.txt: North revenue 1000.00."
+
+
+def test_a_call_abandoned_at_its_deadline_is_closed_so_the_server_stops_generating():
+    run, server, calls, sink = streamed_session(
+        [("slow", ""), ("answer", "Read part0.txt: North revenue 1000.00.")],
+        call_timeout=1.0)
+    slow = server.requests[0]
+    assert slow["step"] == "slow" and slow["disconnected"], slow
+    assert "deadline_exceeded" in [e.payload["code"] for e in sink.of_type(EventType.ERROR)]
+    assert run.status == "finished"
