@@ -25,9 +25,11 @@ asks the server a few small requests, through the same client sessions use
 - speed        prompt and generation tokens per second.
 
 The result is a plain structure (`CheckResult.to_dict`), stored with the profile by the
-web side. The module sits beside the runner rather than in provider/: it counts as
-sessions count (agents.counting), a package provider/ must not import. A check that cannot finish — the server is down, times out, answers something
+web side. A check that cannot finish — the server is down, times out, answers something
 that is no OpenAI-compatible API — raises CheckFailed, and nothing is stored.
+
+The module sits beside the runner rather than in provider/: it counts as sessions count
+(agents.counting), which provider/ must not import (pyproject.toml's layers).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ import httpx2
 from agents.config import ModelProfile
 from agents.counting.calibration import TokenCalibration, request_kind
 from agents.counting.server_tokens import ServerTokenCounter, make_counter, server_root
+from agents.loop.interrupt import CallDeadline, run_interruptible
 from agents.provider.client import ContextOverflow, ModelClient, ModelError, resolve_api_key
 from agents.provider.hosts import HostUnresolved, Resolver, UrlRefused, check_model_url
 from agents.secrets import KeyEnvRefused
@@ -150,13 +153,13 @@ def check_model(profile: ModelProfile, *, http_client: Any = None,
                 resolve: Resolver | None = None, timeout: float | None = None) -> CheckResult:
     """Check the server of `profile`; CheckFailed when the check cannot be finished.
 
-    `timeout`: seconds to wait for each answer, instead of the profile's read timeout."""
+    `timeout`: seconds each request may take, instead of the profile's read and call
+    timeouts."""
     if profile.simulated:
         raise CheckFailed(f"Profile {profile.name!r} is the built-in simulated model: it has "
                           "no server to check.")
     if timeout is not None:
-        profile = dataclasses.replace(profile, read_timeout=timeout,
-                                      call_timeout=max(timeout, profile.call_timeout))
+        profile = dataclasses.replace(profile, read_timeout=timeout, call_timeout=timeout)
     try:
         check_model_url(profile.base_url, local=profile.local, hosts=profile.model_hosts,
                         refused=profile.refused_endpoints, resolve=resolve)
@@ -198,12 +201,13 @@ class _Check:
     def _aux(self, method: str, path: str, body: Any = None) -> Any:
         """JSON from a metadata endpoint under the server's root, or None when it offers
         none (any error: these endpoints are optional)."""
-        try:
+        def ask() -> Any:
             response = self.http.request(method, self.root + path, json=body)
-            if response.status_code != 200:
-                return None
-            return response.json()
-        except (httpx2.HTTPError, ValueError):
+            return response.json() if response.status_code == 200 else None
+
+        try:  # bounded as a whole: a server may drip its answer a byte at a time
+            return run_interruptible(ask, deadline_s=min(AUX_TIMEOUT, self.profile.call_timeout))
+        except (httpx2.HTTPError, ValueError, CallDeadline):
             return None
 
     def _chat(self, what: str, messages: list[dict[str, Any]], tools: list | None = None,
@@ -222,7 +226,7 @@ class _Check:
         source = "calibrated" if self.calibration.pairs or self.calibration.prior_calls \
             else "estimate"
         try:
-            reply = self.client.complete(messages, tools, max_tokens, tool_choice=tool_choice)
+            reply = self._complete(what, messages, tools, max_tokens, tool_choice)
         except ModelError as exc:
             if tools and exc.code == "bad_request" and "tool" in str(exc).lower():
                 raise _ToolsRefused(str(exc)) from None
@@ -238,6 +242,20 @@ class _Check:
                                 "source": "exact" if exact is not None else source})
             self.calibration.observe(engine, reply.input_tokens, kind, len(wire))
         return reply
+
+    def _complete(self, what: str, messages: list[dict[str, Any]], tools: list | None,
+                  max_tokens: int, tool_choice: str | None) -> Any:
+        """One call, within the profile's call_timeout however slowly the bytes come."""
+        try:
+            return run_interruptible(
+                lambda: self.client.complete(messages, tools, max_tokens,
+                                             tool_choice=tool_choice),
+                deadline_s=self.profile.call_timeout)
+        except CallDeadline:
+            raise CheckFailed(f"The server at {self.profile.base_url} did not finish the {what} "
+                              f"request within {self.profile.call_timeout:g} s (the profile's "
+                              "call timeout): it sends its answer too slowly, or never "
+                              "ends it.") from None
 
     def _explain(self, exc: ModelError, what: str) -> str:
         url = self.profile.base_url
@@ -399,7 +417,7 @@ class _Check:
         units = int((want + PROBE_MARGIN) / per_unit) + 1
         messages = [{"role": "user", "content": unit * units}]
         try:
-            reply = self.client.complete(messages, None, 1)
+            reply = self._complete("window probe", messages, None, 1, None)
         except ContextOverflow as exc:
             if exc.limit:
                 return exc.limit, "the limit it named refusing a longer request"

@@ -122,7 +122,8 @@ def test_a_server_that_answers_garbage_is_said_plainly():
 
 def test_a_server_that_does_not_answer_in_time_is_said_plainly():
     with FakeProvider(default="hang") as provider:
-        with pytest.raises(CheckFailed, match=r"did not answer the plain request within 0\.5 s"):
+        with pytest.raises(CheckFailed,
+                           match=r"did not (answer|finish) the plain request within 0\.5 s"):
             check_model(local_profile(provider.base_url, server_tokenizer=False), timeout=0.5)
 
 
@@ -162,3 +163,9 @@ def test_ollama_says_its_num_ctx_to_a_remote_check():
     assert window.verdict == FAIL and window.figures["how"] == "num_ctx from /api/show"
     assert "PARAMETER num_ctx 4096" in window.fix
     assert result.get("tools").verdict == PASS
+
+
+def test_a_server_that_drips_its_answer_is_cut_at_the_call_timeout():
+    with FakeProvider(default="drip") as provider:
+        with pytest.raises(CheckFailed, match=r"did not finish the plain request within 1 s"):
+            check_model(local_profile(provider.base_url, server_tokenizer=False), timeout=1)

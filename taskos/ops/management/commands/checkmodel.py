@@ -28,8 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true",
                             help="print the result as JSON (an error as {\"error\": …})")
         parser.add_argument("--timeout", type=float, default=None,
-                            help="seconds to wait for each answer (default: the profile's "
-                                 "read timeout)")
+                            help="seconds each request may take (default: the profile's "
+                                 "read and call timeouts)")
 
     def handle(self, *args, **options):
         name = options["profile"]
