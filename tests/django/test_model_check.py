@@ -174,3 +174,14 @@ def test_a_session_on_a_profile_that_passed_keeps_its_tools():
         call_command("checkmodel", "local")
     session = services.create_session(None, "Say hello.", "", profile, None, {})
     assert session.context_settings["tools_off"] is False and session.tools_off_notice == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runtask_on_a_failed_tools_profile_says_tools_are_off(channels_redis_url, capsys):
+    with FakeProvider(default="ok") as provider:
+        failed_tools_profile(provider.base_url)
+        call_command("runtask", "--profile", "dropping", "--goal", "Say hello.",
+                     "--tools", "list_files", "--json")
+    said = capsys.readouterr().err
+    assert TOOLS_OFF_NOTICE in said and "Tools are off on profile 'dropping'" in said
+    assert provider.requests and all("tools" not in r["body"] for r in provider.requests)

@@ -82,6 +82,8 @@ class Command(StorageErrorsInOneLine, BaseCommand):
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
                           f"(window {session.window})")
+        if session.tools_off_notice:  # the profile's model check found no tools rendered
+            self.stderr.write(session.tools_off_notice)
         try:
             # Sub-agents run here too, one after another, each as its own session row.
             report = execute_tree(session, progress=ProgressBar(self.stderr._out),
