@@ -12,8 +12,11 @@ Ollama and vLLM. A call abandoned at its deadline or by a cancel is closed the s
 (`abort`). Not streamed: the simulated model and paid APIs (they honour max_tokens),
 and llama-cpp-python, whose server streams neither a tool call chosen by the model
 ("Automatic streaming tool choice is not supported") nor `usage`, which exact counting
-needs — the caller turns streaming off there. A server that answers a streamed request
-whole, or streams without `usage`, is read as it answered and not asked to stream again.
+needs — the caller turns streaming off there (its tokenizer was found). A server that
+answers a streamed request whole, or streams without `usage`, is read as it answered; one
+that breaks off a streamed request with tools before its first event (llama-cpp-python
+when its tokenizer was not asked for) is asked again whole; none of them is asked to
+stream again.
 """
 from __future__ import annotations
 
@@ -179,7 +182,12 @@ class ModelClient:
         started = time.perf_counter()
         try:
             if self.streaming if stream is None else stream:
-                return self._streamed(kwargs, max_tokens, started)
+                try:
+                    return self._streamed(kwargs, max_tokens, started)
+                except _NotStreamed as exc:
+                    log.warning("the model server could not stream a request with tools (%s); "
+                                "asking it again whole, and not streaming from now on", exc)
+                    self.streaming = False
             response = self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             text = _error_text(exc)
@@ -220,11 +228,19 @@ class ModelClient:
                 response = openai.types.chat.ChatCompletion.model_validate(body)
                 return _to_reply(response, (time.perf_counter() - started) * 1000)
             reply = _StreamedReply()
-            for chunk in stream:
-                reply.add(chunk)
-                if reply.written > max_tokens + STREAM_SLACK:
-                    stream.close()  # the server sees the connection close and stops
-                    raise AnswerCut(reply.written, max_tokens, reply.tool)
+            try:
+                for chunk in stream:
+                    reply.add(chunk)
+                    if reply.written > max_tokens + STREAM_SLACK:
+                        stream.close()  # the server sees the connection close and stops
+                        raise AnswerCut(reply.written, max_tokens, reply.tool)
+            except openai.APIConnectionError as exc:
+                if reply.chunks or isinstance(exc, openai.APITimeoutError) \
+                        or not kwargs.get("tools"):
+                    raise
+                raise _NotStreamed(f"{type(exc).__name__}: {exc}") from exc
+            if not reply.chunks and kwargs.get("tools"):
+                raise _NotStreamed("the stream ended before its first event")
         finally:
             with self._lock:
                 self._in_flight = None
@@ -357,10 +373,17 @@ def _classify_status(status: int, text: str) -> str:
     return "bad_request"
 
 
+class _NotStreamed(Exception):
+    """The server broke off a streamed request with tools before its first event, as
+    llama-cpp-python does when the model chooses a tool ("Automatic streaming tool choice is
+    not supported"): the request is sent again whole."""
+
+
 class _StreamedReply:
     """The pieces of a streamed answer as they arrive."""
 
     def __init__(self) -> None:
+        self.chunks = 0
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}  # by the call's index in the answer
         self.finish = "stop"
@@ -369,6 +392,7 @@ class _StreamedReply:
         self.tool = ""  # the call being written, for the message when it is cut
 
     def add(self, chunk: Any) -> None:
+        self.chunks += 1
         if getattr(chunk, "usage", None) is not None:
             self.usage = chunk.usage
         for choice in getattr(chunk, "choices", None) or ():

@@ -7,7 +7,12 @@ engine). One entry of `script` per chat request:
   request asks for it with stream_options.include_usage) and `data: [DONE]`;
 - ("runaway", tool): a tool call whose arguments never end — the server does not bound
   them by max_tokens — one piece per chunk until the client closes the connection;
-- ("slow", text): the text one word every `slow_s` seconds, up to `slow_words` words.
+- ("slow", text): the text one word every `slow_s` seconds, up to `slow_words` words;
+- ("tool", name): one call of that tool with `{"path": "part0.txt"}`.
+
+With `unstreamable_tools`, a streamed request that offers tools is broken off after its
+headers, before any event, as llama-cpp-python does when the model chooses a tool (the
+step is kept for the next request).
 
 Asked without `stream`, it answers whole: a runaway is written to the end of the window
 and refused as llama.cpp refuses it, a slow answer after all its words' time. Each request
@@ -40,8 +45,9 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 
 class StreamingServer:
     def __init__(self, script: list[tuple[str, str]], n_ctx: int = 8192, slow_s: float = 0.2,
-                 slow_words: int = 200) -> None:
+                 slow_words: int = 200, unstreamable_tools: bool = False) -> None:
         self.script = list(script)
+        self.unstreamable_tools = unstreamable_tools
         self.n_ctx, self.slow_s, self.slow_words = n_ctx, slow_s, slow_words
         self.requests: list[dict[str, Any]] = []
         server = self
@@ -56,6 +62,14 @@ class StreamingServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if not self.path.endswith("/chat/completions"):
                     return self._json(404, {"error": {"message": "Not Found"}})
+                if body.get("stream") and body.get("tools") and server.unstreamable_tools:
+                    server.requests.append({"body": body, "step": "broken off", "chunks": 0,
+                                            "disconnected": False, "ended": threading.Event()})
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    server.requests[-1]["ended"].set()
+                    return
                 step = server.script.pop(0) if server.script else ("answer", "Done.")
                 record = {"body": body, "step": step[0], "chunks": 0, "disconnected": False,
                           "ended": threading.Event()}  # set once the server is done with it
@@ -85,11 +99,16 @@ class StreamingServer:
                         f"size ({server.n_ctx} tokens), try increasing it"), "code": 400}})
                 if kind == "slow":
                     time.sleep(server.slow_s * server.slow_words)
+                message: dict[str, Any] = {"role": "assistant", "content": text}
+                if kind == "tool":
+                    message = {"role": "assistant", "content": None, "tool_calls": [{
+                        "id": "call_0", "type": "function",
+                        "function": {"name": text, "arguments": '{"path": "part0.txt"}'}}]}
                 self._json(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "tool_calls" if kind == "tool" else "stop"}],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": count(text),
                               "total_tokens": prompt + count(text)}})
 
@@ -106,6 +125,14 @@ class StreamingServer:
                                         "choices": [{"index": 0, "delta": delta,
                                                      "finish_reason": finish}]}, record)
 
+                if kind == "tool":
+                    if not chunk({"role": "assistant", "tool_calls": [{
+                            "index": 0, "id": "call_0", "type": "function",
+                            "function": {"name": text, "arguments": '{"path": "part0.txt"}'}}]}):
+                        return
+                    chunk({}, "tool_calls")
+                    self._write(b"data: [DONE]\n\n", record)
+                    return
                 if kind == "runaway":
                     first = {"role": "assistant", "tool_calls": [{
                         "index": 0, "id": "call_0", "type": "function",

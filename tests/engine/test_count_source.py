@@ -127,9 +127,10 @@ def test_escaped_arguments_do_not_compound_over_three_round_trips(monkeypatch):
 # --- a slot held by a runaway answer: streamed, and cut at the output reserve
 
 
-def streamed_session(script: list, **profile_kw):
+def streamed_session(script: list, unstreamable_tools: bool = False, **profile_kw):
     sink = ListSink()
-    with StreamingServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+    with StreamingServer(script, unstreamable_tools=unstreamable_tools) as server, \
+            tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "part0.txt").write_text(part(0))
         profile = ModelProfile(name="local", model="fake", api_key_env="", context_size=8192,
                                base_url=server.base_url, local=True, **profile_kw)
@@ -170,3 +171,17 @@ def test_a_call_abandoned_at_its_deadline_is_closed_so_the_server_stops_generati
     assert slow["step"] == "slow" and slow["disconnected"], slow
     assert "deadline_exceeded" in [e.payload["code"] for e in sink.of_type(EventType.ERROR)]
     assert run.status == "finished"
+
+
+def test_a_server_that_breaks_off_a_streamed_request_with_tools_is_asked_again_whole():
+    # llama-cpp-python whose tokenizer was not asked for: it cannot stream a tool call the
+    # model chose, and breaks the stream off; the request goes again whole, and so do the
+    # later ones.
+    run, server, calls, sink = streamed_session(
+        [("tool", "read_file"), ("answer", "Read part0.txt: North revenue 1000.00.")],
+        unstreamable_tools=True)
+    assert [(r["step"], bool(r["body"].get("stream"))) for r in server.requests[:2]] == [
+        ("broken off", True), ("tool", False)]
+    assert not any(r["body"].get("stream") for r in server.requests[1:])
+    assert calls[0]["reply"]["tool_calls"][0]["name"] == "read_file"
+    assert run.status == "finished" and all(c["input_tokens"] > 0 for c in calls)
