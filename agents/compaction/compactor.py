@@ -67,6 +67,7 @@ class Compactor:
         # Weak models (the profile's tool_free_summaries): never the prefix-reusing request,
         # and each chunk as agents.compaction.fresh_requests packs it.
         self.fresh = fresh
+        self._asked = ""  # the texts of the last summary request
 
     def compact(self, trigger: str, *, constraints: list[str], instructions: str = "",
                 emergency: bool = False) -> CompactionOutcome | None:
@@ -187,6 +188,8 @@ class Compactor:
         the output room the window leaves (a small model writes long summaries)."""
         budget = self.ctx.budget()
         max_tokens = budget.summary_output
+        # What the reply is checked against: a copy of it is no summary.
+        self._asked = "\n".join(str(m.get("content") or "") for m in request)
         reply = self.summarize(request, max_tokens, tokens, tools)
         outcome.summary_calls += 1
         # In the provider's tokens: the real window less the prompt as the provider counts it.
@@ -207,7 +210,8 @@ class Compactor:
                 raise SummaryError("the summary was cut off by its output limit")
             text = text.rsplit("\n", 1)[0] if "\n" in text.strip() else ""  # the cut line goes
         echoes = (SUMMARIZER_PROMPT, SUMMARY_TAIL) if self.fresh else None
-        merged = merge(current, parse_model_summary(text, outcome.summary_forms, echoes))
+        merged = merge(current, parse_model_summary(text, outcome.summary_forms, echoes,
+                                                    material=self._asked))
         count = self.ctx.count
         current = shrink_to(merged, budget.summary_cap, count, count.lines)
         if count.lines(render_lines(current)) > budget.summary_max:

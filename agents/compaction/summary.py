@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from agents.compaction.summary_text import (drop_echoes, prose_items, sections_from_text,
-                                            tool_call_text, unescape)
+from agents.compaction.summary_text import (drop_echoes, material_copy, prose_items,
+                                            sections_from_text, tool_call_text, unescape)
 from agents.lenient_json import first_json_object
 from agents.protocol import SUMMARY_MARKER
 from agents.words.anchors import extract_anchors, supersedes
@@ -227,11 +227,13 @@ def _ruled_out(value: Any) -> list[dict[str, str]]:
 
 
 def parse_model_summary(text: str, forms: list[str] | None = None,
-                        prose_ok: tuple[str, ...] | None = None) -> StructuredSummary:
+                        prose_ok: tuple[str, ...] | None = None,
+                        material: str = "") -> StructuredSummary:
     """Validate a model's summary; raise SummaryError. JSON (bare, fenced, with chatter
     around it, or HTML-escaped) is read first; else sections under headings in plain text
     or markdown (agents.compaction.summary_text). With `prose_ok` (the request's own texts, which an
     echo repeats), an answer with neither is read as plain facts (weak models' summaries).
+    A summary that copies `material` (the messages it sums up) is refused.
     The form read ("json", "text" or "prose") is appended to `forms`."""
     expected = ("headed plain text (Goal and constraints:, Done so far:, Key data:, Next steps:)"
                 if prose_ok is not None else "a JSON object")
@@ -274,6 +276,11 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
         form = "text"
         if not data and prose_ok is not None and (facts := prose_items(body, prose_ok)):
             data, form = {"important_discoveries": facts}, "prose"
+        if not data and prose_ok is not None:  # asked for plain text: JSON is beside the point
+            raise SummaryError(
+                f"The summary answer holds no line of notes: no heading, and nothing but the "
+                f"request's own words and lines too short to state a fact; expected {expected}. "
+                f"It starts with {body[:80]!r}.")
         if not data:
             raise SummaryError(
                 f"The summary answer is {problem} and names none of the C6 sections as "
@@ -282,6 +289,13 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
         name: _string_list(name, data.get(name)) for name in FIELDS if name != "ruled_out"})
     if summary.is_empty():
         raise SummaryError("The summary JSON has the expected keys but every section is empty.")
+    items = [str(i) for name in FIELDS if name != "ruled_out" for i in getattr(summary, name)]
+    copied = material_copy(items + [r["approach"] for r in summary.ruled_out], material,
+                           prose_ok or ())
+    if copied:
+        raise SummaryError(
+            f"The summary answer copies the messages it was to sum up ({copied[0]} of their "
+            f"{copied[1]} lines, word for word), it writes no notes of its own.")
     if forms is not None:
         forms.append(form)
     return summary

@@ -113,6 +113,33 @@ def drop_echoes(sections: dict[str, list[str]], ignore: tuple[str, ...]) -> dict
     return {name: items for name, items in kept.items() if items}
 
 
+# A summary that is a copy of its request: nearly all its items are lines of the request's
+# material, and they are at least half of them (a summary may copy key lines word for word,
+# as the request asks for figures and file names; a copy keeps them all).
+COPIED_ITEMS = 0.9
+COPIED_MATERIAL = 0.5
+MIN_MATERIAL_LINES = 6  # fewer lines are too few to tell a copy from a summary
+
+
+def _flat(line: str) -> str:
+    return " ".join(line.split()).casefold()
+
+
+def material_copy(items: list[str], material: str,
+                  ignore: tuple[str, ...] = ()) -> tuple[int, int] | None:
+    """(lines copied, lines of the material) when `items` are a copy of `material` (a
+    request's texts), else None. The material's lines are the facts it states, read as a
+    summary's are (`prose_items`: not its labels, its headings or `ignore`'s wording)."""
+    lines = {_flat(line) for line in prose_items(material, ignore)}
+    said = [_flat(item) for item in items if item.strip()]
+    if len(lines) < MIN_MATERIAL_LINES or not said:
+        return None
+    copied = [item for item in said if item in lines]
+    if len(copied) < COPIED_ITEMS * len(said) or len(set(copied)) < COPIED_MATERIAL * len(lines):
+        return None
+    return len(set(copied)), len(lines)
+
+
 def prose_items(text: str, ignore: tuple[str, ...] = ()) -> list[str]:
     """Facts of an answer with no recognisable headings: its bullets or lines, long lines cut
     into sentences. Lines of `ignore` (the request's own wording, echoed back) are left out."""

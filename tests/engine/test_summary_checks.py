@@ -7,12 +7,19 @@ to it passed the audit, which checked figures only.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 
+from agents.compaction.compactor import Compactor
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL
 from agents.compaction.source_audit import SourceAudit
 from agents.compaction.summary import StructuredSummary, SummaryError, parse_model_summary, render
+from agents.config import ContextConfig
+from agents.context.working import WorkingContext
+from agents.counting.tokens import TokenCounter
 from agents.events import Audit, Compaction, ModelCall, ToolResult, UserMessage
+from agents.provider.client import ModelReply
 from agents.store.memory import MemoryStore
 
 PLAIN_TEXT = (SUMMARIZER_PROMPT, SUMMARY_TAIL)  # the fresh request asks for headed plain text
@@ -83,3 +90,50 @@ def test_the_audit_flags_names_in_any_script():
     checked = audited("Report the revenue of each region.", "North 1204\nSouth 88",
                       ["The revenue of North is 1204, says Maria from the Valley office"])
     assert checked.unsupported_names == ["Maria", "Valley"]
+
+
+# --- a copy of the request
+
+
+MATERIAL = "\n".join(f"North revenue {1000 + i}.00 in month {i}, filed by the office" for i in
+                     range(1, 9))
+
+
+def test_a_summary_that_copies_its_material_is_refused_and_one_that_picks_lines_is_not():
+    headed = "Key data:\n" + "\n".join(f"- {line}" for line in MATERIAL.splitlines())
+    for copy in (headed, MATERIAL):
+        with pytest.raises(SummaryError, match="copies the messages it was to sum up"):
+            parse_model_summary(copy, prose_ok=PLAIN_TEXT, material=MATERIAL)
+    lines = MATERIAL.splitlines()
+    picked = f"Key data:\n- {lines[0]}\n- {lines[-1]}\nDone so far:\n- read all eight months"
+    assert parse_model_summary(picked, prose_ok=PLAIN_TEXT, material=MATERIAL)
+
+
+def rounds(count: int = 8) -> WorkingContext:
+    ctx = WorkingContext(counter=TokenCounter(), config=ContextConfig(), window=4096,
+                         system_prompt="s")
+    for turn in range(count):
+        ctx.add({"role": "user", "content": f"Round {turn}: read report {turn}."}, turn,
+                f"arc:t:{turn}0")
+        ctx.add({"role": "tool", "tool_call_id": f"c{turn}", "content": "\n".join(
+            f"report {turn} line {k}: grid load rose by {turn * 10 + k} MW" for k in range(6))},
+            turn, f"arc:t:{turn}1")
+    return ctx
+
+
+def fallback_reason(answer: Callable[[list[dict]], str]) -> str:
+    ctx = rounds()
+    outcome = Compactor(ctx, lambda request, *a, **k: ModelReply(content=answer(request)),
+                        fresh=True).compact("budget", constraints=[])
+    assert outcome is not None and outcome.fallback
+    return outcome.fallback_reason
+
+
+def test_the_fallback_says_why_a_summary_was_refused():
+    assert "chat-template tokens (<|im_start|>user)" in fallback_reason(
+        lambda request: "- <|im_start|>user\n- <|im_start|>user")
+    reason = fallback_reason(lambda request: "")
+    assert "headed plain text" in reason and "JSON" not in reason
+    # the fresh request's material sent back as it came
+    assert "copies the messages it was to sum up" in fallback_reason(
+        lambda request: request[-1]["content"])
