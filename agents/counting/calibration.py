@@ -41,6 +41,8 @@ COUNT_MARGIN = 0.02  # kept free on top of the fit: the fit varies a little by c
 RECENT_CALLS = 40  # the fit is taken over this many recent calls
 MIN_RATIO, MAX_RATIO = 0.2, 3.0  # a pair outside this is a misreport, not a tokenizer
 MIN_SPREAD = 25  # engine tokens of spread within a kind before an overhead is separable
+MAX_SPANS = 64  # spans of equal count sources kept (see TokenCalibration.label)
+SPANS_SAID = 3  # of them, said in the report before the call where exactness was lost
 
 
 def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None,
@@ -200,7 +202,9 @@ class TokenCalibration:
     def label(self, call: int, source: str) -> None:
         """Record the source of call number `call` (spans of equal sources)."""
         if not self.spans or self.spans[-1][1] != source:
-            self.spans.append([call, source])
+            # A server whose framing is fitted goes between exact and calibrated: the spans
+            # kept are the latest ones, enough to say how exactness ended.
+            self.spans = self.spans[-(MAX_SPANS - 1):] + [[call, source]]
         self.spans[-1] = [self.spans[-1][0], source, call]
 
     def summary(self) -> str:
@@ -209,7 +213,10 @@ class TokenCalibration:
         if not self.lost:
             return self.source
         parts = []
-        for first, source, last in self.spans:
+        before = [span for span in self.spans if span[0] < self.lost_at]
+        if len(before) > SPANS_SAID:
+            parts.append("…")
+        for first, source, last in before[-SPANS_SAID:] + self.spans[len(before):]:
             if first < self.lost_at:
                 calls = f"call {first}" if first == last else f"calls {first}–{last}"
                 parts.append(f"{source} for {calls}")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agents.config import ContextConfig, ModelProfile
 from agents.counting import server_tokens
+from agents.counting.calibration import TokenCalibration
 from agents.events import EventType, ListSink
 from agents.loop.spec import SessionSpec
 from agents.provider.client import STREAM_SLACK
@@ -185,3 +186,22 @@ def test_a_server_that_breaks_off_a_streamed_request_with_tools_is_asked_again_w
     assert not any(r["body"].get("stream") for r in server.requests[1:])
     assert calls[0]["reply"]["tool_calls"][0]["name"] == "read_file"
     assert run.status == "finished" and all(c["input_tokens"] > 0 for c in calls)
+
+
+def test_the_report_says_the_latest_sources_before_exactness_was_lost_and_what_followed():
+    # llama.cpp's /tokenize: the framing is fitted, so calls go between exact (the figure
+    # matched the report) and calibrated; then the tokenizer stops answering.
+    calibration = TokenCalibration(exact=True)
+    for call in range(1, 11):
+        calibration.label(call, "exact" if call % 3 else "calibrated")
+    assert calibration.summary() == "exact"  # never lost: the source as it stands
+    assert calibration.lose(11, "the server's tokenizer stopped answering", text_exact=False)
+    assert not calibration.lose(12, "another reason", text_exact=False)  # the first one holds
+    for call in range(11, 14):
+        calibration.label(call, calibration.source)
+    assert calibration.summary() == ("…, exact for calls 7–8, calibrated for call 9, exact for "
+                                     "call 10, estimate from call 11: the server's tokenizer "
+                                     "stopped answering")
+    for call in range(14, 400):
+        calibration.label(call, "exact" if call % 2 else "calibrated")
+    assert len(calibration.spans) == 64
