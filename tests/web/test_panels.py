@@ -78,6 +78,15 @@ def test_budget_shows_how_the_figures_were_counted(session):
     assert "ratio learnt from the provider" in html
 
 
+def test_budget_says_why_the_figures_are_no_longer_exact(session):
+    name, payload = budget()
+    reason = "the server's tokenizer stopped answering (ReadTimeout: timed out)"
+    add_events(session, (name, {**payload, "count_source": "estimate", "count_reason": reason}))
+    context, html = panel_view(BudgetPanel(), session)
+    assert context["budget"]["count_reason"] == reason
+    assert "Not exact: the server&#x27;s tokenizer stopped answering" in html
+
+
 def test_budget_without_events_says_so(session):
     context, html = panel_view(BudgetPanel(), session)
     assert context["budget"] is None and "No budget yet" in html
