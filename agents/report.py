@@ -45,6 +45,7 @@ class ReportSink:
         self.agent_inputs: list[int] = []  # input tokens per agent call (the children report)
         self.audit_failures = 0
         self.flagged: list[str] = []  # figures any audit found without support, in order
+        self.flagged_names: list[str] = []  # names any audit found without support
         # Figures as written in any summary that was made or sent: an invented figure
         # that shows up here must be in `flagged`.
         self.summary_figures: set[str] = set()
@@ -77,6 +78,8 @@ class ReportSink:
             self.audit_failures += not event.ok
             self.flagged += [f for f in event.unsupported_figures or []
                              if f not in self.flagged]
+            self.flagged_names += [n for n in event.unsupported_names or []
+                                   if n not in self.flagged_names]
         elif isinstance(event, UserMessage):
             for expected in self.expect:
                 if expected in event.text and expected not in self.stated_turn:
@@ -146,7 +149,8 @@ class ReportSink:
                 "cost": self.meter.totals, "delegated": self.delegated,
                 "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
                 "audit_failures": self.audit_failures,
-                "flagged": self.flagged, "summary_figures": self._figures_saved()}
+                "flagged": self.flagged, "flagged_names": self.flagged_names,
+                "summary_figures": self._figures_saved()}
 
     def _figures_saved(self) -> list[str]:
         # Saved every turn, changed per compaction: the same sorted list until it grows.
@@ -171,6 +175,7 @@ class ReportSink:
         self.stated_turn = dict(state.get("stated_turn", {}))
         self.audit_failures = int(state.get("audit_failures", 0))
         self.flagged = list(state.get("flagged", []))
+        self.flagged_names = list(state.get("flagged_names", []))
         self.summary_figures = set(state.get("summary_figures", []))
         self._figures_list = None
         for key, pair in state.get("present", {}).items():
@@ -198,6 +203,7 @@ class ReportSink:
                 "summaries": dict(self.summaries), "probe_recovery": list(self.probes),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
+                "unsupported_names": len(self.flagged_names),
                 **({"children": self.children_report()} if self.delegated else {})}
 
     def children_report(self) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def stored_report(session: Session) -> dict[str, Any]:
     calls = select(rows, ModelCall, ("call", "kind", "input_tokens", "cached_tokens", "cost",
                                      "over_window"))
     compactions = select(rows, Compaction, ("noop", "audit"))
-    audits = select(rows, Audit, ("ok", "unsupported_figures"))
+    audits = select(rows, Audit, ("ok", "unsupported_figures", "unsupported_names"))
     impossible = select(rows.filter(payload__code=IMPOSSIBLE), ErrorEvent, ("message",))
     # str(): SQLite's JSON_EXTRACT hands a digits-only string back unquoted, and Django
     # then decodes "2" as the number 2; child ids are strings on every backend.
@@ -76,6 +76,7 @@ def stored_report(session: Session) -> dict[str, Any]:
         "audit_failures": sum(1 for a in audits if a.ok is False) if audits
         else sum(1 for c in real if c.audit.get("ok") is False),
         "unsupported_figures": len({f for a in audits for f in a.unsupported_figures}),
+        "unsupported_names": len({n for a in audits for n in a.unsupported_names}),
         "impossible_decisions": [{"turn": i.turn, "reason": i.message} for i in impossible],
         # A replay of a session that delegated: the recorded sub-agents' answers it reused
         # (their work is the recording's and is not counted in this run's figures).

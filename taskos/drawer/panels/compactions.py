@@ -129,6 +129,7 @@ def detailed_row(number: int, ev: Compaction, checked: Audit | None = None) -> d
         "unsupported_figures": checked.unsupported_figures if checked else [],
         "unsupported_more": max(0, checked.unsupported_count - len(checked.unsupported_figures))
         if checked else 0,
+        "unsupported_names": checked.unsupported_names if checked else [],
         "audit_call": checked.call if checked else None,
         "probes": list((ev.probe or {}).get("probes") or []),
     }
