@@ -28,6 +28,8 @@ class SessionRun:
     report: dict[str, Any] = field(default_factory=dict)
     engine_ms: list[float] = field(default_factory=list)  # per turn, in order
     engine_calls: list[int] = field(default_factory=list)  # model calls per turn
+    engine_cpu_ms: list[float] = field(default_factory=list)  # per turn, the loop's CPU time
+    compacted: list[bool] = field(default_factory=list)  # per turn: a compaction ran in it
 
     @property
     def status(self) -> str:
@@ -74,7 +76,7 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
                      tools=tools, workspace=workspace, companions=[sink], retries=retries)
     result = loop.run(progress=progress)
     ledger = loop.ledger
-    per_call = ledger.per_call_ms()
+    per_call, cpu_per_call = ledger.per_call_ms(), ledger.per_call_cpu_ms()
     learnt = loop.calibration.learnt() if loop.calibration is not None else (1.0, 0)
     report = {"status": result.status, "turns": result.turns, "error": result.error,
               "error_code": result.code,
@@ -91,6 +93,8 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
               "count_mismatch": loop.calls.served.mismatch if loop.calls.served else "",
               **sink.totals(),
               "engine_ms_per_call": round(per_call, 3) if per_call is not None else None,
+              "engine_cpu_ms_per_call": round(cpu_per_call, 3)
+              if cpu_per_call is not None else None,
               "engine_ms_per_turn_median": round(statistics.median(ledger.turn_ms), 3)
               if ledger.turn_ms else None}
     if transport is not None:  # the simulated summarizer says what it made up: check the audit
@@ -98,4 +102,5 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
         report["invented_figures"] = len(invented)
         report["invented_unflagged"] = sink.unflagged(invented)
     return SessionRun(result=result, report=report, engine_ms=list(ledger.turn_ms),
-                      engine_calls=list(ledger.turn_calls))
+                      engine_calls=list(ledger.turn_calls),
+                      engine_cpu_ms=list(ledger.turn_cpu_ms), compacted=list(ledger.turn_compacted))

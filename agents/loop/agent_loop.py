@@ -178,9 +178,10 @@ class AgentLoop:
             if deps.store.cancel_requested(deps.session_id):
                 return RunResult("cancelled", "", state.turn, "cancelled by a person")
             self.ledger.start()
+            compactions = self.keeper.metrics.count
             self.commits.begin()
             answer = self._one_turn()
-            self.ledger.lap()
+            self.ledger.lap(compacted=self.keeper.metrics.count > compactions)
             if progress:
                 progress(min(state.turn, total), total)
             if state.waiting:  # the worker is free until the children finish

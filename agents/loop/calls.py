@@ -37,8 +37,15 @@ class CallLedger:
     calls: int = 0
     turn_ms: list[float] = field(default_factory=list)
     turn_calls: list[int] = field(default_factory=list)  # model calls in each turn
+    # The same turns in CPU time of the loop's thread: unlike wall time it does not grow
+    # when the machine is busy. The model answers in a helper thread (interrupt.py), so its
+    # CPU is never in it; a tool's is taken out like its wall time.
+    turn_cpu_ms: list[float] = field(default_factory=list)
+    turn_compacted: list[bool] = field(default_factory=list)  # a compaction ran in the turn
     _mark: float = field(default_factory=time.perf_counter)
+    _cpu_mark: float = field(default_factory=time.thread_time)
     _outside: float = 0.0  # time spent in the model or tools since the mark
+    _outside_cpu: float = 0.0
     _calls_at_mark: int = 0
 
     @property
@@ -47,22 +54,32 @@ class CallLedger:
 
     def start(self) -> None:
         self._mark, self._outside = time.perf_counter(), 0.0
+        self._cpu_mark, self._outside_cpu = time.thread_time(), 0.0
         self._calls_at_mark = self.calls
 
-    def outside(self, seconds: float) -> None:
+    def outside(self, seconds: float, cpu_seconds: float = 0.0) -> None:
         self._outside += seconds
+        self._outside_cpu += cpu_seconds
 
-    def lap(self) -> None:
+    def lap(self, compacted: bool = False) -> None:
         """Close one turn's engine time and start the next."""
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()
         self.turn_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
+        self.turn_cpu_ms.append(max(0.0, (cpu - self._cpu_mark - self._outside_cpu) * 1000))
         self.turn_calls.append(self.calls - self._calls_at_mark)
+        self.turn_compacted.append(compacted)
         self._mark, self._outside, self._calls_at_mark = now, 0.0, self.calls
+        self._cpu_mark, self._outside_cpu = cpu, 0.0
 
     def per_call_ms(self, first: int = 0, last: int | None = None) -> float | None:
         """Mean engine time per model call over turns [first, last), summary calls counted."""
         ms, calls = self.turn_ms[first:last], self.turn_calls[first:last]
         return sum(ms) / sum(calls) if sum(calls) else None
+
+    def per_call_cpu_ms(self) -> float | None:
+        """Mean engine CPU time per model call, summary calls counted."""
+        calls = sum(self.turn_calls)
+        return sum(self.turn_cpu_ms) / calls if calls else None
 
 
 class CallRunner:
@@ -272,7 +289,7 @@ class CallRunner:
             self.resume()
 
     def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             with self.waiting():
                 return self._interruptible(messages, tools, max_tokens, model, tool_choice)
@@ -280,7 +297,7 @@ class CallRunner:
             exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
             raise
         finally:
-            self.ledger.outside(time.perf_counter() - started)
+            self.ledger.outside(time.perf_counter() - started, time.thread_time() - cpu)
 
     def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout; the

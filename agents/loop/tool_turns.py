@@ -38,11 +38,11 @@ class ToolTurns:
                                workspace=deps.workspace, events=self.events, turn=state.turn,
                                state=state.tool_state, call_id=call["id"])
         self.commits.commit()  # no transaction stays open while a tool works
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             outcome = deps.tools.run(call["name"], call["arguments"], tool_ctx)
         finally:
-            self.ledger.outside(time.perf_counter() - started)
+            self.ledger.outside(time.perf_counter() - started, time.thread_time() - cpu)
             self.commits.begin()
         if outcome.pending is not None:  # answered when the sub-agent finishes
             self.delegations.wait_for(call, outcome.pending, outcome.ref)

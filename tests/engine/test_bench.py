@@ -67,3 +67,58 @@ def test_bench_runs_the_managed_side_with_the_summarizer_asked_for():
     assert faithful["summary_calls"] > 0 and faithful["invented_figures"] == 0
     assert hostile["invented_figures"] > 0 and hostile["invented_unflagged"] == []
     assert hostile["unmanaged_sequence"] == faithful["unmanaged_sequence"]
+
+
+def test_engine_time_splits_plain_turns_from_compaction_turns():
+    from agents.bench.workloads import engine_split
+    # 30 plain turns that slow from 2 to 3 ms, two compaction turns of 20 and 30 ms (two
+    # calls each: the agent's and the summary's).
+    plain = [2.0] * 15 + [3.0] * 15
+    ms = plain[:10] + [20.0] + plain[10:20] + [30.0] + plain[20:]
+    calls = [1] * 10 + [2] + [1] * 10 + [2] + [1] * 10
+    compacted = [False] * 10 + [True] + [False] * 10 + [True] + [False] * 10
+    split = engine_split(ms, calls, compacted)
+    assert split["per_call"] == round(sum(ms) / 34, 3)
+    assert split["per_plain_turn"] == 2.5 and split["per_compaction_turn"] == 25.0
+    assert split["compaction_turn_max"] == 30.0 and split["compaction_turns"] == 2
+    assert split["compaction_share"] == round(50 / sum(ms), 3)
+    # Tenths of the plain turns only: a compaction turn in the first tenth changes nothing.
+    assert (split["plain_first_tenth"], split["plain_last_tenth"]) == (2.0, 3.0)
+    assert split["plain_tenth_ratio"] == 1.5
+
+
+def test_the_ledger_counts_cpu_time_without_the_model_and_the_tools(monkeypatch):
+    """CPU time of the loop's thread per turn, what the model and the tools spent taken out
+    (as for wall time), and which turns compacted."""
+    from agents.loop import calls as calls_module
+    from agents.loop.calls import CallLedger
+    clock = {"wall": 100.0, "cpu": 10.0}
+    monkeypatch.setattr(calls_module.time, "perf_counter", lambda: clock["wall"])
+    monkeypatch.setattr(calls_module.time, "thread_time", lambda: clock["cpu"])
+    ledger = CallLedger()
+    ledger.start()
+    clock["wall"], clock["cpu"] = 100.5, 10.25  # 0.5 s and 0.25 s of CPU in the turn...
+    ledger.outside(0.3, 0.2)  # ...of which the tool took 0.3 s and 0.2 s of CPU
+    ledger.calls += 2
+    ledger.lap(compacted=True)
+    clock["wall"], clock["cpu"] = 100.6, 10.26
+    ledger.calls += 1
+    ledger.lap()
+    assert [round(ms, 6) for ms in ledger.turn_ms] == [200.0, 100.0]
+    assert [round(ms, 6) for ms in ledger.turn_cpu_ms] == [50.0, 10.0]
+    assert ledger.turn_compacted == [True, False] and ledger.turn_calls == [2, 1]
+    assert round(ledger.per_call_cpu_ms(), 6) == 20.0
+
+
+def test_bench_reports_engine_cpu_and_wall_per_kind_of_turn(tmp_path):
+    lines = []
+    path = tmp_path / "bench.json"
+    run_bench(str(path), out=lines.append, scenarios=[("retrieval-6x1600", 4000)])
+    r = json.loads(path.read_text())["retrieval-6x1600"]
+    for clock in ("engine_cpu", "engine_wall"):
+        assert r[clock]["compaction_turns"] == r["compactions"] > 0
+        assert r[clock]["per_plain_turn"] > 0 and r[clock]["per_compaction_turn"] > 0
+    assert r["engine_cpu_ms_per_call"] == r["engine_cpu"]["per_call"]
+    printed = "\n".join(lines)
+    assert "retrieval-6x1600: engine cpu ms per call" in printed
+    assert "retrieval-6x1600: engine wall ms per call" in printed
