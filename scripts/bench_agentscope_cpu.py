@@ -1,0 +1,211 @@
+"""CPU per model call: TaskOS's engine against AgentScope's agent on the same workload.
+
+Both run a bundled scenario (long-200 by default) with a scripted model and no network:
+the same tool calls in the same order, the same tool results (the synthetic documents of
+the scenario), the same window. What is measured is the CPU time of the framework between
+model calls — building each request (context, formatting, token counting), compaction
+bookkeeping, storing the results — with the model's answers and the tools' own work left
+out on both sides (TaskOS: the engine CPU figure `bench` prints; AgentScope: the process's
+CPU time less what the scripted model and the tool spent).
+
+AgentScope is not a TaskOS dependency: install it into a throwaway virtualenv and name its
+Python; this script (run with TaskOS's Python) writes the workload to a file, runs TaskOS,
+then runs itself under that Python to replay the workload through AgentScope's `Agent`:
+
+    python3 -m venv /tmp/agentscope-venv && /tmp/agentscope-venv/bin/pip install agentscope
+    .venv/bin/python scripts/bench_agentscope_cpu.py --agentscope-python \\
+        /tmp/agentscope-venv/bin/python [--scenario long-1000] [--json out.json]
+
+On AgentScope's side (2.0.x): an `OpenAIChatModel` whose API call is replaced by the
+script — its formatter still turns the context into OpenAI messages on every call, and
+its own token estimate and compression (a structured summary call when a request passes
+0.8 of the window) run as shipped. The scripted summary is a short structured summary
+(one line per field). A person's message that the scenario sends in the middle of the
+run ends AgentScope's reply loop with a one-word answer and starts the next reply: one
+extra model call per such message (3 in long-200 and long-1000).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- the TaskOS side (TaskOS's Python)
+def write_workload(scenario_name: str, path: Path) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from agents.scenarios import load_scenario
+    from agents.tools.documents import synthetic_document
+
+    scenario = load_scenario(scenario_name)
+    turns = []
+    for step in scenario.model_steps:
+        calls = []
+        for call in step.tool_calls:
+            if call["tool"] != "fetch_document":
+                raise SystemExit(f"{scenario_name}: only fetch_document workloads are "
+                                 f"replayed (found {call['tool']})")
+            args = call["args"]
+            calls.append({"name": call["tool"], "args": args,
+                          "result": synthetic_document(args["tokens"], args["topic"].strip())})
+        turns.append({"user": scenario.user_messages_before(step.index), "calls": calls,
+                      "say": step.say, "final": step.final})
+    workload = {"scenario": scenario_name, "goal": scenario.goal,
+                "window": scenario.window or 128_000, "turns": turns}
+    path.write_text(json.dumps(workload, ensure_ascii=False))
+    return workload
+
+
+def taskos_cpu(scenario_name: str, window: int) -> dict:
+    from agents.bench.workloads import bench_scenario
+
+    report = bench_scenario(scenario_name, window, with_unmanaged=False)
+    return {"model_calls": len(report["model_calls"]),
+            "summary_calls": report["summary_calls"],
+            "cpu_ms_per_call": report["engine_cpu"]["per_call"],
+            "wall_ms_per_call": report["engine_wall"]["per_call"],
+            "cpu": report["engine_cpu"]}
+
+
+# --- the AgentScope side (AgentScope's Python)
+def replay_agentscope(workload_path: Path) -> dict:
+    import asyncio
+    import logging
+
+    from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
+    from agentscope.credential import OpenAICredential
+    from agentscope.message import TextBlock, ToolCallBlock, UserMsg
+    from agentscope.model import ChatResponse, OpenAIChatModel
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import FunctionTool, Toolkit
+
+    logging.disable(logging.WARNING)  # one "compression activated" line per compaction
+    workload = json.loads(workload_path.read_text())
+    turns = workload["turns"]
+    outside = {"cpu": 0.0}  # CPU spent in the scripted model and the tool: not AgentScope's
+    cursor = {"turn": 0, "pending_user": False, "calls": 0, "summaries": 0}
+    results = iter([c["result"] for t in turns for c in t["calls"]])
+
+    def fetch_document(tokens: int, topic: str) -> str:
+        """Fetch a source document of about `tokens` tokens on a topic.
+
+        Args:
+            tokens (int): Approximate length in tokens.
+            topic (str): The topic.
+        """
+        started = time.thread_time()
+        text = next(results)
+        outside["cpu"] += time.thread_time() - started
+        return text
+
+    class ScriptedModel(OpenAIChatModel):
+        async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kw):
+            # AgentScope's own per-call work: the formatter and the tool schemas.
+            await self.formatter.format(messages)
+            self._format_tools(tools, tool_choice)
+            started = time.thread_time()
+            cursor["calls"] += 1
+            if tools and any(t["function"]["name"] == "generate_structured_output"
+                             for t in tools):
+                cursor["summaries"] += 1
+                summary = {field: f"{field.replace('_', ' ')}: the documents read so far, "
+                                  "their key figures and the constraints stated."
+                           for field in ("task_overview", "current_state",
+                                         "important_discoveries", "next_steps",
+                                         "context_to_preserve")}
+                reply = ChatResponse(content=[ToolCallBlock(
+                    id=f"s{cursor['calls']}", name="generate_structured_output",
+                    input=json.dumps(summary))], is_last=True)
+            else:
+                reply = self._next_reply()
+            outside["cpu"] += time.thread_time() - started
+            return reply
+
+        def _next_reply(self):
+            if cursor["turn"] >= len(turns):
+                return ChatResponse(content=[TextBlock(text="done")], is_last=True)
+            turn = turns[cursor["turn"]]
+            if turn["user"] and not cursor["pending_user"]:
+                cursor["pending_user"] = True  # end this reply: the person's message comes
+                return ChatResponse(content=[TextBlock(text="ok")], is_last=True)
+            cursor["pending_user"] = False
+            cursor["turn"] += 1
+            if turn["final"] is not None:
+                return ChatResponse(content=[TextBlock(text=turn["final"])], is_last=True)
+            blocks = [TextBlock(text=turn["say"])] if turn["say"] else []
+            blocks += [ToolCallBlock(id=f"c{cursor['turn']}_{i}", name=c["name"],
+                                     input=json.dumps(c["args"]))
+                       for i, c in enumerate(turn["calls"])]
+            return ChatResponse(content=blocks, is_last=True)
+
+    model = ScriptedModel(credential=OpenAICredential(api_key="offline"), model="scripted",
+                          stream=False, context_size=workload["window"])
+    agent = Agent(name="agent", system_prompt="You are a research agent.", model=model,
+                  toolkit=Toolkit(tools=[FunctionTool(fetch_document, permission=PermissionDecision(
+                      behavior=PermissionBehavior.ALLOW, message="allowed"))]),
+                  context_config=ContextConfig(),
+                  react_config=ReActConfig(max_iters=len(turns) + 10),
+                  injection_config=InjectionConfig())
+
+    async def run() -> None:
+        inputs = [UserMsg(name="user", content=workload["goal"])]
+        while cursor["turn"] < len(turns):
+            turn = turns[cursor["turn"]]
+            if cursor["pending_user"]:
+                inputs += [UserMsg(name="user", content=text) for text in turn["user"]]
+            await agent.reply(inputs)
+            inputs = []
+
+    started = time.process_time()
+    wall = time.perf_counter()
+    asyncio.run(run())
+    cpu = time.process_time() - started - outside["cpu"]
+    wall = time.perf_counter() - wall
+    import agentscope
+    return {"framework": f"agentscope {agentscope.__version__}", "model_calls": cursor["calls"],
+            "summary_calls": cursor["summaries"],
+            "cpu_ms_per_call": round(cpu * 1000 / cursor["calls"], 3),
+            "wall_ms_per_call": round(wall * 1000 / cursor["calls"], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenario", default="long-200")
+    parser.add_argument("--agentscope-python", help="a Python that has agentscope installed")
+    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--replay", help=argparse.SUPPRESS)  # the AgentScope side's run
+    args = parser.parse_args()
+    if args.replay:
+        print(json.dumps(replay_agentscope(Path(args.replay))))
+        return
+    if not args.agentscope_python:
+        parser.error("--agentscope-python is required (see the docstring)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "workload.json"
+        workload = write_workload(args.scenario, path)
+        theirs = subprocess.run([args.agentscope_python, __file__, "--replay", str(path)],
+                                check=True, capture_output=True, text=True)
+        agentscope = json.loads(theirs.stdout.strip().splitlines()[-1])
+    taskos = taskos_cpu(args.scenario, workload["window"])
+    ratio = round(taskos["cpu_ms_per_call"] / agentscope["cpu_ms_per_call"], 3)
+    print(f"{args.scenario}: CPU ms per model call, TaskOS {taskos['cpu_ms_per_call']} "
+          f"({taskos['model_calls']} calls, {taskos['summary_calls']} summaries) vs "
+          f"{agentscope['framework']} {agentscope['cpu_ms_per_call']} "
+          f"({agentscope['model_calls']} calls, {agentscope['summary_calls']} summaries): "
+          f"{ratio}x")
+    print(f"  wall ms per call: TaskOS {taskos['wall_ms_per_call']}, AgentScope "
+          f"{agentscope['wall_ms_per_call']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"scenario": args.scenario, "taskos": taskos, "agentscope": agentscope,
+             "cpu_ratio": ratio}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
