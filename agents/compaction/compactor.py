@@ -211,7 +211,8 @@ class Compactor:
             text = text.rsplit("\n", 1)[0] if "\n" in text.strip() else ""  # the cut line goes
         echoes = (SUMMARIZER_PROMPT, SUMMARY_TAIL) if self.fresh else None
         merged = merge(current, parse_model_summary(text, outcome.summary_forms, echoes,
-                                                    material=self._asked))
+                                                    material=self._asked,
+                                                    earlier=render(current) if current else ""))
         count = self.ctx.count
         current = shrink_to(merged, budget.summary_cap, count, count.lines)
         if count.lines(render_lines(current)) > budget.summary_max:

@@ -228,12 +228,13 @@ def _ruled_out(value: Any) -> list[dict[str, str]]:
 
 def parse_model_summary(text: str, forms: list[str] | None = None,
                         prose_ok: tuple[str, ...] | None = None,
-                        material: str = "") -> StructuredSummary:
+                        material: str = "", earlier: str = "") -> StructuredSummary:
     """Validate a model's summary; raise SummaryError. JSON (bare, fenced, with chatter
     around it, or HTML-escaped) is read first; else sections under headings in plain text
     or markdown (agents.compaction.summary_text). With `prose_ok` (the request's own texts, which an
     echo repeats), an answer with neither is read as plain facts (weak models' summaries).
-    A summary that copies `material` (the messages it sums up) is refused.
+    A summary that copies `material` (its request's texts) beyond the notes written
+    `earlier` is refused.
     The form read ("json", "text" or "prose") is appended to `forms`."""
     expected = ("headed plain text (Goal and constraints:, Done so far:, Key data:, Next steps:)"
                 if prose_ok is not None else "a JSON object")
@@ -291,7 +292,7 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
         raise SummaryError("The summary JSON has the expected keys but every section is empty.")
     items = [str(i) for name in FIELDS if name != "ruled_out" for i in getattr(summary, name)]
     copied = material_copy(items + [r["approach"] for r in summary.ruled_out], material,
-                           prose_ok or ())
+                           prose_ok or (), earlier)
     if copied:
         raise SummaryError(
             f"The summary answer copies the messages it was to sum up ({copied[0]} of their "

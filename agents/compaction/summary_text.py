@@ -114,23 +114,25 @@ def drop_echoes(sections: dict[str, list[str]], ignore: tuple[str, ...]) -> dict
 
 
 # A summary that is a copy of its request: nearly all its items are lines of the request's
-# material, and they are at least half of them (a summary may copy key lines word for word,
-# as the request asks for figures and file names; a copy keeps them all).
+# material, and they are most of them (a summary may copy key lines word for word, as the
+# request asks for figures and file names; a copy keeps them all).
 COPIED_ITEMS = 0.9
-COPIED_MATERIAL = 0.5
-MIN_MATERIAL_LINES = 6  # fewer lines are too few to tell a copy from a summary
+COPIED_MATERIAL = 0.75
+MIN_MATERIAL_LINES = 12  # a copy of fewer lines is as short as a summary of them
 
 
 def _flat(line: str) -> str:
     return " ".join(line.split()).casefold()
 
 
-def material_copy(items: list[str], material: str,
-                  ignore: tuple[str, ...] = ()) -> tuple[int, int] | None:
+def material_copy(items: list[str], material: str, ignore: tuple[str, ...] = (),
+                  earlier: str = "") -> tuple[int, int] | None:
     """(lines copied, lines of the material) when `items` are a copy of `material` (a
     request's texts), else None. The material's lines are the facts it states, read as a
-    summary's are (`prose_items`: not its labels, its headings or `ignore`'s wording)."""
-    lines = {_flat(line) for line in prose_items(material, ignore)}
+    summary's are (`prose_items`: not its labels, its headings or `ignore`'s wording), less
+    the notes written `earlier`, which the request asks to keep."""
+    lines = ({_flat(line) for line in prose_items(material, ignore)}
+             - {_flat(line) for line in prose_items(earlier)})
     said = [_flat(item) for item in items if item.strip()]
     if len(lines) < MIN_MATERIAL_LINES or not said:
         return None

@@ -96,7 +96,7 @@ def test_the_audit_flags_names_in_any_script():
 
 
 MATERIAL = "\n".join(f"North revenue {1000 + i}.00 in month {i}, filed by the office" for i in
-                     range(1, 9))
+                     range(1, 17))
 
 
 def test_a_summary_that_copies_its_material_is_refused_and_one_that_picks_lines_is_not():
@@ -105,8 +105,17 @@ def test_a_summary_that_copies_its_material_is_refused_and_one_that_picks_lines_
         with pytest.raises(SummaryError, match="copies the messages it was to sum up"):
             parse_model_summary(copy, prose_ok=PLAIN_TEXT, material=MATERIAL)
     lines = MATERIAL.splitlines()
-    picked = f"Key data:\n- {lines[0]}\n- {lines[-1]}\nDone so far:\n- read all eight months"
+    picked = f"Key data:\n- {lines[0]}\n- {lines[-1]}\nDone so far:\n- read all sixteen months"
     assert parse_model_summary(picked, prose_ok=PLAIN_TEXT, material=MATERIAL)
+
+
+def test_the_earlier_notes_kept_are_no_copy():
+    earlier = "\n".join(f"- {line}" for line in MATERIAL.splitlines())
+    notes = f"Key data:\n{earlier}\n- South revenue 2000.00 in month 1"
+    request = f"Notes written earlier:\n{earlier}\n\nMaterial:\nSouth revenue 2000.00 in month 1"
+    with pytest.raises(SummaryError, match="copies"):
+        parse_model_summary(notes, prose_ok=PLAIN_TEXT, material=request)
+    assert parse_model_summary(notes, prose_ok=PLAIN_TEXT, material=request, earlier=earlier)
 
 
 def rounds(count: int = 8) -> WorkingContext:
