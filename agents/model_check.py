@@ -17,8 +17,9 @@ asks the server a few small requests, through the same client sessions use
                server's `usage.prompt_tokens`) — equal counts mean the model never sees a
                tool; where no count is given, whether the model calls a trivial tool when
                asked to;
-- tool_choice  whether "none" is honoured (TaskOS sends it with the tools on summary
-               requests that repeat the agent's prefix);
+- tool_choice  whether "none" is honoured (a summary request that repeats the agent's
+               prefix sends the agent's "auto"; one whose answer called a tool instead is
+               asked again with "none");
 - counting     how a session will count (exact / calibrated / estimate), and its error on
                the check's requests, each figure taken before the request as a session
                takes it;
@@ -237,7 +238,8 @@ class _Check:
             exact = self.served.check(figures, reply.content, reply.tool_calls,
                                       reply.input_tokens)
         if reply.input_tokens:
-            self.counts.append({"request": what, "counted": exact if exact is not None
+            self.counts.append({"request": what, "tools": bool(tools),
+                                "counted": exact if exact is not None
                                 else before, "reported": reply.input_tokens,
                                 "source": "exact" if exact is not None else source})
             self.calibration.observe(engine, reply.input_tokens, kind, len(wire))
@@ -527,6 +529,12 @@ class _Check:
     def _counting(self, tools: Capability, server: str) -> Capability:
         rows = self.counts
         figures: dict[str, Any] = {"requests": rows}
+        left_out = ""
+        if tools.verdict == FAIL and any(not r["tools"] for r in rows):
+            # Sessions on this profile run with tools off: their requests carry none.
+            left_out = (f" Requests with tools left out ({sum(r['tools'] for r in rows)}): "
+                        "sessions on this profile run with tools off.")
+            rows = [r for r in rows if not r["tools"]]
         if not rows:
             return Capability("counting", WARN,
                               "the server reports no usage.prompt_tokens: TaskOS estimates "
@@ -536,19 +544,17 @@ class _Check:
         worst = max(rows, key=lambda r: abs(r["counted"] - r["reported"]) / r["reported"])
         share = abs(worst["counted"] - worst["reported"]) / worst["reported"]
         figures.update(errors=errors, max_error_pct=round(share * 100, 1))
-        if self.served is not None and self.served.active and self.served.confirmed:
+        if self.served is not None and self.served.active and self.served.confirmed \
+                and all(r["source"] == "exact" for r in rows):
             return Capability("counting", PASS,
                               f"exact: the server's tokenizer and its chat format's rendering "
                               f"matched its reports on {self.served.confirmed} of "
                               f"{len(rows)} requests (error 0 tokens)", "",
                               {**figures, "source": "exact"})
         source = "calibrated" if any(r["source"] == "calibrated" for r in rows) else "estimate"
-        why = ""
+        why = left_out
         if self.served is not None and self.served.mismatch:
-            why = f" Exact counting is off: {self.served.mismatch}"
-            if tools.verdict == FAIL:
-                why += " (the template drops tools)"
-            why += "."
+            why += f" Exact counting is off: {self.served.mismatch}."
         spread = ", ".join(f"{e:+d}" for e in errors)
         found = (f"{source}: counted before each request as a session counts, off by "
                  f"{spread} tokens on {len(rows)} requests (at most "
