@@ -14,7 +14,7 @@ from agents.events import Audit, Compaction, Event, EventSink, ModelCall, ToolRe
 
 ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
              "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
-             "over_window_requests": 0}
+             "over_window_requests": 0, "summary_section_tokens": 0, "summary_output_tokens": 0}
 
 
 class ReportSink:
@@ -91,6 +91,8 @@ class ReportSink:
         call = {"input_tokens": event.input_tokens, "kind": event.kind,
                 "over_window": event.over_window, "cached_tokens": cached,
                 "output_tokens": output, **({"refused": True} if event.refused else {})}
+        if event.kind == "agent" and (event.zones or {}).get("summary"):
+            call["summary_tokens"] = event.zones["summary"]  # the summary this call carried
         self.model_calls.append(call)
         self._add(call)
         if event.kind == "agent" and not event.refused:
@@ -139,6 +141,9 @@ class ReportSink:
         sums["cached_input_tokens"] += call["cached_tokens"]
         sums["output_tokens"] += call["output_tokens"]
         sums["summary_calls"] += call["kind"] == "summary"
+        sums["summary_section_tokens"] += call.get("summary_tokens", 0)
+        if call["kind"] == "summary":
+            sums["summary_output_tokens"] += call["output_tokens"]
         sums["over_window_requests"] += bool(call["over_window"])
 
     def to_state(self) -> dict[str, Any]:
@@ -198,7 +203,9 @@ class ReportSink:
         sums = self.sums
         return {name: sums[name] for name in ("total_input_tokens", "peak_input_tokens",
                                               "cached_input_tokens", "output_tokens",
-                                              "summary_calls", "over_window_requests")} | {
+                                              "summary_calls", "over_window_requests",
+                                              "summary_section_tokens",
+                                              "summary_output_tokens")} | {
                 "model_call_count": sums["calls"], "compactions": self.compactions,
                 "summaries": dict(self.summaries), "probe_recovery": list(self.probes),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agents.config import TOOLS_OFF_NOTICE
+from agents.counting.pricing import PRICE_TABLES
 from agents.events import EventSink
 from agents.loop.agent_loop import AgentLoop
 from agents.loop.retry import RetryBudget
@@ -101,6 +102,11 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
         invented = transport.summaries.invented
         report["invented_figures"] = len(invented)
         report["invented_unflagged"] = sink.unflagged(invented)
+        # The same calls priced under Anthropic's strict cache rule (agents/sim/cache.py).
+        usage = transport.strict_usage
+        report["cached_input_tokens_strict"] = sum(cached for _, cached, _ in usage)
+        report["cost_anthropic_strict"] = round(sum(
+            PRICE_TABLES["anthropic-like"].cost(*call) for call in usage), 4)
     return SessionRun(result=result, report=report, engine_ms=list(ledger.turn_ms),
                       engine_calls=list(ledger.turn_calls),
                       engine_cpu_ms=list(ledger.turn_cpu_ms), compacted=list(ledger.turn_compacted))

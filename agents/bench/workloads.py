@@ -20,6 +20,7 @@ BENCH_SCENARIOS = [("retrieval-6x1600", 4000), ("sales-report", 128_000), ("long
                    ("long-1000", 128_000)]
 # Unmanaged, long-1000 would send ~800M tokens: only its engine cost is measured.
 MANAGED_ONLY = {"long-1000"}
+STRICT = "anthropic-strict"  # anthropic-like prices, strict cache rule (agents/sim/cache.py)
 UNLIMITED_WINDOW = 100_000_000
 
 
@@ -114,9 +115,12 @@ def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True,
     report.update(engine_tenths(managed))
     report.update(engine_figures(managed))
     report["peak_window_share"] = round(report["peak_input_tokens"] / window, 4)
+    with_strict_cost(report)
+    report.update(summary_figures(report))
     if not with_unmanaged:
         return report
     unmanaged = run_once(name, window, managed=False)
+    with_strict_cost(unmanaged.report)
     unmanaged_inputs = [c["input_tokens"] for c in unmanaged.report["model_calls"]]
     total = sum(unmanaged_inputs)
     report.update({
@@ -136,9 +140,28 @@ def bench_scenario(name: str, window: int, *, with_unmanaged: bool = True,
         "unmanaged_cost_sequences": {t: cost_sequence(unmanaged.report["model_calls"], t)
                                      for t in PRICE_TABLES},
         "cost_ratio": {table: round(report["cost"][table] / unmanaged.report["cost"][table], 3)
-                       for table in PRICE_TABLES if unmanaged.report["cost"][table]},
+                       for table in (*PRICE_TABLES, STRICT)
+                       if unmanaged.report["cost"].get(table)},
     })
     return report
+
+
+def with_strict_cost(report: dict[str, Any]) -> None:
+    """The run's cost under Anthropic's strict cache rule (a change of tools, tool_choice
+    or system text voids the cached messages) as a third column beside the two others."""
+    if "cost_anthropic_strict" in report:
+        report["cost"] = {**report["cost"], STRICT: report["cost_anthropic_strict"]}
+
+
+def summary_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """What the summary costs: its share of all input tokens (the summary section every
+    agent request carries) and the output its calls wrote."""
+    total = report["total_input_tokens"]
+    return {"summary_share": round(report["summary_section_tokens"] / total, 4) if total
+            else None,
+            "summary_output_share": round(report["summary_output_tokens"]
+                                          / report["output_tokens"], 4)
+            if report["output_tokens"] else None}
 
 
 def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") -> list[float]:
@@ -195,7 +218,8 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
     """Tokens, cache, summary calls, money (managed vs unmanaged) and engine time."""
     head = (f"{'scenario':<17}{'window':>7}{'calls':>6}{'sum.':>5}{'input':>10}{'cached':>7}"
             f"{'unmanaged':>11}{'cached':>7}{'peak':>7}{'over':>5}{'anch.':>6}"
-            f"{'$ oai':>7}{'$ unm':>7}{'$ ant':>7}{'$ unm':>7}{'ms/call':>8}{'ms/turn':>8}")
+            f"{'$ oai':>7}{'$ unm':>7}{'$ ant':>7}{'$ unm':>7}{'$ str':>7}{'$ unm':>7}"
+            f"{'sum%':>5}{'ms/call':>8}{'ms/turn':>8}")
     rows = [head, "-" * len(head)]
     for name, r in results.items():
         survival = "-" if r["anchor_survival"] is None else f"{r['anchor_survival']:.2f}"
@@ -215,6 +239,8 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
             f"{_money(r['cost']['openai-like']):>7}{_money(unm_cost.get('openai-like')):>7}"
             f"{_money(r['cost']['anthropic-like']):>7}"
             f"{_money(unm_cost.get('anthropic-like')):>7}"
+            f"{_money(r['cost'].get(STRICT)):>7}{_money(unm_cost.get(STRICT)):>7}"
+            f"{share(r['summary_section_tokens'], r['total_input_tokens']):>5}"
             f"{r['engine_ms_per_call'] or 0:>8.3f}{r['engine_ms_per_turn_median'] or 0:>8.3f}")
     return "\n".join(rows)
 

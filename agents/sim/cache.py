@@ -13,6 +13,14 @@ O(its own length), never O(session length).
 Counting is by whole parts: a message that differs anywhere counts as not shared, which
 is what a layout that keeps changing text at the end (feature C17) needs and never overstates
 a hit. This module imports nothing from the engine.
+
+The strict mode follows Anthropic's documented rule for what a request parameter voids:
+the cache is laid out tools, then system, then messages, and a change of `tool_choice`
+voids the message part while tools and system stay cached. So the request's tool_choice
+is one more link of the chain, placed after the leading system messages: a request that
+changes it shares at most the tool list and the system prompt with earlier ones. (A
+change of tools or system text voids everything after it in either mode.) The default
+mode, like OpenAI's automatic caching, compares the tools and messages only.
 """
 from __future__ import annotations
 
@@ -22,6 +30,8 @@ from typing import Any, Callable
 
 CACHE_MIN_TOKENS = 1024
 CACHE_BLOCK_TOKENS = 128
+# Starts the strict mode's tool_choice link; no message's JSON (an object) starts with it.
+_CHOICE = "tool_choice="
 
 
 def billable_cached(shared_tokens: int) -> int:
@@ -40,8 +50,10 @@ class PromptCache:
     """Remembers every prefix a session's requests began with; answers cached tokens."""
 
     def __init__(self, count_message: Callable[[dict[str, Any]], int],
-                 count_tools: Callable[[list[dict[str, Any]] | None], int]) -> None:
+                 count_tools: Callable[[list[dict[str, Any]] | None], int],
+                 strict: bool = False) -> None:
         self.count_message = count_message
+        self.strict = strict
         self.count_tools = count_tools
         self._seen: set[bytes] = set()
         self._tokens_of: dict[str, int] = {}  # exact part JSON -> tokens, counted once
@@ -53,13 +65,18 @@ class PromptCache:
         return found
 
     def shared_prefix(self, messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None = None) -> int:
+                      tools: list[dict[str, Any]] | None = None,
+                      tool_choice: Any = None) -> int:
         """Tokens of the longest prefix shared with an earlier request; records this one."""
         parts: list[tuple[str, Callable[[], int]]] = []
         if tools:
             parts.append((json.dumps(tools, sort_keys=True, ensure_ascii=False),
                           lambda: self.count_tools(tools)))
-        for message in messages:
+        system = next((i for i, m in enumerate(messages) if m.get("role") != "system"),
+                      len(messages))
+        for index, message in enumerate(messages):
+            if self.strict and index == system:
+                parts.append((_CHOICE + json.dumps(tool_choice, sort_keys=True), lambda: 0))
             parts.append((json.dumps(message, sort_keys=True, ensure_ascii=False),
                           lambda m=message: self.count_message(m)))
         link, shared, matching = b"", 0, True
@@ -73,6 +90,6 @@ class PromptCache:
         return shared
 
     def cached_tokens(self, messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None = None) -> int:
+                      tools: list[dict[str, Any]] | None = None, tool_choice: Any = None) -> int:
         """What the usage block reports as `prompt_tokens_details.cached_tokens`."""
-        return billable_cached(self.shared_prefix(messages, tools))
+        return billable_cached(self.shared_prefix(messages, tools, tool_choice))

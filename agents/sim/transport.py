@@ -42,6 +42,12 @@ class SimTransport(httpx2.BaseTransport):
         self.prompt_tokens: list[int] = []  # this provider's count of each accepted request
         self.refused: list[tuple[int, int]] = []  # (prompt, max_tokens) of refused requests
         self.cache = PromptCache(counting.message_tokens, counting.tools_tokens)
+        # What the same requests would have had cached under Anthropic's stricter rule (a
+        # tool_choice change voids the cached messages): (prompt, cached, output) per
+        # accepted request, for the benchmark's third price column.
+        self.strict_cache = PromptCache(counting.message_tokens, counting.tools_tokens,
+                                        strict=True)
+        self.strict_usage: list[tuple[int, int, int]] = []
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
@@ -79,6 +85,8 @@ class SimTransport(httpx2.BaseTransport):
             message, finish = self._play(messages, max_tokens)
         cached = self.cache.cached_tokens(messages, body.get("tools"))
         output = _output_tokens(message)
+        self.strict_usage.append((prompt, self.strict_cache.cached_tokens(
+            messages, body.get("tools"), body.get("tool_choice")), output))
         return _json_response(200, {
             "id": f"simcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", SIM_MODEL),

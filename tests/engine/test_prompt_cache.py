@@ -78,3 +78,35 @@ def test_cost_meter_adds_the_profile_prices_to_the_named_tables():
     assert set(totals) == {"openai-like", "anthropic-like", "deepseek-like", "profile"}
     assert totals["profile"] == 1.0 + 0.1 + 1.0
     assert totals["openai-like"] == 2.0 + 0.5 + 4.0
+
+
+def strict() -> PromptCache:
+    return PromptCache(COUNTER.message, COUNTER.tools, strict=True)
+
+
+def test_strict_mode_keeps_only_tools_and_system_cached_when_tool_choice_changes():
+    system, history = msg("system", 900, "s"), msg("user", 900, "h")
+    head = COUNTER.tools(TOOLS) + COUNTER.message(system)
+    for cache_of, expected in ((cache(), head + COUNTER.message(history)), (strict(), head)):
+        c = cache_of
+        c.cached_tokens([system, history, msg("user", 5, "a")], TOOLS, "auto")
+        assert c.cached_tokens([system, history, msg("user", 5, "b")], TOOLS,
+                               "none") == billable_cached(expected)
+    # The same tool_choice again: the messages are cached in the strict mode too.
+    c = strict()
+    c.cached_tokens([system, history, msg("user", 5, "a")], TOOLS, "auto")
+    assert c.cached_tokens([system, history, msg("user", 5, "b")], TOOLS, "auto") == \
+        billable_cached(head + COUNTER.message(history))
+
+
+def test_strict_mode_voids_everything_after_a_changed_tool_list_or_system_text():
+    system, history = msg("system", 900, "s"), msg("user", 900, "h")
+    c = strict()
+    c.cached_tokens([system, history], TOOLS, "auto")
+    other_tools = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "name": "fetch2"}}]
+    assert c.cached_tokens([system, history, msg("user", 3)], other_tools, "auto") == 0
+    c.cached_tokens([system, history], TOOLS, "auto")
+    changed = msg("system", 900, "t")
+    assert c.cached_tokens([changed, history, msg("user", 3)], TOOLS, "auto") == 0
+    assert c.cached_tokens([system, history, msg("user", 3)], TOOLS, "auto") == billable_cached(
+        COUNTER.tools(TOOLS) + COUNTER.message(system) + COUNTER.message(history))
