@@ -111,6 +111,9 @@ class ContextConfig:
     tool_result_limit: int = bounded(50_000, 100, WINDOW.high, whole=True, unit=" tokens")
     compression_fallback_to_truncation: bool = True
     compression_tool_enabled: bool = False
+    # The clearing tier (feature C20): old tool results become one-line digests before any
+    # summary. Off, only summaries and truncation make room.
+    clear_tool_results: bool = True
     delegation_enabled: bool = False  # offer the delegate tool (sub-agents, feature T6)
     max_image_num: int = bounded(5, 0, 100, whole=True)
     # rolling-window trigger: more rounds than this kept → compact

@@ -108,6 +108,11 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "The summary call failed or returned an invalid or too long summary.",
         "TaskOS fell back to truncating the oldest messages (all raw messages stay in the "
         "archive). Consider a stronger summary model."),
+    "summary_skipped": ErrorAdvice(
+        "No summary was requested: beside the newest rounds it would not fit the next "
+        "request, so the model's work on it would never be sent.",
+        "TaskOS truncated the oldest messages instead (all raw messages stay in the "
+        "archive). A larger window leaves room for a summary."),
     "compaction_failed": ErrorAdvice(
         "History could not be shrunk: the summary failed and truncation is disabled.",
         "Enable compression_fallback_to_truncation or fix the summary model."),

@@ -260,6 +260,11 @@ class Compaction(Event):
 
     TYPE = EventType.COMPACTION
     trigger: str = ""  # rolling | anchor | budget | manual | overflow
+    # summary: folded into the summary (or truncated, `fallback`); clear: old tool results
+    # replaced by their digests without a model call (feature C20), `tokens_saved` fewer.
+    kind: str = "summary"
+    tokens_saved: int = 0
+    digests: list[str] = _listed()  # a clear's one-line digests, in the order of `refs`
     before: dict[str, int] = _mapped()
     after: dict[str, int] = _mapped()
     refresh: bool = False  # an anchor rebuild that moved nothing: not counted
@@ -270,6 +275,7 @@ class Compaction(Event):
     fallback: bool = False  # truncated instead of summarised (feature C7)
     fallback_reason: str = ""
     summary_calls: int = 0
+    summary_calls_discarded: int = 0  # of them, cut or invalid replies asked again
     raised_output: int = 0
     summary_forms: list[str] = _listed()
     audit: dict[str, Any] = _mapped()  # ok, missing_anchors, snapshot_present, ...

@@ -35,6 +35,11 @@ class ReportSink:
         self.sums = dict(ZERO_SUMS)  # running totals: what the state saves and resumes
         self.compactions = 0
         self.summaries: dict[str, int] = {"model": 0, "fallback": 0}
+        self.clears = {"clears": 0, "cleared_tokens": 0}  # the clearing tier (C20)
+        # Summary calls whose text never reached an agent request: settled by the next
+        # agent call (it carries a summary section or not), or at the end of the run.
+        self.unused_summaries = 0
+        self.pending_summaries = 0
         self.probes: list[dict[str, Any]] = []  # one small dict per probed compaction
         self.stated_turn: dict[str, int] = {}
         # per expected anchor: [calls that should show it, calls that did]
@@ -61,10 +66,19 @@ class ReportSink:
                 "answer_tokens": event.kept_tokens, "error": event.error,
                 "child_input_tokens": event.child_input_tokens, "child_cost": event.child_cost,
                 "parent_calls_before": len(self.agent_inputs)})
+        elif isinstance(event, Compaction) and event.kind == "clear":
+            self.compactions += 1
+            self.clears["clears"] += 1
+            self.clears["cleared_tokens"] += event.tokens_saved
         elif isinstance(event, Compaction) and not event.noop:
             self.compactions += 1
             # Visible in runtask's report: how many model summaries were usable, and how.
             self.summaries["fallback" if event.fallback else "model"] += 1
+            if event.fallback:  # truncated instead: none of its calls' text is used
+                self.unused_summaries += event.summary_calls
+            else:
+                self.unused_summaries += event.summary_calls_discarded
+                self.pending_summaries += event.summary_calls - event.summary_calls_discarded
             if event.probe is not None:
                 probe = event.probe
                 self.probes.append({"compaction": self.compactions, "turn": event.turn,
@@ -97,6 +111,9 @@ class ReportSink:
         self._add(call)
         if event.kind == "agent" and not event.refused:
             self.agent_inputs.append(event.input_tokens)
+            if not (event.zones or {}).get("summary"):
+                self.unused_summaries += self.pending_summaries
+            self.pending_summaries = 0
         if event.refused:  # never sent on to the model: nothing to check in it
             return
         self.meter.add(event.input_tokens, cached, output)
@@ -155,7 +172,9 @@ class ReportSink:
                 "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
                 "audit_failures": self.audit_failures,
                 "flagged": self.flagged, "flagged_names": self.flagged_names,
-                "summary_figures": self._figures_saved()}
+                "summary_figures": self._figures_saved(),
+                "clears": self.clears, "unused_summaries": [self.unused_summaries,
+                                                            self.pending_summaries]}
 
     def _figures_saved(self) -> list[str]:
         # Saved every turn, changed per compaction: the same sorted list until it grows.
@@ -175,6 +194,8 @@ class ReportSink:
         self.compactions = state.get("compactions", 0)
         self.summaries = {"model": 0, "fallback": 0, **(state.get("summaries") or {})}
         self.probes = list(state.get("probes") or [])
+        self.clears = {"clears": 0, "cleared_tokens": 0, **(state.get("clears") or {})}
+        self.unused_summaries, self.pending_summaries = state.get("unused_summaries") or (0, 0)
         self.delegated = list(state.get("delegated", []))
         self.agent_inputs = [int(n) for n in state.get("agent_inputs", [])]
         self.stated_turn = dict(state.get("stated_turn", {}))
@@ -207,7 +228,10 @@ class ReportSink:
                                               "summary_section_tokens",
                                               "summary_output_tokens")} | {
                 "model_call_count": sums["calls"], "compactions": self.compactions,
-                "summaries": dict(self.summaries), "probe_recovery": list(self.probes),
+                "summaries": dict(self.summaries), **self.clears,
+                # A run that ends right after a compaction never sent that summary either.
+                "unused_summaries": self.unused_summaries + self.pending_summaries,
+                "probe_recovery": list(self.probes),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
                 "unsupported_names": len(self.flagged_names),

@@ -17,7 +17,7 @@ from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, 
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
 from agents.context.working import WorkingContext
-from agents.counting.tokens import REPLY_PRIMING
+from agents.counting.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE
 from agents.protocol import (CONSTRAINTS_LINE, FOLD_LINE, LABELS_LINE, SUMMARY_MARKER,
                              archive_label, label_line)
 from agents.provider.client import ModelError, ModelReply
@@ -30,6 +30,7 @@ _PREFIX_FORM = ("The messages to fold (their number and archive labels are at th
                 "this message) are")
 MIN_SUMMARY_ROOM = 64  # below this a summary request carries too little history to be worth it
 RAISE_SLACK = 16  # tokens kept free when a cut summary is asked again with the window's room
+FIRST_OUTPUT_CAP = 4096  # output room a first summary call may get beyond its zone's
 ARGS_KEEP_CHARS = 200  # tool-call arguments shown in a squeezed summary request
 
 
@@ -42,6 +43,8 @@ class CompactionOutcome:
     fallback: bool = False
     fallback_reason: str = ""
     summary_calls: int = 0
+    merged_calls: int = 0  # of them, those whose reply went into the summary
+    skipped: bool = False  # no summary asked: it would not fit the next request
     raised_output: int = 0  # output room a cut summary was asked again with, if it was
     # How each accepted model summary was read: "json", or "text" (headed sections).
     summary_forms: list[str] = field(default_factory=list)
@@ -68,6 +71,7 @@ class Compactor:
         # and each chunk as agents.compaction.fresh_requests packs it.
         self.fresh = fresh
         self._asked = ""  # the texts of the last summary request
+        self._room = 0  # tokens the summary being made may take in the next request
 
     def compact(self, trigger: str, *, constraints: list[str], instructions: str = "",
                 emergency: bool = False) -> CompactionOutcome | None:
@@ -83,11 +87,19 @@ class Compactor:
         old, kept = units[:keep_from], units[keep_from:]
         outcome = CompactionOutcome(trigger=trigger, summary_before=ctx.summary_text,
                                     compacted=[m for m in flatten(old) if not is_marker(m)])
-        try:
-            summary = self._summarize_units(old, constraints, instructions, outcome)
-        except (ModelError, SummaryError) as exc:
-            outcome.fallback_reason = str(exc)
-            summary = None
+        self._room = self.summary_room(flatten(kept))
+        summary = None
+        if self._room < MIN_SUMMARY_ROOM:  # a summary nobody would send is not asked for
+            outcome.skipped = True
+            outcome.fallback_reason = (
+                f"no summary was requested: the next request would leave it {self._room} "
+                f"tokens (at least {MIN_SUMMARY_ROOM} needed) beside the newest rounds, the "
+                "system prompt, the task snapshot and the person's words")
+        else:
+            try:
+                summary = self._summarize_units(old, constraints, instructions, outcome)
+            except (ModelError, SummaryError) as exc:
+                outcome.fallback_reason = str(exc)
         if summary is None:
             if not ctx.config.compression_fallback_to_truncation:
                 raise CompactionFailed(
@@ -102,6 +114,19 @@ class Compactor:
             ctx.history = flatten(kept)
         outcome.summary_after = ctx.summary_text
         return outcome
+
+    def summary_room(self, kept: list[Msg]) -> int:
+        """Tokens a summary may take in the next agent request, with `kept` as its history:
+        what the window leaves beside everything else that request will carry."""
+        ctx = self.ctx
+        history = ctx.history
+        ctx.history = kept  # the person's words block grows by what leaves the history
+        try:
+            others = ctx.input_tokens() - ctx.zones()["summary"]
+        finally:
+            ctx.history = history
+        framing = ctx.count("system") + TOKENS_PER_MESSAGE
+        return ctx.budget().input_limit - others - framing
 
     # --- summary requests
     def _summarize_units(self, old: list[Unit], constraints: list[str], instructions: str,
@@ -187,7 +212,11 @@ class Compactor:
         """One summary call; a summary cut by its output limit is asked again once with all
         the output room the window leaves (a small model writes long summaries)."""
         budget = self.ctx.budget()
-        max_tokens = budget.summary_output
+        # A small window's summary zone is shorter than the summary a model writes: cut
+        # there, it is asked again and the first call's text is never used. So the first
+        # call gets the rest of the window, up to what any server accepts as an output limit.
+        rest = self.ctx.window - int(tokens * max(1.0, self.ctx.correction)) - RAISE_SLACK
+        max_tokens = max(budget.summary_output, min(rest, FIRST_OUTPUT_CAP))
         # What the reply is checked against: a copy of it is no summary.
         self._asked = "\n".join(str(m.get("content") or "") for m in request)
         reply = self.summarize(request, max_tokens, tokens, tools)
@@ -214,9 +243,10 @@ class Compactor:
                                                     material=self._asked,
                                                     earlier=render(current) if current else ""))
         count = self.ctx.count
-        current = shrink_to(merged, budget.summary_cap, count, count.lines)
+        current = shrink_to(merged, min(budget.summary_cap, self._room), count, count.lines)
         if count.lines(render_lines(current)) > budget.summary_max:
             raise SummaryError("the summary is longer than its zone allows")
+        outcome.merged_calls += 1
         return current
 
     def _prefix_request(self, old: list[Unit], constraints: list[str],

@@ -136,6 +136,12 @@ class SourceAudit:
             self.unread.append([event.ref, "raw"])
         elif isinstance(event, AnchorChanged) and event.source == "admin":
             self._retire_edited(event)
+        elif isinstance(event, Compaction) and event.kind == "clear":
+            # Digests are the engine's lines about archived results (C20): their figures
+            # (a result's size) are known; nothing the person said or a summary held moved.
+            for line in event.digests:
+                self.known.update(values_in(line))
+            self._known_saved = None
         elif isinstance(event, Compaction) and not event.noop:
             self.read_archive()
             self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,

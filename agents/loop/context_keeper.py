@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from agents.compaction.clearing import Clearing, all_cleared, plan_clearing, residue
 from agents.compaction.compactor import CompactionOutcome, Compactor
 from agents.compaction.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.compaction.probes import ask_probes
 from agents.compaction.self_check import audit_compaction
 from agents.compaction.source_audit import SourceAudit
 from agents.compaction.summary import StructuredSummary, render, shrink_to
+from agents.compaction.units import split_for_compaction
 from agents.context.hints import HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
@@ -31,10 +33,15 @@ from agents.events import BudgetEvent, Compaction, CompactionStarted, HintBlock
 from agents.loop.calls import CallRunner
 from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, OutputOverflow
+from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
 from agents.words.book import AnchorBook
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
+DEFAULT_RETENTION = ToolBoundary()  # a tool the registry does not know (any more)
+CLEAR_LINE = 0.5  # of the history zone: over it, old results are cleared (C3 a, C20)
+CLEAR_BATCH = 0.5  # of the history zone: the least a batch frees, so the prefix holds a while
+RESIDUE_FOLD = 0.5  # of the summary zone: digests past it are folded into the summary
 
 
 class ContextKeeper:
@@ -68,7 +75,7 @@ class ContextKeeper:
         manual = deps.store.take_compaction_request(deps.session_id)
         if manual is None:  # the model asked through compress_context (C13)
             manual = self.state.tool_state.pop("compaction_request", None)
-        trigger = "manual" if manual is not None else self.trigger()
+        trigger = "manual" if manual is not None else self.clear_first(self.trigger())
         if trigger:  # the summary request repeats the current prefix; it refreezes after
             self.compact(trigger, instructions=manual or "")
         else:
@@ -155,7 +162,9 @@ class ContextKeeper:
         if projected >= budget.trigger_line or projected >= budget.budget_line:
             return "budget"
         units = ctx.units()
-        rounds = sum(1 for u in units if u.is_round)
+        # Rounds whose results were all cleared are a digest line each: they count in
+        # tokens, not as rounds kept.
+        rounds = sum(1 for u in units if u.is_round and not all_cleared(u))
         # The tail ("since then") rides on the same request: it is paid from the history's
         # allowance, so a request stays within the sum of the zone budgets.
         allowance = budget.history - zones["since"] + sum(
@@ -165,6 +174,67 @@ class ContextKeeper:
                 zones["history"] > allowance and rounds > budget.keep_rounds + 1):
             return "rolling"
         return None
+
+    def clear_first(self, trigger: str | None) -> str | None:
+        """The clearing tier (C20) before any summary; the trigger still due after it.
+
+        With a trigger due, the old results are cleared only when that alone brings the
+        request under it (else the summary folds them whole, from the cached prefix). With
+        none due, the short-term history over its own zone (C3 a) clears a batch when the
+        batch frees at least half that zone, so the prefix changes once for several turns;
+        when the digests of earlier batches have outgrown the summary's zone, clearing
+        cannot help any more and the summary tier folds them."""
+        ctx = self.ctx
+        if not ctx.config.clear_tool_results:
+            return trigger
+        budget = ctx.budget()
+        history = sum(m.tokens for m in ctx.history)
+        line = int(budget.history * CLEAR_LINE)
+        if trigger is None and history <= line:
+            return None
+        if trigger is None and residue(ctx.units()) > budget.summary_cap * RESIDUE_FOLD:
+            return "rolling"  # the digests outgrew what a summary of them takes: fold
+        plan = self._clearing_plan()
+        if trigger is not None:
+            if plan is None:
+                return trigger
+            kept = ctx.history
+            ctx.history = plan.history
+            still = self.trigger()
+            ctx.history = kept
+            if still is not None:
+                return trigger
+            self._clear(plan, trigger)
+            return None
+        if plan is not None and plan.saved >= line * CLEAR_BATCH:
+            self._clear(plan, "rolling")
+        return None
+
+    def _clearing_plan(self, emergency: bool = False) -> Clearing | None:
+        ctx, budget = self.ctx, self.ctx.budget()
+        if not ctx.config.clear_tool_results:
+            return None
+        units = ctx.units()
+        keep_from = split_for_compaction(
+            units, keep_tokens=min(budget.keep_tokens, budget.history // 2),
+            keep_rounds=budget.keep_rounds, emergency=emergency)
+        return plan_clearing(units, keep_from, self._retention, ctx.counter)
+
+    def _retention(self, name: str) -> ToolBoundary:
+        tool = self.deps.tools.get(name)
+        return tool.boundary if tool is not None else DEFAULT_RETENTION
+
+    def _clear(self, plan: Clearing, trigger: str) -> None:
+        """Apply a batch and say so in the drawer (a compaction of its own kind)."""
+        ctx = self.ctx
+        before = ctx.zones()
+        ctx.history = plan.history
+        self.deps.emit(Compaction(trigger=trigger, kind="clear", tokens_saved=plan.saved,
+                                  before=before, after=ctx.zones(),
+                                  summary_before=ctx.summary_text,
+                                  summary_after=ctx.summary_text,
+                                  archived_turns=plan.turns, refs=plan.refs,
+                                  digests=plan.digests))
 
     def compact(self, trigger: str, instructions: str = "", emergency: bool = False) -> None:
         call = CompressCall(trigger=trigger, instructions=instructions, emergency=emergency)
@@ -176,6 +246,8 @@ class ContextKeeper:
         """Make the request fit, in order: compact all, shrink summary, cut the newest turn."""
         ctx = self.ctx
         limit = ctx.budget().input_limit
+        if ctx.input_tokens(hint_msgs) > limit and (plan := self._clearing_plan(True)):
+            self._clear(plan, "budget")  # before any summary, even the emergency one
         if ctx.input_tokens(hint_msgs) > limit:
             self.compact("budget", emergency=True)
         over = ctx.input_tokens(hint_msgs) - limit
@@ -273,7 +345,8 @@ class ContextKeeper:
                              call.instructions, noop=True)
             return None
         if outcome.fallback:
-            emit(error_event("summary_failed", outcome.fallback_reason, fatal=False))
+            emit(error_event("summary_skipped" if outcome.skipped else "summary_failed",
+                             outcome.fallback_reason, fatal=False))
         self._write_handoff(outcome)
         probe = self._ask_probes(outcome) if self.deps.spec.profile.probe_questions else None
         self._report(outcome, before, call.instructions, probe=probe)
@@ -337,6 +410,8 @@ class ContextKeeper:
                                   fallback=outcome.fallback,
                                   fallback_reason=outcome.fallback_reason,
                                   summary_calls=outcome.summary_calls,
+                                  summary_calls_discarded=0 if outcome.fallback
+                                  else outcome.summary_calls - outcome.merged_calls,
                                   raised_output=outcome.raised_output,
                                   summary_forms=outcome.summary_forms, audit=audit,
                                   instructions=instructions, noop=noop or refresh, probe=probe))

@@ -22,6 +22,13 @@ class ToolBoundary:
     max_result_rows: int = 200
     max_result_length: int = 8000  # characters kept in context
     summary_mode: str = "head_tail"  # none | head_tail | stats | llm
+    # Retention (feature C20): when an old result may be cleared from the context, leaving
+    # a one-line digest and its archive ref. The newest `keep_last` results of the tool
+    # stay whole; a result is cleared only once `clear_after_rounds` rounds came after it
+    # (and never inside the recent rounds); `never_clear` keeps every result whole.
+    keep_last: int = 0
+    clear_after_rounds: int = 0
+    never_clear: bool = False
 
 
 @dataclass

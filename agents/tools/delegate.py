@@ -100,4 +100,6 @@ def delegate_tool(plan: DelegationPlan) -> Tool:
                         "(default: yours)."},
             "_ctx": {"type": "object"}},
             "required": ["goal"]},
-        func=delegate, inline=True, boundary=ToolBoundary(max_result_length=2000))
+        func=delegate, inline=True, boundary=ToolBoundary(max_result_length=2000,
+                                                              # a child's answer is its summary
+                                                              never_clear=True))

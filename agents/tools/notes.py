@@ -160,4 +160,5 @@ def tools() -> list[Tool]:
             "index": {"type": "integer", "description": "1-based entry or plan step."},
             "steps": {"type": "array", "items": {"type": "string"}}},
             "required": ["action"]},
-        func=notes, inline=True, boundary=ToolBoundary(max_result_length=4000))]
+        func=notes, inline=True, boundary=ToolBoundary(max_result_length=4000,
+                                                           keep_last=1))]  # the notepad now

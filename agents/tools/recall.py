@@ -77,5 +77,6 @@ def tools() -> list[Tool]:
                  f"keywords; returns at most {RECALL_LIMIT} excerpts with their turn and ref."),
              parameters={"type": "object", "properties": {"query": {"type": "string"}},
                          "required": ["query"]},
-             func=recall, inline=True, boundary=ToolBoundary(max_result_length=4000)),
+             func=recall, inline=True,
+             boundary=ToolBoundary(max_result_length=4000, keep_last=1)),
     ]

@@ -65,7 +65,8 @@ def test_bench_plot_draws_a_png(tmp_path):
 def test_bench_runs_the_managed_side_with_the_summarizer_asked_for():
     """`bench --summarizer hostile`: the managed runs get summaries with made-up figures
     (the unmanaged run never compacts), and the audit flags every one of them."""
-    scenarios = [("retrieval-6x1600", 4000)]
+    # At 4 000 clearing old results makes the room without a summary; at 2 048 it cannot.
+    scenarios = [("retrieval-6x1600", 2048)]
     faithful = run_bench(None, out=lambda line: None, scenarios=scenarios)["retrieval-6x1600"]
     hostile = run_bench(None, out=lambda line: None, scenarios=scenarios,
                         summarizer="hostile")["retrieval-6x1600"]

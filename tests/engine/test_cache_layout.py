@@ -30,7 +30,9 @@ def without_tail(messages):
 
 
 def test_between_compactions_each_request_starts_with_the_previous_one_minus_its_tail():
-    out = run_scenario(docs(8), window=128_000)
+    # Clearing (no compaction here) would change the history: between clears this holds
+    # too (tests/engine/test_clearing.py).
+    out = run_scenario(docs(8), window=128_000, config=ContextConfig(clear_tool_results=False))
     assert out.run.report["compactions"] == 0
     requests = agent_requests(out)
     assert len(requests) == 9
@@ -66,7 +68,7 @@ def test_a_hard_constraint_stated_midway_is_written_into_the_snapshot_at_once():
 
 
 def test_the_summary_request_repeats_the_agents_prefix_and_puts_the_instruction_last():
-    out = run_scenario(docs(12), window=16_000)
+    out = run_scenario(docs(12), window=16_000, config=ContextConfig(clear_tool_results=False))
     requests = out.transport.requests
     reused = [i for i, r in enumerate(requests)
               if summary_instruction(r) and requests[i]["messages"][-1]["role"] == "user"

@@ -82,7 +82,7 @@ def test_hooks_wrap_compaction_in_onion_order():
 
     loop_module.SessionSpec.__init__ = with_hooks
     try:
-        out = run_scenario("retrieval-6x1600")
+        out = run_scenario("retrieval-6x1600", config=ContextConfig(clear_tool_results=False))
     finally:
         loop_module.SessionSpec.__init__ = original
     assert order[:3] == [("outer-before", order[0][1]), ("inner-before", order[0][1]),

@@ -55,7 +55,7 @@ class LaterMessageStore(MemoryStore):
 
 
 def run(script: list, *, parts: int = 2, max_turns: int = 6, store: MemoryStore | None = None,
-        max_rounds: int = 4):
+        max_rounds: int = 4, clear: bool = True):
     profile = ModelProfile(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
                            server_tokenizer=True, tool_results_as_user=True,
                            tool_free_summaries=True, single_system_message=True)
@@ -66,7 +66,8 @@ def run(script: list, *, parts: int = 2, max_turns: int = 6, store: MemoryStore 
         profile = ModelProfile(**{**profile.__dict__, "base_url": server.base_url})
         result = run_session(
             SessionSpec.plan(goal=GOAL, scenario=None, profile=profile,
-                             config=ContextConfig(max_rounds=max_rounds, max_turns=max_turns),
+                             config=ContextConfig(max_rounds=max_rounds, max_turns=max_turns,
+                                                  clear_tool_results=clear),
                              tools=["list_files", "read_file"]),
             session_id="honest", store=store or MemoryStore(), events=sink, workspace=Path(tmp))
     return result, server, sink
@@ -143,7 +144,8 @@ def test_an_html_escaped_copy_of_the_summary_block_is_no_answer():
     reads = [("tool", "read_file", {"path": f"part{i}.txt"}) for i in range(4)]
     for copy in (summary_copy, partial_copy):
         script = [("tool", "list_files", {}), *reads, copy, copy]
-        result, server, sink = run(script, parts=4, max_turns=10, max_rounds=1)
+        # A summary to copy: clearing, which writes none, would make the room first.
+        result, server, sink = run(script, parts=4, max_turns=10, max_rounds=1, clear=False)
         compactions = [e for e in sink.of_type(EventType.COMPACTION)
                        if e.payload.get("summary_after")]
         assert compactions, "no summary to copy"

@@ -212,7 +212,7 @@ def test_a_rate_limited_summary_call_is_retried_instead_of_truncating():
     with tempfile.TemporaryDirectory() as tmp:
         run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
                                            profile=ModelProfile(context_size=scenario.window),
-                                           config=ContextConfig()),
+                                           config=ContextConfig(clear_tool_results=False)),
                           session_id="s", store=MemoryStore(), events=sink, workspace=Path(tmp),
                           http_client=client,
                           retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))
@@ -292,7 +292,7 @@ def test_no_batch_is_open_while_a_summary_call_waits_to_be_retried():
     with tempfile.TemporaryDirectory() as tmp:
         run = run_session(SessionSpec.plan(goal=scenario.goal, scenario=scenario,
                                            profile=ModelProfile(context_size=scenario.window),
-                                           config=ContextConfig()),
+                                           config=ContextConfig(clear_tool_results=False)),
                           session_id="s", store=store, events=ListSink(), workspace=Path(tmp),
                           http_client=client,
                           retries=RetryBudget(300, sleep=sleep, rng=lambda: 0.0))

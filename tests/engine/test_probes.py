@@ -7,7 +7,7 @@ so a summarizer that drops facts shows up as a lower recovery rate.
 from __future__ import annotations
 
 from agents.compaction.probes import Probe, answers_by_number, build_probes, figure_lines, grade
-from agents.config import ModelProfile
+from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType
 from agents.scenarios import load_scenario
 
@@ -19,8 +19,10 @@ WINDOW = 16_000
 def probed(summarizer: str, probe_questions: bool = True):
     scenario = load_scenario("sales-report")
     scenario.summarizer = summarizer
+    # Probes follow summaries: clearing, which needs no model call, would make room first.
     return run_scenario(scenario, window=WINDOW, profile=ModelProfile(
-        name="sim", context_size=WINDOW, probe_questions=probe_questions))
+        name="sim", context_size=WINDOW, probe_questions=probe_questions),
+        config=ContextConfig(clear_tool_results=False))
 
 
 def probe_requests(outcome) -> list[dict]:

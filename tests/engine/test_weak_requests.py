@@ -49,7 +49,8 @@ def session(*, fresh: bool, single: bool, parts: int = 7, script: list | None = 
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(base_url=server.base_url, **profile_kw)
         run = run_session(SessionSpec.plan(goal=GOAL, scenario=None, profile=profile,
-                                           config=ContextConfig(max_rounds=1, max_turns=max_turns),
+                                           config=ContextConfig(max_rounds=1, max_turns=max_turns,
+                                                                clear_tool_results=False),
                                            tools=list(tools)),
                           session_id="weak", store=MemoryStore(), events=sink, workspace=Path(tmp))
     if events is not None:

@@ -93,6 +93,9 @@ def brief_row(number: int, ev: Compaction, checked: Audit | None = None) -> dict
     return {"number": number, "seq": ev.seq, "turn": ev.turn, "trigger": ev.trigger,
             "total_before": input_total(ev.before), "total_after": input_total(ev.after),
             "fallback": ev.fallback, "noop": ev.noop, "refresh": ev.refresh,
+            # A clear (feature C20): old tool results left as digests, no model call.
+            "cleared": len(ev.refs) if ev.kind == "clear" else None,
+            "tokens_saved": ev.tokens_saved,
             "audit_known": checked is not None or bool(own),
             "audit_ok": checked.ok if checked is not None else own.get("ok"),
             "audit_from_archive": checked is not None, **probe_summary(ev)}

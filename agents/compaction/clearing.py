@@ -1,0 +1,150 @@
+"""The clearing tier (feature C20): old tool results replaced in place, no model call.
+
+A cleared result keeps its message (so the call before it still has its answer) but its
+content becomes one line: the tool, its arguments, the size of what it returned, the head
+of the result (or the statistics line of a table) and the archive ref that reads it back
+whole. The archive is never touched, so what was cleared stays exact there.
+
+Each tool's boundary declaration (feature C10) says how long its results stay: the
+newest `keep_last` results of the tool are kept, a result is cleared only once
+`clear_after_rounds` rounds came after it, and `never_clear` keeps them all. Results in the
+recent rounds are never cleared, and neither is a result whose digest would save little.
+
+All the results that may go are cleared together: a request's cached prefix ends at the
+first message that changed, so one batch restarts the cache once, where clearing each
+result as it ages would restart it on every turn.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agents.context.history import Msg, Unit
+from agents.counting.tokens import TokenCounter
+from agents.tools.base import ToolBoundary
+
+CLEARED_MARK = "[cleared:"
+HEAD_CHARS = 80  # of the result, whitespace collapsed
+ARGS_CHARS = 80  # of the call's arguments
+MIN_SAVING = 48  # tokens a result must save to be worth a digest (and a changed prefix)
+STATS_HEAD = "Statistics over all "  # agents/tools/tabular.py's statistics line
+
+Retention = Callable[[str], ToolBoundary]  # tool name -> its boundary declaration
+
+
+def is_cleared(msg: Msg) -> bool:
+    return msg.role == "tool" and msg.text.startswith(CLEARED_MARK)
+
+
+def _short(text: str, keep: int) -> str:
+    """`text` on one line, cut at the last whole word within `keep` characters: a digest
+    quotes only words that are in the result (the compaction audit looks them up)."""
+    text = " ".join(text.split())
+    if len(text) <= keep:
+        return text
+    cut = text[:keep + 1].rsplit(" ", 1)[0] if " " in text[:keep + 1] else text[:keep]
+    return cut.rstrip(" ,;:")
+
+
+def digest(name: str, arguments: str, msg: Msg) -> str:
+    """The one line that stands for a cleared result. Its size is written "5.5k chars":
+    an engine's measure, not a figure of the result a summary could pass on as one."""
+    text = msg.text
+    stats = next((line for line in text.splitlines() if line.startswith(STATS_HEAD)), "")
+    shown = _short(stats, HEAD_CHARS) if stats else json.dumps(_short(text, HEAD_CHARS),
+                                                               ensure_ascii=False)
+    return (f"{CLEARED_MARK} {name} {_short(arguments, ARGS_CHARS)} → "
+            f"{len(text) / 1000:.1f}k chars, begins {shown}; "
+            f"whole: read_ref(ref=\"{msg.ref}\")]")
+
+
+@dataclass
+class Clearing:
+    """One batch: the history with its cleared results, and what left the context."""
+
+    history: list[Msg]
+    cleared: list[Msg] = field(default_factory=list)  # the results as they were
+    digests: list[str] = field(default_factory=list)  # what stands for each now
+    saved: int = 0  # tokens
+
+    @property
+    def refs(self) -> list[str]:
+        return [m.ref for m in self.cleared]
+
+    @property
+    def turns(self) -> list[int]:
+        turns = [m.turn for m in self.cleared]
+        return [min(turns), max(turns)] if turns else []
+
+
+def _calls(unit: Unit) -> dict[str, tuple[str, str]]:
+    """tool_call_id -> (tool name, arguments) for the calls of a unit's first message."""
+    out = {}
+    for call in unit.messages[0].data.get("tool_calls") or []:
+        function = call.get("function") or {}
+        out[call.get("id")] = (str(function.get("name") or ""),
+                               str(function.get("arguments") or ""))
+    return out
+
+
+def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
+                  counter: TokenCounter) -> Clearing | None:
+    """Every result before unit `keep_from` that its tool's retention lets go, cleared;
+    None when none may go."""
+    rounds_after = [0] * len(units)
+    seen = 0
+    for i in range(len(units) - 1, -1, -1):
+        rounds_after[i] = seen
+        seen += units[i].is_round
+    newest: dict[str, int] = {}  # per tool, results met so far from the newest back
+    keep: set[int] = set()  # ids of the results their tool's keep_last protects
+    named: dict[int, tuple[str, str]] = {}
+    for unit in reversed(units):
+        calls = _calls(unit) if unit.is_round else {}
+        for msg in reversed(unit.messages[1:]):
+            if msg.role != "tool":
+                continue
+            name, args = calls.get(msg.data.get("tool_call_id"), ("", ""))
+            named[id(msg)] = (name, args)
+            if not is_cleared(msg):
+                newest[name] = newest.get(name, 0) + 1
+                if newest[name] <= retention(name).keep_last:
+                    keep.add(id(msg))
+    out: list[Msg] = []
+    cleared: list[Msg] = []
+    digests: list[str] = []
+    saved = 0
+    for i, unit in enumerate(units):
+        for msg in unit.messages:
+            if (i >= keep_from or msg.role != "tool" or id(msg) in keep or not msg.ref
+                    or is_cleared(msg)):
+                out.append(msg)
+                continue
+            name, args = named.get(id(msg), ("", ""))
+            policy = retention(name)
+            if policy.never_clear or rounds_after[i] < policy.clear_after_rounds:
+                out.append(msg)
+                continue
+            data: dict[str, Any] = {**msg.data, "content": digest(name, args, msg)}
+            short = Msg.build(counter, data, msg.turn, msg.ref)
+            if msg.tokens - short.tokens < MIN_SAVING:
+                out.append(msg)
+                continue
+            out.append(short)
+            cleared.append(msg)
+            digests.append(data["content"])
+            saved += msg.tokens - short.tokens
+    if not cleared:
+        return None
+    return Clearing(history=out, cleared=cleared, digests=digests, saved=saved)
+
+
+def all_cleared(unit: Unit) -> bool:
+    return unit.is_round and all(is_cleared(m) for m in unit.messages if m.role == "tool")
+
+
+def residue(units: list[Unit]) -> int:
+    """Tokens of the rounds whose every result was cleared: what clearing cannot shrink
+    any further, and what a summary folds."""
+    return sum(u.tokens for u in units if all_cleared(u))
