@@ -57,7 +57,11 @@ _COMMON = set("must never only always least most more less than with that this f
 
 # A file name: a name, a dot and an extension of two to six word characters, a letter
 # first, as in "sales_2026.csv", "报告.xlsx"; "1204.50" and "e.g." are none.
-_FILE_NAME = re.compile(r"[^\s\"'`()\[\]{}<>|,;:「」『』《》“”‘’«»（），；：]+\.[^\W\d_]\w{1,5}\b")
+# A match starts only where a run of name characters starts: a run that holds no file name
+# from its first character holds none from a later one, and trying each of them made
+# reading a tool result quadratic in its longest run (a third of this regex's time).
+_NAME_RUN = r"[^\s\"'`()\[\]{}<>|,;:「」『』《》“”‘’«»（），；：]"
+_FILE_NAME = re.compile(rf"(?<!{_NAME_RUN}){_NAME_RUN}+\.[^\W\d_]\w{{1,5}}\b")
 _QUOTED = re.compile(r"[\"“«「『《‘`]([^\"“”«»「」『』《》‘’`\n]{2,80})[\"”»」』》’`]"
                      r"|(?<![\w'])'([^'\n]{2,80})'(?![\w'])")
 # A capitalised word after another word: a name in the scripts that have capitals. The
@@ -84,9 +88,11 @@ def names_in(summary: str) -> list[str]:
     return found
 
 
-def _name_marks(text: str) -> set[str]:
-    """What a name is checked by: its file names whole, and its marks."""
-    return {n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)} | marks(text)
+def _name_marks(text: str, text_marks: set[str] | None = None) -> set[str]:
+    """What a name is checked by: its file names whole, and its marks (`text_marks`:
+    marks(text), when the caller has them)."""
+    return ({n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)}
+            | (marks(text) if text_marks is None else text_marks))
 
 
 def binding_statements(text: str) -> list[str]:
@@ -161,9 +167,10 @@ class SourceAudit:
             self.known.update(values_in(text))
             self._known_saved = self._names_saved = None
             said = plain(text)
-            self.known_names |= _name_marks(said)
+            said_marks = marks(said)  # both sets take them: read once (most of the time here)
+            self.known_names |= _name_marks(said, said_marks)
             if kind in ("person", "result"):
-                self.source_marks |= marks(said)
+                self.source_marks |= said_marks
             if kind == "person":
                 self._add_statements(text)
         self.unread = []

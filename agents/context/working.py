@@ -88,6 +88,9 @@ class WorkingContext:
         self.person = PersonWords()
         self._words_msg: Msg | None = None
         self._words_text = ""
+        self._words_inputs: tuple | None = None  # what the block last rendered was made from
+        self._history_key: tuple[Msg, ...] = ()
+        self._history_tokens = 0
         self.set_summary(self.summary, self.summary_text)
 
     # --- budget
@@ -130,10 +133,19 @@ class WorkingContext:
 
     def words_msg(self) -> Msg | None:
         """The person's words block as it stands: their messages that are not whole in the
-        history. Rendering is cached, so asking again costs a scan of the history."""
+        history. Asked a dozen times a turn (every measure of the request), so it is rendered
+        again only when one of its inputs changed."""
+        budget = 0 if self.words_floor else self.budget().words
+        # Every input, compared by value: the history's messages (a Msg is never changed in
+        # place, so tuple equality, identity first, sees any append, cut or replacement),
+        # the budget, the constraints, the frozen snapshot and the person's messages.
+        inputs = (tuple(self.history), budget, tuple(self.hard_constraints),
+                  self.snapshot_text, tuple(self.person.messages))
+        if inputs == self._words_inputs:
+            return self._words_msg
+        self._words_inputs = inputs
         history = {m.ref: m.text for m in self.history
                    if m.ref and m.data.get("role") == "user"}
-        budget = 0 if self.words_floor else self.budget().words
         text = self.person.render(history, budget, self.hard_constraints, self.count,
                                   snapshot=self.snapshot_text)
         if text != self._words_text:
@@ -141,6 +153,14 @@ class WorkingContext:
             self._words_msg = (Msg.build(self.counter, {"role": "system", "content": text})
                                if text else None)
         return self._words_msg
+
+    def history_tokens(self) -> int:
+        """The history zone's tokens, summed again only when the history changed (the same
+        equality as words_msg's)."""
+        key = tuple(self.history)
+        if key != self._history_key:
+            self._history_key, self._history_tokens = key, sum(m.tokens for m in key)
+        return self._history_tokens
 
     def since_tokens(self) -> int:
         return self._since_msg.tokens if self._since_msg else 0
@@ -209,7 +229,7 @@ class WorkingContext:
             "snapshot": self._snapshot_msg.tokens if self._snapshot_msg else 0,
             "words": words.tokens if (words := self.words_msg()) else 0,
             "summary": self._summary_msg.tokens if self._summary_msg else 0,
-            "history": sum(m.tokens for m in self.history),
+            "history": self.history_tokens(),
             "since": self.since_tokens(),
             "hints": sum(m.tokens for m in hints or ()),
             "reserve": budget.reserve,

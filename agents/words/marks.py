@@ -46,10 +46,13 @@ def without_template_tokens(text: str) -> str:
 
 def template_share(text: str) -> float:
     """The part of `text`'s visible characters that are chat-template tokens (0 to 1)."""
-    visible = sum(not ch.isspace() for ch in text)
+    if not TEMPLATE_TOKEN.search(text):  # most texts: no need to count characters
+        return 0.0
+    # str.split() splits at exactly the characters str.isspace() is true for.
+    visible = sum(map(len, text.split()))
     if not visible:
         return 0.0
-    framing = sum(not ch.isspace() for m in TEMPLATE_TOKEN.finditer(text) for ch in m.group())
+    framing = sum(len(part) for m in TEMPLATE_TOKEN.finditer(text) for part in m.group().split())
     return framing / visible
 
 

@@ -116,3 +116,48 @@ def test_the_goal_is_not_repeated_in_the_block_while_the_snapshot_holds_it_verba
     blocks = [m["content"] for call in out.sink.of_type(EventType.MODEL_CALL)
               for m in call.payload["messages"] if m.get("zone") == "words"]
     assert blocks and all(UNPATTERNED in b and "Read documents." not in b for b in blocks)
+
+
+def test_the_block_and_the_history_zone_follow_every_change_of_their_inputs():
+    """The words block and the history zone are kept between asks (every measure of a
+    request asks): any change of what they are made of shows at the next ask."""
+    ctx = WorkingContext(counter=COUNTER, config=ContextConfig(), window=128_000,
+                         system_prompt="sys")
+    text = "Thanks. " * 40 + UNPATTERNED
+
+    def fresh() -> str:  # the block rendered from scratch, from the inputs as they are now
+        history = {m.ref: m.text for m in ctx.history if m.ref and m.role == "user"}
+        budget = 0 if ctx.words_floor else ctx.budget().words
+        return PersonWords.render(ctx.person, history, budget, ctx.hard_constraints,
+                                  ctx.count, snapshot=ctx.snapshot_text)
+
+    def check() -> None:
+        shown = ctx.words_msg()
+        assert (shown.data["content"] if shown else "") == fresh()
+        assert ctx.zones()["history"] == sum(m.tokens for m in ctx.history)
+
+    msg = ctx.add({"role": "user", "content": text}, 1, "arc:1")
+    ctx.add_person(1, "arc:1", text, "user")
+    ctx.add({"role": "assistant", "content": "noted"}, 1)
+    check()
+    assert ctx.words_msg() is None  # whole in the history
+    ctx.history[0] = ctx.shortened(msg, 20)  # cut in place: same length, same last message
+    check()
+    assert UNPATTERNED in ctx.words_msg().data["content"]
+    ctx.history[0] = msg
+    check()
+    ctx.history = ctx.history[1:]  # folded away
+    check()
+    ctx.words_floor = True  # over the limit: condensed to its constraints
+    check()
+    ctx.hard_constraints = ["stay away from the legacy folder"]
+    check()
+    ctx.words_floor = False
+    check()
+    ctx.live_snapshot = f"goal\n{text}"  # a snapshot that holds it word for word
+    ctx.freeze_snapshot()
+    check()
+    assert ctx.words_msg() is None
+    ctx.add_person(2, "arc:2", "Never email the customer.", "user")
+    check()
+    assert "Never email the customer." in ctx.words_msg().data["content"]
