@@ -170,6 +170,18 @@ def test_an_anchor_refresh_is_listed_but_not_counted(session):
     assert context["count"] == 1 and "anchor refresh" in html
 
 
+def test_a_clear_is_its_own_compaction_kind_with_the_tokens_it_saved(session):
+    add_events(session, compaction("rolling"),
+               compaction("rolling", kind="clear", tokens_saved=4200, summary_after="",
+                          digests=["[cleared: fetch_document …]"] * 2))
+    context, html = panel_view(CompactionsPanel(), session)
+    clear, summary = context["rows"]
+    assert (clear["cleared"], clear["tokens_saved"], summary["cleared"]) == (2, 4200, None)
+    assert context["count"] == 2
+    assert ">cleared</span>" in html and "2 tool results, 4,200 tokens saved" in html
+    assert "No model call" in html and html.count("summary diff") == 1
+
+
 def test_anchors_current_rows_and_changes_by_source(session):
     Anchor.objects.create(session=session, tier=1, text="output must include a table")
     Anchor.objects.create(session=session, tier=2, text="region A sales -12%", source="admin")
