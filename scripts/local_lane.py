@@ -49,7 +49,8 @@ TOOLS = "list_files,read_file"
 ALIASES = {"smollm2": "smollm2-135m-instruct", "gemma": "gemma-3-270m"}
 # What llama-cpp-python's server prints about the template it chose (verbose on).
 TEMPLATE_LINE = re.compile(r"(Using (?:gguf )?chat (?:template|format)|Using fallback chat "
-                           r"format|chat_format|Guessed chat format)[^\n]*", re.IGNORECASE)
+                           r"format|Guessed chat format|Available chat formats)[^\n]{0,120}",
+                           re.IGNORECASE)
 
 
 # --- pure helpers (tests/test_lane_note.py)
@@ -91,7 +92,9 @@ def call_rows(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             truth = "not said"
         request = c.get("request") or {}
-        texts = [str(m.get("content") or "") for m in c.get("messages") or ()]
+        # The body as sent (taskos.drawer.calls): stored messages may be references only.
+        texts = [c["sent_text"]] if c.get("sent_text") else [
+            str(m.get("content") or "") for m in c.get("messages") or ()]
         rows.append({
             "call": c.get("call"), "turn": c.get("turn"), "kind": c.get("kind"),
             "count_kind": c.get("count_kind"), "count_source": claimed or None,
@@ -99,8 +102,10 @@ def call_rows(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "served_tokens": c.get("served_tokens"), "off_by": off, "truth": truth,
             "count_mismatch": c.get("count_mismatch"),
             "tools_offered": bool(request.get("tools")),
+            # The engine's tool-free answer request; with tools off every request is
+            # tool-free, so the zone tells, where it was stored.
             "answer_turn": c.get("kind") == "agent" and (
-                "answer_request" in (c.get("zones") or {}) or not request.get("tools")),
+                "answer_request" in c["zones"] if c.get("zones") else not request.get("tools")),
             "has_constraint": any(CONSTRAINT_MARK in t for t in texts),
             "refused": bool(c.get("refused")), "overflow": c.get("overflow"),
             "finish_reason": c.get("finish_reason"), "output_tokens": c.get("output_tokens"),
@@ -113,13 +118,16 @@ def constraint_verdict(rows: list[dict[str, Any]], delivered_turn: int | None) -
     """Whether the answer turn's request carried the constraint the person added."""
     if delivered_turn is None:
         return "constraint never delivered (the session ended before it arrived)"
-    answers = [r for r in rows if r["answer_turn"] and (r["turn"] or 0) >= delivered_turn]
+    later = [r for r in rows if r["kind"] == "agent" and (r["turn"] or 0) >= delivered_turn]
+    answers = [r for r in later if r["answer_turn"]]
+    others = [str(r["call"]) for r in later if not r["answer_turn"] and not r["has_constraint"]]
+    also = f"; MISSING from agent call(s) {', '.join(others)}" if others else ""
     if not answers:
-        return "no tool-free answer request after the constraint arrived"
-    missing = [r["call"] for r in answers if not r["has_constraint"]]
+        return "no tool-free answer request after the constraint arrived" + also
+    missing = [str(r["call"]) for r in answers if not r["has_constraint"]]
     if missing:
-        return f"MISSING from answer request(s) call {', '.join(map(str, missing))}"
-    return f"carried by every answer request ({len(answers)})"
+        return f"MISSING from answer request(s) call {', '.join(missing)}" + also
+    return f"carried by every answer request ({len(answers)})" + also
 
 
 def quoted(text: str) -> str:
@@ -166,6 +174,8 @@ def render_markdown(result: dict[str, Any]) -> str:
                       f"{s.get('tool_calls') or 'none'}",
                       f"- report count_source: {s.get('report_count_source')}; "
                       f"constraint: {s.get('constraint')}"]
+            for warning in s.get("warnings") or ():
+                lines.append(f"- warning at start: {warning[:400]}")
             if s.get("error"):
                 lines.append(f"- error: {s['error'][:600]}")
             for r in s.get("rejected") or ():
@@ -234,8 +244,6 @@ def scenario_file(goal: str, folder: Path) -> Path:
 
 def run_session(profile: str, goal_index: int, max_turns: int, timeout: float,
                 folder: Path) -> dict[str, Any]:
-    from taskos.runs.models import Session, SessionEvent
-
     started = time.monotonic()
     scenario = scenario_file(GOALS[goal_index], folder)
     out: dict[str, Any] = {"goal_index": goal_index}
@@ -263,26 +271,64 @@ def run_session(profile: str, goal_index: int, max_turns: int, timeout: float,
         out["error"] = f"runtask printed no JSON (exit {exit_code}): {stdout[-400:]}"
     if exit_code not in (0, None) and not out.get("error"):
         out["error"] = f"runtask exit {exit_code}: {stderr[-600:]}"
+    if report.get("error") and not out.get("error"):
+        out["error"] = report["error"]
+    out.update(error_code=report.get("error_code") or "",
+               report_count_source=report.get("count_source"))
+    return read_session(out)
+
+
+def read_session(out: dict[str, Any]) -> dict[str, Any]:
+    """`out` with what session out["session"] stored: its end, answer and every call."""
+    from taskos.drawer.calls import ToolsLost, request_body
+    from taskos.runs.models import Session, SessionEvent
+
+    pk = out["session"]
     session = Session.objects.get(pk=pk)
     events = list(SessionEvent.objects.filter(session_id=pk).order_by("seq"))
     calls = [e.payload | {"turn": e.turn} for e in events if e.type == "MODEL_CALL"]
     delivered = next((e.turn for e in events if e.type == "USER_MESSAGE"
                       and CONSTRAINT_MARK in str(e.payload.get("text") or
                                                  e.payload.get("content") or "")), None)
+    for payload in calls:
+        try:
+            body = request_body(session, payload["call"])
+        except ToolsLost:
+            body = None
+        payload["sent_text"] = body.decode() if body else None
     rows = call_rows(calls)
     out.update(
         status=session.status, turns=session.turns, final_answer=session.final_answer,
-        error_code=report.get("error_code") or "",
-        report_count_source=report.get("count_source"),
         tool_calls=[e.payload.get("name") for e in events if e.type == "TOOL_CALL"],
         errors=[e.payload.get("code") for e in events if e.type == "ERROR"],
+        warnings=[w for e in events if e.type == "SESSION_STARTED"
+                  for w in e.payload.get("warnings") or ()],
         rejected=[{"content": e.payload.get("content") or "",
                    "why": e.payload.get("rejected") or ""}
                   for e in events if e.type == "ASSISTANT_MESSAGE" and e.payload.get("rejected")],
         calls=rows, constraint=constraint_verdict(rows, delivered))
-    if report.get("error") and not out.get("error"):
-        out["error"] = report["error"]
     return out
+
+
+def template_of(log_path: Path, chat_format: str) -> str:
+    """The template the server says it uses (its log, verbose on)."""
+    printed = sorted({m.group(0) for m in TEMPLATE_LINE.finditer(log_path.read_text())})
+    return "; ".join(([] if chat_format == "own" else [f"--chat_format {chat_format}"])
+                     + printed)
+
+
+def reread(path: Path) -> None:
+    """The note of an earlier run (its JSON) again, from what its sessions stored."""
+    result = json.loads(path.read_text())
+    for server in result["servers"]:
+        log = Path(server.get("server_log") or "")
+        if log.is_file():
+            server["template"] = template_of(log, server["label"].split(" · ")[1])
+        for s in server["sessions"]:
+            if s.get("session"):
+                read_session(s)
+    path.write_text(json.dumps(result, indent=1, default=str))
+    path.with_suffix(".md").write_text(render_markdown(result))
 
 
 def run_server(model: str, gguf: Path, chat_format: str, window: int, args,
@@ -308,8 +354,7 @@ def run_server(model: str, gguf: Path, chat_format: str, window: int, args,
         except Exception as exc:  # noqa: BLE001 - recorded in the note
             result["error"] = f"{exc} (log {log_path})"
             return result
-        result["template"] = "; ".join(sorted({m.group(0)[:160] for m in
-                                               TEMPLATE_LINE.finditer(log_path.read_text())}))
+        result["template"] = template_of(log_path, chat_format)
         register_profile(port=port, n_ctx=window, name=name)
         ModelProfile.objects.filter(name=name).update(model=ALIASES[model])
         result["checkmodel"] = checkmodel(name, args.check_timeout)
@@ -361,9 +406,14 @@ def main() -> None:
     parser.add_argument("--gemma", default=None, help="the Gemma GGUF (default: the package)")
     parser.add_argument("--session-timeout", type=float, default=600.0)
     parser.add_argument("--check-timeout", type=float, default=900.0)
+    parser.add_argument("--reread", action="store_true",
+                        help="rewrite the note at --out from the sessions its JSON names")
     args = parser.parse_args()
 
     django_setup()
+    if args.reread:
+        reread(Path(args.out).with_suffix(".json"))
+        return
     from taskos.ops.localmodel import check_server_installed, find_gguf
 
     check_server_installed()

@@ -55,6 +55,11 @@ def test_the_answer_request_must_carry_the_constraint_added_mid_task():
     assert lane.constraint_verdict(lane.call_rows([tool_turn, answer_with]), 1) == (
         "carried by every answer request (1)")
     assert lane.constraint_verdict(rows, None).startswith("constraint never delivered")
+    dropped = call(call=4, turn=2)
+    assert lane.constraint_verdict(lane.call_rows([tool_turn, dropped, answer_with]), 1) == (
+        "carried by every answer request (1); MISSING from agent call(s) 4")
+    sent = call(call=5, turn=2, sent_text='{"messages":[{"content":"up to 2026-10-31"}]}')
+    assert lane.call_rows([sent])[0]["has_constraint"]
 
 
 def test_checkmodel_verdicts_are_one_line_per_capability_with_the_fix():
