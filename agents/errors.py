@@ -133,9 +133,11 @@ REFERENCE: dict[str, ErrorAdvice] = {
     "unusable_answer": ErrorAdvice(
         "The model's answer without tool calls could not be the final answer: it was a tool "
         "call written as JSON text naming no tool of the task, it only repeated the "
-        "engine's own notes (hints, task snapshot, summary), it only repeated a tool's "
-        "error message, or, asked for the answer from the tool results without tools, it "
-        "held nothing of those results.",
+        "engine's own notes (hints, task snapshot, summary, system prompt; escaped or not), "
+        "it only repeated a tool's error message, it asked a question back or restated the "
+        "task, or it held nothing of the tool results or the person's messages where it "
+        "had to (on the tool-free answer turn, and on weak profiles). The message quotes "
+        "what it wrote.",
         "TaskOS asked once more (not on the tool-free answer turn), then stopped. Weak models need a tool-calling chat template "
         "(llama-server --jinja) or a stronger model; offer fewer tools."),
     "tool_retry_loop": ErrorAdvice(
