@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
+from agents.compaction.novelty import adds_nothing
 from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
                                        SummaryError, merge, parse_model_summary, render,
-                                       render_lines, shrink_to)
+                                       render_lines, shrink_to, within_sections)
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
 from agents.context.working import WorkingContext
@@ -46,6 +47,7 @@ class CompactionOutcome:
     merged_calls: int = 0  # of them, those whose reply went into the summary
     skipped: bool = False  # no summary asked: it would not fit the next request
     raised_output: int = 0  # output room a cut summary was asked again with, if it was
+    nothing_new: bool = False  # no summary asked: the summary held all that was folded
     # How each accepted model summary was read: "json", or "text" (headed sections).
     summary_forms: list[str] = field(default_factory=list)
 
@@ -95,6 +97,10 @@ class Compactor:
                 f"no summary was requested: the next request would leave it {self._room} "
                 f"tokens (at least {MIN_SUMMARY_ROOM} needed) beside the newest rounds, the "
                 "system prompt, the task snapshot and the person's words")
+        elif ctx.summary and adds_nothing(outcome.compacted, ctx.summary_text):
+            # Every figure and word leaving is in the summary already: archived, no call.
+            summary = StructuredSummary.from_dict(ctx.summary)
+            outcome.nothing_new = True
         else:
             try:
                 summary = self._summarize_units(old, constraints, instructions, outcome)
@@ -221,12 +227,25 @@ class Compactor:
         self._asked = "\n".join(str(m.get("content") or "") for m in request)
         reply = self.summarize(request, max_tokens, tokens, tools)
         outcome.summary_calls += 1
+        choice: dict[str, str] = {}
+        if tools and reply.tool_calls:
+            # Offered the agent's tools as the agent is (one cached prefix for both kinds of
+            # request), the model called one instead of summing up: asked once more with the
+            # tools not callable, which costs that request its cached messages on a strict
+            # provider, but not a fallback to truncation.
+            choice = {"tool_choice": "none"}
+            reply = self.summarize(request, max_tokens, tokens, tools, **choice)
+            outcome.summary_calls += 1
+            if reply.tool_calls:
+                raise SummaryError(
+                    f"the summary answer called {_called(reply)} instead of writing the "
+                    "summary, asked with tool_choice \"auto\" and again with \"none\"")
         # In the provider's tokens: the real window less the prompt as the provider counts it.
         room = self.ctx.window - int(tokens * max(1.0, self.ctx.correction)) - RAISE_SLACK
         # A fresh (weak-model) summary is plain lines: a cut one is read up to the cut.
         if reply.finish_reason == "length" and room > max_tokens * 5 // 4 and not self.fresh:
             outcome.raised_output = room
-            reply = self.summarize(request, room, tokens, tools)
+            reply = self.summarize(request, room, tokens, tools, **choice)
             outcome.summary_calls += 1
         return reply
 
@@ -243,7 +262,8 @@ class Compactor:
                                                     material=self._asked,
                                                     earlier=render(current) if current else ""))
         count = self.ctx.count
-        current = shrink_to(merged, min(budget.summary_cap, self._room), count, count.lines)
+        current = shrink_to(within_sections(merged, budget.summary_cap, count),
+                            min(budget.summary_cap, self._room), count, count.lines)
         if count.lines(render_lines(current)) > budget.summary_max:
             raise SummaryError("the summary is longer than its zone allows")
         outcome.merged_calls += 1
@@ -313,6 +333,10 @@ class Compactor:
                 msg = self.ctx.shortened(msg, share)
             out.append(msg.data)
         return out
+
+
+def _called(reply: ModelReply) -> str:
+    return ", ".join(sorted({str(c.get("name") or "a tool") for c in reply.tool_calls}))
 
 
 def _short_args(call: dict[str, Any], keep: int) -> dict[str, Any]:

@@ -65,6 +65,9 @@ Rules:
   refs such as "arc:SESSION:ID" (the summary may itself be compacted again later).
 - Copy numbers exactly as they appear in the messages. Never invent, round or estimate a
   number; if a figure is not in the messages, leave it out.
+- Write the shortest text that keeps every section's content: one short line per fact, no
+  filler, no restating; a section with nothing new is an empty list. Let the length follow
+  what the messages hold, never the room left for your answer.
 """
 
 
@@ -300,6 +303,40 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
     if forms is not None:
         forms.append(form)
     return summary
+
+
+# Each section's budget as a share of the summary zone; the task overview has none (it is
+# never cut). A section keeps its newest items within its budget, so the summary is as
+# long as what its sections hold and no list grows into the whole zone because the zone
+# has room; the folded messages stay in the archive, cited by turn.
+SECTION_SHARES = {"current_state": 0.10, "important_discoveries": 0.25, "ruled_out": 0.10,
+                  "open_questions": 0.05, "next_steps": 0.05, "context_to_preserve": 0.10}
+# A section may always hold this much: the shares bind in large windows, where the zone
+# is many times a short hand-off; in small ones (a 8k window's zone is 500 tokens) the
+# zone's own cap (shrink_to) decides, as it did before sections had budgets.
+SECTION_FLOOR = 512
+
+
+def section_budgets(zone_tokens: int) -> dict[str, int]:
+    return {name: max(SECTION_FLOOR, int(zone_tokens * share))
+            for name, share in SECTION_SHARES.items()}
+
+
+def within_sections(summary: StructuredSummary, zone_tokens: int,
+                    count: Callable[[str], int]) -> StructuredSummary:
+    """The summary with each section cut to its budget (section_budgets), oldest items
+    first; a section's newest item stays even when it alone is over (shrink_to decides)."""
+    out = StructuredSummary.from_dict(summary.to_dict())
+    for name, budget in section_budgets(zone_tokens).items():
+        items = getattr(out, name)
+        sizes = [count(_item_line(name, item) + "\n") for item in items]
+        total, first = sum(sizes), 0
+        while total > budget and first < len(items) - 1:
+            total -= sizes[first]
+            first += 1
+        if first:
+            setattr(out, name, items[first:])
+    return out
 
 
 def shrink_to(summary: StructuredSummary, max_tokens: int, count: Callable[[str], int],

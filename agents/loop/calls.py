@@ -131,22 +131,25 @@ class CallRunner:
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
-                     max_tokens: int, turn: int,
-                     tools: list[dict[str, Any]] | None = None) -> ModelReply:
-        """A summary request; with `tools` it repeats the agent's prefix, tools offered but
-        not callable (tool_choice "none"), so the provider's cache still matches."""
+                     max_tokens: int, turn: int, tools: list[dict[str, Any]] | None = None,
+                     tool_choice: str | None = None) -> ModelReply:
+        """A summary request; with `tools` it repeats the agent's prefix with the agent's
+        own tools and tool_choice ("auto"): a provider that voids its cached messages when
+        tool_choice changes (Anthropic) then still bills the prefix as cached. "none" is
+        for asking again after an answer that called a tool instead of summing up."""
         model = self.profile.summary_model or None
         described = [{**m, "zone": "summary_request"} for m in messages]
-        sent = self._sent(messages, tools, max_tokens, model, "none" if tools else None)
-        figures = self._exact(messages, tools, "none" if tools else None)
+        choice = (tool_choice or "auto") if tools else None
+        sent = self._sent(messages, tools, max_tokens, model, choice)
+        figures = self._exact(messages, tools, choice)
         try:
-            reply = self._summary_with_retries(messages, tools, max_tokens, model)
+            reply = self._summary_with_retries(messages, tools, max_tokens, model, choice)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
-                          described, turn, sent, request_kind(tools, "none", messages), figures)
+                          described, turn, sent, request_kind(tools, choice, messages), figures)
             raise
         reply = self._record("summary", reply, tokens, limit, {"summary_request": tokens}, described,
-                     turn, sent=sent, count_kind=request_kind(tools, "none", messages),
+                     turn, sent=sent, count_kind=request_kind(tools, choice, messages),
                      figures=figures)
         return reply
 
@@ -168,11 +171,11 @@ class CallRunner:
                      sent=sent, count_kind=request_kind(None, None), figures=figures)
         return reply
 
-    def _summary_with_retries(self, messages, tools, max_tokens, model) -> ModelReply:
+    def _summary_with_retries(self, messages, tools, max_tokens, model,
+                              tool_choice) -> ModelReply:
         while True:
             try:
-                reply = self._timed(messages, tools, max_tokens, model,
-                                    tool_choice="none" if tools else None)
+                reply = self._timed(messages, tools, max_tokens, model, tool_choice=tool_choice)
             except ModelError as exc:
                 if self.retries is None or not exc.transient:
                     raise

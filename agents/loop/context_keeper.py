@@ -325,10 +325,11 @@ class ContextKeeper:
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
                           self.state.turn)]
 
-    def _summarize(self, messages, max_tokens, tokens, tools=None):
+    def _summarize(self, messages, max_tokens, tokens, tools=None, tool_choice=None):
         budget = self.ctx.budget()
         return self.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
-                                       max_tokens=max_tokens, turn=self.state.turn, tools=tools)
+                                       max_tokens=max_tokens, turn=self.state.turn, tools=tools,
+                                       tool_choice=tool_choice)
 
     # --- the built-in hooks, outermost first
     def _publish_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:

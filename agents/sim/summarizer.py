@@ -15,6 +15,13 @@ would (role, text, tool calls, the "[archive turn N, ref …]" labels and a prev
 
 Like a model following the instructions, the growing sections (discoveries, context,
 ruled out) list only what this batch adds; the short "as of now" sections are whole.
+
+The answer's length follows what the messages hold, as a real model's does, never the room
+it is given (the answer does not even see max_tokens): a few findings make a few lines,
+many make more. A finding is a line with a figure; a title's label ("#3") or an id
+("a7319809") is not one, so a result of titles and boilerplate adds no discovery, and a
+finding already listed (earlier in the batch or in the previous summary, whichever turn
+it came from) is not listed again.
 """
 from __future__ import annotations
 
@@ -36,7 +43,10 @@ _LABEL = re.compile(r"^\s*\[(?:archive\s+)?turn\s+(\d+)(?:,\s*ref\s+[^\]\s]+)?\]
 _BLOCK = re.compile(r"<system-info>(.*?)</system-info>", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 _ERROR = re.compile(r"^\s*(?:error|exception|traceback)\b|^\s*错误", re.I)
-_DIGIT = re.compile(r"\d")
+# A figure: a number standing on its own. Not a label's number ("#3", "Q1") nor digits
+# inside an id ("a7319809"); ASCII-only look-arounds, so "比例2.5%" still has one.
+_FIGURE = re.compile(r"(?<![A-Za-z0-9_#.])[-+]?\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+_CITED = re.compile(r"\s*\(archive turn \d+\)$")
 _HARD_HEADING = re.compile(r"^\s*hard constraints\b", re.I)
 _RULED_LINE = re.compile(r"^(.*?) \| reason:\s?(.*?) \| evidence:\s?(.*)$")
 _INVENTED_NAMES = ("Zorvath Logistics", "Quillmere Analytics", "Brannock Holdings",
@@ -155,6 +165,7 @@ class _Reading:
         self.new: dict[str, list] = {key: [] for key in SECTIONS.values()}
         self.calls: dict[str, tuple[str, int | None]] = {}
         self.user_seen = False
+        self.listed: set[str] | None = None  # findings listed so far, without their turn
 
     def add(self, message: dict[str, Any]) -> None:
         role, text = message.get("role"), _text(message)
@@ -209,9 +220,21 @@ class _Reading:
                                           else "this tool result"})
             return
         self.new["current_state"].append(_cite(f"called {shown}", turn))
-        lines = [ln.strip() for ln in text.splitlines() if _DIGIT.search(ln) and ln.strip()]
+        lines = [ln.strip() for ln in text.splitlines() if _FIGURE.search(ln)]
         for line in lines[:FIGURE_LINES_PER_RESULT]:
-            self.new["important_discoveries"].append(_cite(f"{name}: {line}", turn))
+            finding = _clip(f"{name}: {line}")
+            if not self._listed(finding):
+                self.new["important_discoveries"].append(_cite(finding, turn))
+
+    def _listed(self, finding: str) -> bool:
+        """Whether the finding is in the previous summary or this batch, cited any turn."""
+        if self.listed is None:
+            self.listed = {_CITED.sub("", item) for item in (self.previous or {}).get(
+                "important_discoveries", ())}
+        if finding in self.listed:
+            return True
+        self.listed.add(finding)
+        return False
 
     def result(self) -> dict[str, Any]:
         for shown, turn in self.calls.values():

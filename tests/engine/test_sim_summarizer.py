@@ -132,3 +132,43 @@ def test_engine_compactions_with_the_faithful_sim_keep_findings_and_flag_nothing
     assert all(c["audit"]["unsupported_numbers"] == [] for c in compactions)
     last = compactions[-1]["summary_after"]
     assert "fetch_document:" in last and "(archive turn" in last
+
+
+def document_batch(results: list[str]) -> list[dict]:
+    """One fetch call and its result per text, labelled as the engine labels them."""
+    out = []
+    for i, text in enumerate(results):
+        out.append({"role": "assistant", "content": None,
+                    "tool_calls": [call(f"call_{i}_0", "fetch_document", topic=f"doc {i}")]})
+        out.append({"role": "tool", "tool_call_id": f"call_{i}_0",
+                    "content": f"[archive turn {i + 2}, ref arc:s1:{i}]\n{text}"})
+    return out
+
+
+def test_findings_follow_what_the_results_hold_not_how_many_there_are():
+    from agents.counting.tokens import count_text
+    from agents.tools.documents import synthetic_document
+
+    def discoveries(results):
+        return build_summary(document_batch(results))["important_discoveries"]
+
+    one = discoveries([synthetic_document(400, "grid storage #1")])
+    assert len(one) == 3 and all("Fact" in d for d in one)  # findings, not the title or id
+    # The same document read ten times holds the same three findings.
+    assert discoveries([synthetic_document(400, "grid storage #1")] * 10) == one
+    # Titles, labels and ids carry no figure: no finding, however long the results.
+    assert discoveries(["# grid storage #7: briefing document\nDocument id a7319809."] * 5) == []
+    # Twelve different documents hold twelve times as many findings.
+    many = discoveries([synthetic_document(400, f"grid storage #{i}") for i in range(12)])
+    assert len(many) == 36
+    assert count_text("\n".join(one)) < 300 < count_text("\n".join(many))
+
+
+def test_findings_already_in_the_previous_summary_are_not_listed_again():
+    first = parse_model_summary(json.dumps(build_summary(document_batch(
+        ["total revenue: 1,234,567\nregion A sales -12%"])), ensure_ascii=False))
+    # Read again at a later turn: the findings it had are not new, whatever turn cites them.
+    again = [{"role": "system", "content": render(first)}] + document_batch(
+        ["no figures here", "total revenue: 1,234,567\nregion A sales -12%\nregion B sales +3%"])
+    assert build_summary(again)["important_discoveries"] == [
+        "fetch_document: region B sales +3% (archive turn 3)"]
