@@ -30,7 +30,7 @@ from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, Budget
                            TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
 from agents.model_check import (Capability, CheckFailed, CheckResult, check_model,
-                                format_result, result_json, tools_failed)
+                                format_result, result_json)
 from agents.provider import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
@@ -54,7 +54,7 @@ __all__ = [
     "HostUnresolved", "DEFAULT_HOSTS",
     # what a profile's server really does, checked before the first task
     "check_model", "CheckResult", "CheckFailed", "Capability", "format_result", "result_json",
-    "tools_failed", "TOOLS_OFF_NOTICE",
+    "TOOLS_OFF_NOTICE",
     # events going out
     "Event", "EventType", "EventSink", "ListSink", "event_from", "ZONES",
     "SessionStarted", "TurnStarted", "UserMessage", "BudgetEvent", "ModelCall",

@@ -140,14 +140,6 @@ class CheckResult:
                                            or ()])
 
 
-def tools_failed(stored: dict[str, Any] | None) -> Capability | None:
-    """The failed tools capability of a stored result, else None."""
-    if not stored:
-        return None
-    found = CheckResult.from_dict(stored).get("tools")
-    return found if found is not None and found.verdict == FAIL else None
-
-
 # --- the check
 
 def check_model(profile: ModelProfile, *, http_client: Any = None,
