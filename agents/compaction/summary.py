@@ -309,7 +309,7 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
 # never cut). A section keeps its newest items within its budget, so the summary is as
 # long as what its sections hold and no list grows into the whole zone because the zone
 # has room; the folded messages stay in the archive, cited by turn.
-SECTION_SHARES = {"current_state": 0.10, "important_discoveries": 0.25, "ruled_out": 0.10,
+SECTION_SHARES = {"current_state": 0.05, "important_discoveries": 0.125, "ruled_out": 0.10,
                   "open_questions": 0.05, "next_steps": 0.05, "context_to_preserve": 0.10}
 # A section may always hold this much: the shares bind in large windows, where the zone
 # is many times a short hand-off; in small ones (a 8k window's zone is 500 tokens) the

@@ -72,13 +72,13 @@ def test_no_summary_is_asked_for_when_the_folded_rounds_hold_nothing_the_summary
 
 
 def test_each_section_keeps_its_newest_items_within_its_own_budget():
-    # 60 discoveries of ~40 tokens: 2 400 tokens, over the discoveries' share of a 64k
-    # window's summary zone (1 000 of its 4 000 tokens).
+    # 60 discoveries of ~40 tokens: 2 400 tokens, over the discoveries' share of a 128k
+    # window's summary zone (1 000 of its 8 000 tokens).
     found = [f"site {i} reported a grid load of {1000 + i} MW in the North region during the "
              f"third quarter of the year, from the operator (archive turn {i})" for i in range(60)]
     summarize, _ = recording({"task_overview": ["Read the grid reports."],
                               "important_discoveries": found})
-    ctx = context(window=64_000)
+    ctx = context(window=128_000)
     Compactor(ctx, summarize).compact("rolling", constraints=[])
     kept = StructuredSummary.from_dict(ctx.summary)
     budget = section_budgets(ctx.budget().summary_cap)["important_discoveries"]
