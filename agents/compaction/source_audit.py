@@ -24,6 +24,7 @@ The result is an AUDIT event after that request; a failed one counts in `audit_f
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable
 
 from agents.compaction.numbers import numbers_in, values_in
@@ -75,17 +76,21 @@ def _plain(text: str) -> str:
 
 def names_in(summary: str) -> list[str]:
     """The names a rendered summary states in its items ("- " lines), as written."""
-    found: list[str] = []
+    found: dict[str, None] = {}  # in order, each once
     for line in plain(summary).splitlines():
-        if not line.startswith("- "):
-            continue  # the rendering's own framing: its intro and headings
-        item = line[2:]
-        quoted = [a or b for a, b in _QUOTED.findall(item)]
-        for name in (_FILE_NAME.findall(item) + quoted + _INNER_CAPITAL.findall(item)):
-            name = name.strip().rstrip(".")
-            if name and name not in found:
-                found.append(name)
-    return found
+        if line.startswith("- "):  # else the rendering's own framing: its intro and headings
+            found.update(dict.fromkeys(_item_names(line[2:])))
+    return list(found)
+
+
+# By content, like numbers_in's lines: a summary keeps most of its items from one
+# compaction to the next, and each is read once per audit.
+@lru_cache(maxsize=8192)
+def _item_names(item: str) -> tuple[str, ...]:
+    quoted = [a or b for a, b in _QUOTED.findall(item)]
+    names = (name.strip().rstrip(".")
+             for name in _FILE_NAME.findall(item) + quoted + _INNER_CAPITAL.findall(item))
+    return tuple(name for name in names if name)
 
 
 def _name_marks(text: str, text_marks: set[str] | None = None) -> set[str]:
@@ -93,6 +98,11 @@ def _name_marks(text: str, text_marks: set[str] | None = None) -> set[str]:
     marks(text), when the caller has them)."""
     return ({n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)}
             | (marks(text) if text_marks is None else text_marks))
+
+
+@lru_cache(maxsize=8192)
+def _marks_of_name(name: str) -> frozenset[str]:
+    return frozenset(_name_marks(name))
 
 
 def binding_statements(text: str) -> list[str]:
@@ -205,7 +215,7 @@ class SourceAudit:
             if scaled not in self.known and raw not in self.known and written not in unsupported:
                 unsupported.append(written)
         self.flagged += [f for f in unsupported if f not in self.flagged]
-        names = [n for n in names_in(summary) if not _name_marks(n) <= self.known_names]
+        names = [n for n in names_in(summary) if not _marks_of_name(n) <= self.known_names]
         self.flagged_names += [n for n in names if n not in self.flagged_names]
         ok = not missing and not unsupported and not names
         self.failures += not ok
