@@ -51,9 +51,13 @@ def digest(name: str, arguments: str, msg: Msg) -> str:
     """The one line that stands for a cleared result. Its size is written "5.5k chars":
     an engine's measure, not a figure of the result a summary could pass on as one."""
     text = msg.text
-    stats = next((line for line in text.splitlines() if line.startswith(STATS_HEAD)), "")
-    shown = _short(stats, HEAD_CHARS) if stats else json.dumps(_short(text, HEAD_CHARS),
-                                                               ensure_ascii=False)
+    at = text.find(STATS_HEAD)
+    while at > 0 and text[at - 1] != "\n":  # the line must start with it
+        at = text.find(STATS_HEAD, at + 1)
+    stats = text[at:].split("\n", 1)[0] if at >= 0 else ""
+    # Only the head is read: a result may be megabytes long.
+    shown = (_short(stats, HEAD_CHARS) if stats
+             else json.dumps(_short(text[:HEAD_CHARS * 4], HEAD_CHARS), ensure_ascii=False))
     return (f"{CLEARED_MARK} {name} {_short(arguments, ARGS_CHARS)} → "
             f"{len(text) / 1000:.1f}k chars, begins {shown}; "
             f"whole: read_ref(ref=\"{msg.ref}\")]")
@@ -138,6 +142,13 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
     if not cleared:
         return None
     return Clearing(history=out, cleared=cleared, digests=digests, saved=saved)
+
+
+def clearable_tokens(units: list[Unit], keep_from: int) -> int:
+    """At most what a batch could free before unit `keep_from` (retention aside): the
+    tokens of the results not cleared yet. Cheap: no digest is written."""
+    return sum(m.tokens for u in units[:keep_from] for m in u.messages
+               if m.role == "tool" and m.ref and not is_cleared(m))
 
 
 def all_cleared(unit: Unit) -> bool:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from agents.compaction.clearing import Clearing, all_cleared, plan_clearing, residue
+from agents.compaction.clearing import (Clearing, all_cleared, clearable_tokens, plan_clearing,
+                                        residue)
 from agents.compaction.compactor import CompactionOutcome, Compactor
 from agents.compaction.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.compaction.probes import ask_probes
@@ -192,9 +193,13 @@ class ContextKeeper:
         line = int(budget.history * CLEAR_LINE)
         if trigger is None and history <= line:
             return None
-        if trigger is None and residue(ctx.units()) > budget.summary_cap * RESIDUE_FOLD:
+        units = ctx.units()
+        if trigger is None and residue(units) > budget.summary_cap * RESIDUE_FOLD:
             return "rolling"  # the digests outgrew what a summary of them takes: fold
-        plan = self._clearing_plan()
+        keep_from = self._keep_from(units)
+        if trigger is None and clearable_tokens(units, keep_from) < line * CLEAR_BATCH:
+            return None  # not a batch yet: no digest is written until one is
+        plan = plan_clearing(units, keep_from, self._retention, ctx.counter)
         if trigger is not None:
             if plan is None:
                 return trigger
@@ -211,14 +216,20 @@ class ContextKeeper:
         return None
 
     def _clearing_plan(self, emergency: bool = False) -> Clearing | None:
-        ctx, budget = self.ctx, self.ctx.budget()
+        ctx = self.ctx
         if not ctx.config.clear_tool_results:
             return None
         units = ctx.units()
-        keep_from = split_for_compaction(
+        return plan_clearing(units, self._keep_from(units, emergency), self._retention,
+                             ctx.counter)
+
+    def _keep_from(self, units: list, emergency: bool = False) -> int:
+        """The first unit of the recent rounds, which are never cleared (as compaction
+        keeps them)."""
+        budget = self.ctx.budget()
+        return split_for_compaction(
             units, keep_tokens=min(budget.keep_tokens, budget.history // 2),
             keep_rounds=budget.keep_rounds, emergency=emergency)
-        return plan_clearing(units, keep_from, self._retention, ctx.counter)
 
     def _retention(self, name: str) -> ToolBoundary:
         tool = self.deps.tools.get(name)
