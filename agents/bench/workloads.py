@@ -62,9 +62,11 @@ def engine_tenths(run: Any) -> dict[str, float]:
 def engine_split(ms: list[float], calls: list[int], compacted: list[bool]) -> dict[str, Any]:
     """One clock's engine time: per model call, per plain turn and per compaction turn, and
     the plain turns' last tenth against their first (flat = a turn does not cost more as
-    the session grows; compaction turns are left out, they come in bursts)."""
+    the session grows; compaction turns are left out, they come in bursts, and so are the
+    first and the last turn, which start the session and vet its answer once)."""
     plain = [m for m, c in zip(ms, compacted) if not c]
     folds = [m for m, c in zip(ms, compacted) if c]
+    rounds = [m for i, (m, c) in enumerate(zip(ms, compacted)) if not c and 0 < i < len(ms) - 1]
 
     def mean(part):
         return round(sum(part) / len(part), 3) if part else None
@@ -74,9 +76,9 @@ def engine_split(ms: list[float], calls: list[int], compacted: list[bool]) -> di
            "compaction_turn_max": round(max(folds), 3) if folds else None,
            "compaction_turns": len(folds), "compaction_share": round(sum(folds) / sum(ms), 3)
            if sum(ms) else None}
-    if len(plain) >= 20:
-        tenth = len(plain) // 10
-        first, last = mean(plain[:tenth]), mean(plain[-tenth:])
+    if len(rounds) >= 20:
+        tenth = len(rounds) // 10
+        first, last = mean(rounds[:tenth]), mean(rounds[-tenth:])
         out.update({"plain_first_tenth": first, "plain_last_tenth": last,
                     "plain_tenth_ratio": round(last / first, 3) if first else None})
     return out

@@ -92,6 +92,7 @@ class AgentLoop:
         # E3 from the archive: reads back what the store kept, audits what was sent.
         self.audit = SourceAudit(redacting, session_id, deps.emit)
         self.events.observers.append(self.audit.observe)
+        self.events.observers.append(self.ledger.observe)  # which turns compacted
         self.keeper = ContextKeeper(deps, state, ctx=self.ctx, book=self.book, hints=self.hints,
                                     calls=self.calls, audit=self.audit,
                                     count_source=lambda: self.count_source)
@@ -178,10 +179,9 @@ class AgentLoop:
             if deps.store.cancel_requested(deps.session_id):
                 return RunResult("cancelled", "", state.turn, "cancelled by a person")
             self.ledger.start()
-            compactions = self.keeper.metrics.count
             self.commits.begin()
             answer = self._one_turn()
-            self.ledger.lap(compacted=self.keeper.metrics.count > compactions)
+            self.ledger.lap()
             if progress:
                 progress(min(state.turn, total), total)
             if state.waiting:  # the worker is free until the children finish

@@ -12,7 +12,7 @@ from agents.context.working import Request
 from agents.counting.calibration import request_kind
 from agents.counting.llama_cpp.prompt_count import read_back
 from agents.errors import error_event
-from agents.events import Event, ModelCall
+from agents.events import Compaction, Event, ModelCall
 from agents.loop.interrupt import CallDeadline, run_interruptible
 from agents.loop.retry import CallCancelled
 from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
@@ -41,7 +41,10 @@ class CallLedger:
     # when the machine is busy. The model answers in a helper thread (interrupt.py), so its
     # CPU is never in it; a tool's is taken out like its wall time.
     turn_cpu_ms: list[float] = field(default_factory=list)
-    turn_compacted: list[bool] = field(default_factory=list)  # a compaction ran in the turn
+    # A turn compacted when it emitted a COMPACTION that was not a no-op: a summary, a
+    # truncation, a clearing of old results or a rebuilt snapshot (observe()).
+    turn_compacted: list[bool] = field(default_factory=list)
+    _compacted: bool = False
     _mark: float = field(default_factory=time.perf_counter)
     _cpu_mark: float = field(default_factory=time.thread_time)
     _outside: float = 0.0  # time spent in the model or tools since the mark
@@ -55,11 +58,15 @@ class CallLedger:
     def start(self) -> None:
         self._mark, self._outside = time.perf_counter(), 0.0
         self._cpu_mark, self._outside_cpu = time.thread_time(), 0.0
-        self._calls_at_mark = self.calls
+        self._calls_at_mark, self._compacted = self.calls, False
 
     def outside(self, seconds: float, cpu_seconds: float = 0.0) -> None:
         self._outside += seconds
         self._outside_cpu += cpu_seconds
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, Compaction) and not event.noop:
+            self._compacted = True
 
     def lap(self, compacted: bool = False) -> None:
         """Close one turn's engine time and start the next."""
@@ -67,7 +74,8 @@ class CallLedger:
         self.turn_ms.append(max(0.0, (now - self._mark - self._outside) * 1000))
         self.turn_cpu_ms.append(max(0.0, (cpu - self._cpu_mark - self._outside_cpu) * 1000))
         self.turn_calls.append(self.calls - self._calls_at_mark)
-        self.turn_compacted.append(compacted)
+        self.turn_compacted.append(compacted or self._compacted)
+        self._compacted = False
         self._mark, self._outside, self._calls_at_mark = now, 0.0, self.calls
         self._cpu_mark, self._outside_cpu = cpu, 0.0
 

@@ -91,6 +91,10 @@ def test_engine_time_splits_plain_turns_from_compaction_turns():
     # Tenths of the plain turns only: a compaction turn in the first tenth changes nothing.
     assert (split["plain_first_tenth"], split["plain_last_tenth"]) == (2.0, 3.0)
     assert split["plain_tenth_ratio"] == 1.5
+    # The first turn starts the session and the last one vets the answer: in no tenth.
+    ends = engine_split([9.0] + ms[1:-1] + [40.0], calls, compacted)
+    assert (ends["plain_first_tenth"], ends["plain_last_tenth"]) == (2.0, 3.0)
+    assert ends["per_plain_turn"] > split["per_plain_turn"]
 
 
 def test_the_ledger_counts_cpu_time_without_the_model_and_the_tools(monkeypatch):
@@ -114,6 +118,15 @@ def test_the_ledger_counts_cpu_time_without_the_model_and_the_tools(monkeypatch)
     assert [round(ms, 6) for ms in ledger.turn_cpu_ms] == [50.0, 10.0]
     assert ledger.turn_compacted == [True, False] and ledger.turn_calls == [2, 1]
     assert round(ledger.per_call_cpu_ms(), 6) == 20.0
+    # A turn compacted when it emitted a COMPACTION that did something (a clearing too).
+    from agents.events import Compaction
+    ledger.start()
+    ledger.observe(Compaction(trigger="anchor", noop=True))
+    ledger.lap()
+    ledger.start()
+    ledger.observe(Compaction(trigger="rolling", kind="clear"))
+    ledger.lap()
+    assert ledger.turn_compacted[2:] == [False, True]
 
 
 def test_bench_reports_engine_cpu_and_wall_per_kind_of_turn(tmp_path):
