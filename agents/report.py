@@ -67,8 +67,7 @@ class ReportSink:
                 "child_input_tokens": event.child_input_tokens, "child_cost": event.child_cost,
                 "parent_calls_before": len(self.agent_inputs)})
         elif isinstance(event, Compaction) and event.kind == "clear":
-            # Counted apart: `compactions` stays the summary tier's (its turns are the
-            # benchmark's compaction turns).
+            self.compactions += 1
             self.clears["clears"] += 1
             self.clears["cleared_tokens"] += event.tokens_saved
         elif isinstance(event, Compaction) and not event.noop:

@@ -260,8 +260,7 @@ class EventLog:
         """One UPDATE for the calls and compactions of a batch; the rare lifecycle events
         (start, finish) as they are."""
         calls = [e for e in events if isinstance(e, ModelCall)]
-        compactions = sum(1 for e in events if isinstance(e, Compaction) and not e.noop
-                          and e.kind != "clear")  # the summary tier's, as runtask counts
+        compactions = sum(1 for e in events if isinstance(e, Compaction) and not e.noop)
         if calls or compactions:
             tokens = [e.input_tokens for e in calls] or [0]
             with batch_writes.for_connection().writing():
