@@ -38,7 +38,7 @@ def tool_results(messages) -> list[str]:
             if m["role"] == "tool"]
 
 
-def test_a_summary_cut_by_its_output_limit_is_asked_again_with_the_windows_room():
+def test_a_small_windows_summary_gets_the_windows_room_at_once_not_after_a_cut():
     ctx = context_with_rounds()
     asked = []
 
@@ -50,8 +50,9 @@ def test_a_summary_cut_by_its_output_limit_is_asked_again_with_the_windows_room(
 
     outcome = Compactor(ctx, summarize).compact("budget", constraints=[])
     assert not outcome.fallback, outcome.fallback_reason
-    assert outcome.raised_output > ctx.budget().summary_output
-    assert asked[1] == outcome.raised_output and asked[1] <= 4096
+    # One call: asked with the zone's room it would be cut, and its text never used.
+    assert len(asked) == 1 and ctx.budget().summary_output < asked[0] <= 4096
+    assert outcome.raised_output == 0 and outcome.merged_calls == outcome.summary_calls == 1
     assert "read the reports of rounds 0-7" in ctx.summary_text
 
 
