@@ -13,8 +13,8 @@ from typing import Any, Callable
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
 from agents.compaction.novelty import adds_nothing
 from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
-                                       SummaryError, merge, parse_model_summary, render,
-                                       render_lines, shrink_to, within_sections)
+                                       SummaryError, budget_lines, merge, parse_model_summary,
+                                       render, render_lines, shrink_to, within_sections)
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
 from agents.context.working import WorkingContext
@@ -284,7 +284,8 @@ class Compactor:
         body = SUMMARY_INSTRUCTIONS.replace(_FRESH_FORM, _PREFIX_FORM)
         if not body.startswith(SUMMARY_MARKER):
             body = f"{SUMMARY_MARKER}\n{body}"
-        lines = [body.rstrip(), FOLD_LINE.format(count=len(folded)), LABELS_LINE, *labels]
+        lines = [body.rstrip(), *budget_lines(ctx.budget().summary_cap),
+                 FOLD_LINE.format(count=len(folded)), LABELS_LINE, *labels]
         if instructions:
             lines.append(f"Focus for this summary (from the person running the task): "
                          f"{instructions}")
@@ -302,6 +303,9 @@ class Compactor:
         system = SUMMARY_INSTRUCTIONS
         if not system.startswith(SUMMARY_MARKER):
             system = f"{SUMMARY_MARKER}\n{system}"
+        stated = budget_lines(self.ctx.budget().summary_cap)
+        if stated:
+            system = "\n".join([system.rstrip(), *stated])
         if instructions:
             system += f"\nFocus for this summary (from the person running the task): {instructions}"
         head = [{"role": "system", "content": system}]

@@ -309,7 +309,7 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
 # never cut). A section keeps its newest items within its budget, so the summary is as
 # long as what its sections hold and no list grows into the whole zone because the zone
 # has room; the folded messages stay in the archive, cited by turn.
-SECTION_SHARES = {"current_state": 0.05, "important_discoveries": 0.125, "ruled_out": 0.10,
+SECTION_SHARES = {"current_state": 0.05, "important_discoveries": 0.10, "ruled_out": 0.10,
                   "open_questions": 0.05, "next_steps": 0.05, "context_to_preserve": 0.10}
 # A section may always hold this much: the shares bind in large windows, where the zone
 # is many times a short hand-off; in small ones (a 8k window's zone is 500 tokens) the
@@ -320,6 +320,27 @@ SECTION_FLOOR = 512
 def section_budgets(zone_tokens: int) -> dict[str, int]:
     return {name: max(SECTION_FLOOR, int(zone_tokens * share))
             for name, share in SECTION_SHARES.items()}
+
+
+# A summary line is a short fact, clipped near 200 characters: about this many tokens. It
+# turns a section's token budget into a count of lines, which a model follows more readily.
+LINE_TOKENS = 40
+BUDGETS_LINE = ("Each section's budget (the engine keeps no more than this of a section, so "
+                "write no more; fewer when the messages hold less):")
+
+
+def budget_lines(zone_tokens: int) -> list[str]:
+    """The summary request's statement of each section's budget, so the model writes no
+    more than the engine keeps (what it wrote past a budget would be billed and cut). A
+    budget the size of the whole zone or more says nothing (small windows, where the zone's
+    cap decides), and none is stated: the request stays as short as it was."""
+    binding = {name: budget for name, budget in section_budgets(zone_tokens).items()
+               if budget < zone_tokens}
+    if not binding:
+        return []
+    return [BUDGETS_LINE, *(f"- {name}: at most {budget} tokens (about "
+                            f"{max(1, budget // LINE_TOKENS)} lines)"
+                            for name, budget in binding.items())]
 
 
 def within_sections(summary: StructuredSummary, zone_tokens: int,

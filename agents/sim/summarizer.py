@@ -21,7 +21,9 @@ it is given (the answer does not even see max_tokens): a few findings make a few
 many make more. A finding is a line with a figure; a title's label ("#3") or an id
 ("a7319809") is not one, so a result of titles and boilerplate adds no discovery, and a
 finding already listed (earlier in the batch or in the previous summary, whichever turn
-it came from) is not listed again.
+it came from) is not listed again. When the request states a section's budget ("- name: at
+most N tokens"), the answer keeps that section's newest items within it, as a model told a
+limit roughly keeps to it.
 """
 from __future__ import annotations
 
@@ -49,6 +51,11 @@ _FIGURE = re.compile(r"(?<![A-Za-z0-9_#.])[-+]?\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
 _CITED = re.compile(r"\s*\(archive turn \d+\)$")
 _HARD_HEADING = re.compile(r"^\s*hard constraints\b", re.I)
 _RULED_LINE = re.compile(r"^(.*?) \| reason:\s?(.*?) \| evidence:\s?(.*)$")
+# "- important_discoveries: at most 800 tokens (about 20 lines)", read wherever it is stated.
+_BUDGET = re.compile(r"^\s*-\s*\"?(\w+)\"?:\s*at most (\d+) tokens\b", re.M)
+# A model told a limit aims under it: it reckons three characters a token (figures and
+# names run nearer 3.4 than prose's 4), so what it writes fits the budget as counted.
+CHARS_PER_TOKEN = 3
 _INVENTED_NAMES = ("Zorvath Logistics", "Quillmere Analytics", "Brannock Holdings",
                    "Ostrava-Keel Partners", "Velmont Dynamics")
 
@@ -69,7 +76,7 @@ class SummaryPlayer:
             body.pop()
         for message in body:
             reading.add(message)
-        summary = reading.result()
+        summary = _within_budgets(reading.result(), _budgets(messages))
         if self.mode == "lossy":
             summary = _drop_share(summary)
         elif self.mode == "hostile":
@@ -98,6 +105,36 @@ def _absent_figure(seed: int, source: str) -> str:
     while str(value) in digits or f"{value:,}" in source:
         value += 7_777
     return f"{value:,}"
+
+
+def _budgets(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """Each section's stated budget in tokens, by its key, from any message of the request."""
+    found: dict[str, int] = {}
+    for message in messages:
+        for key, tokens in _BUDGET.findall(_text(message)):
+            if key in SECTIONS.values():
+                found[key] = int(tokens)
+    return found
+
+
+def _item_tokens(item: Any) -> int:
+    text = item if isinstance(item, str) else " | ".join(str(v) for v in item.values())
+    return len(f"- {text}\n") // CHARS_PER_TOKEN + 1
+
+
+def _within_budgets(summary: dict[str, Any], budgets: dict[str, int]) -> dict[str, Any]:
+    """Each budgeted section's newest items that fit its budget (the oldest go first)."""
+    out = dict(summary)
+    for key, budget in budgets.items():
+        items = out.get(key) or []
+        kept, used = [], 0
+        for item in reversed(items):
+            used += _item_tokens(item)
+            if used > budget:
+                break
+            kept.append(item)
+        out[key] = kept[::-1]
+    return out
 
 
 def _drop_share(summary: dict[str, Any]) -> dict[str, Any]:

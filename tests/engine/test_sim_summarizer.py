@@ -172,3 +172,20 @@ def test_findings_already_in_the_previous_summary_are_not_listed_again():
         ["no figures here", "total revenue: 1,234,567\nregion A sales -12%\nregion B sales +3%"])
     assert build_summary(again)["important_discoveries"] == [
         "fetch_document: region B sales +3% (archive turn 3)"]
+
+
+def test_a_budget_stated_in_the_request_keeps_a_section_to_its_newest_items_within_it():
+    from agents.compaction.summary import budget_lines, section_budgets
+    from agents.counting.tokens import count_text
+    from agents.tools.documents import synthetic_document
+
+    results = [synthetic_document(400, f"grid storage #{i}") for i in range(12)]
+    unbounded = build_summary(document_batch(results))["important_discoveries"]
+    # The engine's own statement of the budgets, in the closing instruction a model reads.
+    closing = {"role": "user", "content": "\n".join(
+        ["Write the summary JSON now.", *budget_lines(2_000)])}
+    budget = section_budgets(2_000)["important_discoveries"]
+    bounded = build_summary(document_batch(results) + [closing])["important_discoveries"]
+    assert count_text("\n".join(f"- {d}" for d in unbounded)) > budget  # the limit binds
+    assert bounded and bounded == unbounded[-len(bounded):]  # the newest findings stay
+    assert count_text("\n".join(f"- {d}" for d in bounded)) <= budget

@@ -73,7 +73,7 @@ def test_no_summary_is_asked_for_when_the_folded_rounds_hold_nothing_the_summary
 
 def test_each_section_keeps_its_newest_items_within_its_own_budget():
     # 60 discoveries of ~40 tokens: 2 400 tokens, over the discoveries' share of a 128k
-    # window's summary zone (1 000 of its 8 000 tokens).
+    # window's summary zone (800 of its 8 000 tokens).
     found = [f"site {i} reported a grid load of {1000 + i} MW in the North region during the "
              f"third quarter of the year, from the operator (archive turn {i})" for i in range(60)]
     summarize, _ = recording({"task_overview": ["Read the grid reports."],
@@ -137,3 +137,13 @@ def test_agent_and_summary_requests_of_a_run_carry_the_same_tools_and_tool_choic
     usual = [c["cached_tokens"] for c in out.run.report["model_calls"] if not c.get("refused")]
     assert [cached for _, cached, _ in out.transport.strict_usage] == usual
     assert sum(usual) > 0
+
+
+def test_the_summary_request_states_each_sections_budget_so_no_more_is_written():
+    for window in (128_000, 32_000):
+        ctx = context(window=window)
+        summarize, asked = recording()
+        Compactor(ctx, summarize).compact("rolling", constraints=[])
+        text = "\n".join(str(m.get("content") or "") for m in asked[0]["messages"])
+        for name, budget in section_budgets(ctx.budget().summary_cap).items():
+            assert f"- {name}: at most {budget} tokens (about " in text, (window, name)
