@@ -79,7 +79,9 @@ class SimTransport(httpx2.BaseTransport):
         elif probe_answers.is_probe_request(messages):
             message, finish = self._limit(probe_answers.answer(messages), max_tokens)
         elif is_tail_request(messages):  # the agent's own prefix, the instruction last
-            message, finish = self._limit(json.dumps(self.summaries.answer(to_labelled(messages)),
+            # The instruction goes last, as the model reads it: the budgets it states bind.
+            labelled = to_labelled(messages) + messages[-1:]
+            message, finish = self._limit(json.dumps(self.summaries.answer(labelled),
                                                      ensure_ascii=False), max_tokens)
         else:
             message, finish = self._play(messages, max_tokens)

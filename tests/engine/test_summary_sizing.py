@@ -1,6 +1,7 @@
 """Summaries sized to what they hold, no summary call that would add nothing, and one
 prompt cache for agent and summary requests."""
 import json
+import re
 
 from agents.compaction.compactor import Compactor
 from agents.compaction.summary import (SECTION_SHARES, StructuredSummary, render,
@@ -147,3 +148,29 @@ def test_the_summary_request_states_each_sections_budget_so_no_more_is_written()
         text = "\n".join(str(m.get("content") or "") for m in asked[0]["messages"])
         for name, budget in section_budgets(ctx.budget().summary_cap).items():
             assert f"- {name}: at most {budget} tokens (about " in text, (window, name)
+
+
+
+
+def test_the_simulated_model_writes_within_the_budgets_a_prefix_summary_request_states(
+        monkeypatch):
+    from agents.counting.tokens import count_text
+    from agents.sim.summarizer import SummaryPlayer
+
+    answers = []
+    answer = SummaryPlayer.answer
+    monkeypatch.setattr(SummaryPlayer, "answer",
+                        lambda self, messages: answers.append(answer(self, messages))
+                        or answers[-1])
+    steps = [{"tool": "fetch_document", "args": {"tokens": 400, "topic": f"grid storage #{i}"}}
+             for i in range(120)]
+    out = run_scenario({"name": "docs", "goal": "Read the documents.",
+                        "steps": steps + [{"final": "done"}]}, window=32_000)
+    asked = [str(b["messages"][-1].get("content")) for b in out.transport.requests
+             if is_tail_request(b["messages"])]
+    budgets = [int(re.search(r"- important_discoveries: at most (\d+) tokens", text).group(1))
+               for text in asked]
+    assert answers and len(budgets) == len(answers)
+    for budget, summary in zip(budgets, answers):
+        found = summary["important_discoveries"]
+        assert found and count_text("\n".join(f"- {d}" for d in found)) <= budget
