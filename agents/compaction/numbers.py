@@ -20,7 +20,7 @@ NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d
 # engine jumps from digit to digit instead of trying the look-behind at every character,
 # and the look-behind is checked once a digit is there. The sign is left out: no group
 # holds it, and it never changes which digits match (it is not in the look-behind's
-# class). tests/engine/test_numbers.py checks that both find the same groups.
+# class). tests/engine/test_numbers_refs.py checks that both find the same groups.
 NUMBER_GROUPS = re.compile(
     r"(\d(?<![A-Za-z_\d.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?))"
     r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
