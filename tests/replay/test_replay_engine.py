@@ -10,15 +10,24 @@ from agents.replay.recording import RecordingError, build_recording
 from tests.replay.helpers import record, replay
 
 
-@pytest.mark.parametrize("name,window", [("sales-report", 16000), ("retrieval-6x1600", 4000)])
-def test_a_replay_with_its_own_settings_sends_the_same_requests_byte_for_byte(name, window):
-    source = record(name, window)
-    run, _, _ = replay(source, name, window)
+@pytest.mark.parametrize("name,window,clearing", [("sales-report", 16000, False),
+                                                   ("retrieval-6x1600", 4000, False),
+                                                   ("retrieval-6x1600", 4000, True)])
+def test_a_replay_with_its_own_settings_sends_the_same_requests_byte_for_byte(name, window,
+                                                                             clearing):
+    # With the clearing tier on these windows need no summary; off, the summary tier runs,
+    # so both kinds of compaction are replayed byte for byte.
+    config = ContextConfig(clear_tool_results=clearing)
+    source = record(name, window, config)
+    run, _, _ = replay(source, name, window, config)
     sent = [json.dumps(b, sort_keys=True) for b in run.replay_transport.requests]
     recorded = [json.dumps(b, sort_keys=True) for b in source.transport.requests]
     assert run.status == "finished" and sent == recorded
-    assert any(is_summary_request(b["messages"])
-               for b in run.replay_transport.requests)  # summaries were asked again, too
+    if clearing:
+        assert any("[cleared: " in line for line in sent)  # results were cleared, too
+    else:
+        assert any(is_summary_request(b["messages"])
+                   for b in run.replay_transport.requests)  # summaries were asked again, too
     assert run.report["impossible_decisions"] == []
 
 
