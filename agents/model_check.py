@@ -403,12 +403,21 @@ class _Check:
         refuses it naming its own (llama-cpp-python, vLLM) or cuts it to its own (Ollama);
         a larger one reads it whole. The prompt is one word repeated."""
         unit = "hello "
-        per_unit = 1.0
+        target = want + PROBE_MARGIN
+        units = target + 1  # one token a word in the BPE vocabularies checked, as a start
         if isinstance(self.counter, ServerTokenCounter):
-            sample = self.counter.count_whole(unit * 100)
-            if sample:
-                per_unit = sample / 100
-        units = int((want + PROBE_MARGIN) / per_unit) + 1
+            count = self.counter.count_whole
+            # What one more word costs, not the average of a sample: a tokenizer adds its
+            # own start token, so the average overstated it and a probe sized from it fell
+            # inside an equal window (read whole: ten minutes on a busy CPU).
+            small, large = count(unit * 100), count(unit * 1100)
+            if small and large and large > small:
+                units = int(target * 1000 / (large - small)) + 1
+            for _ in range(3):  # then check the probe itself and grow it until it passes
+                counted = count(unit * units)
+                if not counted or counted > target:
+                    break
+                units += target - counted + 8
         messages = [{"role": "user", "content": unit * units}]
         try:
             reply = self._complete("window probe", messages, None, 1, None)

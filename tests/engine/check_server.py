@@ -40,8 +40,13 @@ class CheckServer:
     def __init__(self, *, kind: str = "llama-cpp-python",
                  template: str = "chatml-function-calling", n_ctx: int = 4096,
                  ignores_none: bool = False, garbage: bool = False,
-                 model: str = "smollm2-135m-instruct", show_num_ctx: bool = False) -> None:
+                 model: str = "smollm2-135m-instruct", show_num_ctx: bool = False,
+                 tokenizer_start: int = 0) -> None:
         self.kind, self.template, self.n_ctx = kind, template, n_ctx
+        # Tokens the tokenizer endpoint adds to any text (a start token, a prefix space),
+        # which the chat prompt does not carry: a real tokenizer's count of a short sample
+        # overstates what each further word costs.
+        self.tokenizer_start = tokenizer_start
         self.ignores_none, self.garbage, self.model = ignores_none, garbage, model
         self.show_num_ctx = show_num_ctx
         self.requests: list[dict[str, Any]] = []  # chat request bodies, in order
@@ -74,9 +79,11 @@ class CheckServer:
                     return self._html()
                 path = self.path.rstrip("/")
                 if path == "/extras/tokenize" and server.kind == "llama-cpp-python":
-                    return self._send(200, {"tokens": list(range(count(body["input"])))})
+                    return self._send(200, {"tokens": list(range(
+                        count(body["input"]) + server.tokenizer_start))})
                 if path == "/tokenize" and server.kind == "llama.cpp":
-                    return self._send(200, {"tokens": list(range(count(body["content"])))})
+                    return self._send(200, {"tokens": list(range(
+                        count(body["content"]) + server.tokenizer_start))})
                 if path == "/apply-template" and server.kind == "llama.cpp":
                     tools, choice = server.rendered_tools(body)
                     return self._send(200, {"prompt": render(body["messages"], tools, choice)})

@@ -86,6 +86,17 @@ def test_a_window_smaller_than_the_profiles_fails_naming_both():
     assert verdicts(result)["tools"] == PASS
 
 
+def test_the_window_probe_passes_the_window_when_the_tokenizer_adds_its_own_tokens():
+    # llama-cpp-python's tokenizer adds a start token the chat prompt does not hold: a probe
+    # sized from the average of a short sample fell inside an equal window and was read
+    # whole (minutes on a CPU) instead of refused.
+    with CheckServer(n_ctx=4096, tokenizer_start=16) as server:
+        result = check_model(local_profile(server.base_url, context_size=4096))
+        assert server.refused and min(server.refused) > 4096
+    window = result.get("window")
+    assert window.verdict == PASS and window.figures["served"] == 4096
+
+
 def test_a_larger_window_passes_and_a_remote_profile_is_not_probed():
     with CheckServer(n_ctx=8192) as server:
         result = check_model(local_profile(server.base_url, context_size=4096))
