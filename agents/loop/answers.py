@@ -147,8 +147,11 @@ class Answers:
         messages = answer_request(request.messages, goal, self.person_messages())
         # What an answer may not merely repeat: the request's own words and the goal (the
         # summary is an injected block already); copying a tool result is drawn from it.
+        # The person's later messages too: written back as the answer they are theirs, not
+        # the model's (Gemma-3-270M returned the turn's own frame with the person's line).
         self.state.answer_material = "\n".join([messages[0]["content"], ANSWER_FRAME,
-                                                 ANSWER_PERSON, goal])
+                                                 ANSWER_PERSON, goal,
+                                                 *self.person_messages()])
         tokens = [self.ctx.counter.message(m) for m in messages]
         total = self.ctx.counter.request(messages)
         if total > limit:

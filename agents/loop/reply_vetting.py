@@ -19,6 +19,7 @@ with another date, and TaskOS's summary block as `&lt;system-info&gt;…`).
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import replace
@@ -169,6 +170,22 @@ def _lines(text: str) -> list[str]:
     return plain(text).splitlines()
 
 
+# A line this close to one of the engine's (difflib's ratio) is a copy with a word changed:
+# Gemma-3-270M wrote the answer turn's "What the tools returned:" back as "What the tool
+# returned:". A line of the answer's own shares words with a label, not nine tenths of it.
+NEAR_COPY = 0.9
+
+
+def _near_copy(text: str, seen: set[str]) -> bool:
+    for line in seen:
+        if abs(len(line) - len(text)) <= len(text) // 5:
+            matcher = difflib.SequenceMatcher(None, text, line, autojunk=False)
+            if matcher.real_quick_ratio() >= NEAR_COPY and matcher.quick_ratio() >= NEAR_COPY \
+                    and matcher.ratio() >= NEAR_COPY:
+                return True
+    return False
+
+
 def echoed(answer: str, injected: Iterable[str]) -> bool:
     """True when `answer` says nothing beyond lines the engine itself put in the context,
     whole or in part, escaped or not."""
@@ -181,7 +198,7 @@ def echoed(answer: str, injected: Iterable[str]) -> bool:
         text = _norm(line)
         if not text:
             continue
-        if text in seen or (len(text) >= 12 and text in whole):
+        if text in seen or (len(text) >= 12 and (text in whole or _near_copy(text, seen))):
             echoes += 1
         else:
             own.append(text)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.compaction.fresh_requests import ANSWER_PERSON
+from agents.compaction.fresh_requests import ANSWER_PERSON, ANSWER_PROMPT
 from agents.config import ContextConfig, ModelProfile
 from agents.events import EventType, ListSink
 from agents.loop.reply_vetting import NOT_DRAWN, QUESTION_BACK, RESTATED, echoed, unsupported
@@ -55,12 +55,12 @@ class LaterMessageStore(MemoryStore):
 
 
 def run(script: list, *, parts: int = 2, max_turns: int = 6, store: MemoryStore | None = None,
-        max_rounds: int = 4, clear: bool = True):
+        max_rounds: int = 4, clear: bool = True, answer: str | None = None):
     profile = ModelProfile(name="local", model="smollm2-fake", api_key_env="", context_size=4096,
                            server_tokenizer=True, tool_results_as_user=True,
                            tool_free_summaries=True, single_system_message=True)
     sink = ListSink()
-    with CopyingServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+    with CopyingServer(script, answer=answer) as server, tempfile.TemporaryDirectory() as tmp:
         for i in range(parts):
             Path(tmp, f"part{i}.txt").write_text(part(i))
         profile = ModelProfile(**{**profile.__dict__, "base_url": server.base_url})
@@ -195,3 +195,15 @@ def test_the_answer_turn_carries_a_constraint_the_person_added_mid_task():
     material = answer_turns[-1]["messages"][-1]["content"]
     assert said in material and ANSWER_PERSON in material
     assert material.index(said) < material.index("Question:")
+
+
+def test_a_copy_of_the_answer_turns_own_frame_with_the_persons_line_is_no_answer():
+    # Gemma-3-270M under llama-2 answered the answer turn with the turn's own request: its
+    # instruction, its labels (one word changed) and the person's later message, wrapped
+    # in llama-2's tokens. The person's line held the only "drawn" words.
+    said = "Note: use data up to 2026-10-31 only; the November 2026 figures are preliminary."
+    frame = ("<<SYS>>\n\n[INST] <<SYS>>\n" + ANSWER_PROMPT + "\n<</SYS>> What the tool "
+             "returned:\n\n" + ANSWER_PERSON + "\n- " + said)
+    repeating = [("tool", "list_files", {})] * 8  # the answer turn comes after the repeats
+    assert_no_answer(repeating, "You finish an agent", store=LaterMessageStore(1, said),
+                     answer=frame)
