@@ -34,13 +34,17 @@ def test_runtask_json_prints_exactly_one_report(sim_profile, channels_redis_url)
 
 def test_runtask_json_reports_the_audit_of_a_hostile_summarizer(sim_profile, channels_redis_url):
     out = io.StringIO()
+    # Clearing old tool results would spare this window every summary: it is turned off so
+    # that the hostile summaries are asked for and audited.
     call_command("runtask", "--scenario", "oversized-results", "--summarizer", "hostile",
-                 "--json", stdout=out, stderr=io.StringIO())
+                 "--set", "clear_tool_results=false", "--json", stdout=out,
+                 stderr=io.StringIO())
     report = json.loads(out.getvalue())
     assert report["status"] == "finished" and report["over_window_requests"] == 0
     assert report["invented_figures"] >= 1 and report["invented_unflagged"] == []
     assert report["unsupported_figures"] >= 1 and report["audit_failures"] >= 1
     session = Session.objects.get()
+    assert session.context_settings["clear_tool_results"] is False
     failed = session.events.filter(type="AUDIT", payload__ok=False)
     assert failed.exists() and failed.first().payload["unsupported_figures"]
 

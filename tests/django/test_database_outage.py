@@ -90,6 +90,9 @@ def test_a_session_cut_by_a_database_restart_resumes_and_ends_as_uninterrupted(
                                            payload__code="storage_error").exists()
     found = compare(session, fingerprint(baseline))
     assert found["resumes"] == 1 and found["differs_in"] == []
+    # The resume note only adds tokens: every context hint of the uninterrupted run is sent.
+    uninterrupted_hints, resumed_hints = found["context_hints"]
+    assert set(uninterrupted_hints) <= set(resumed_hints)
     assert not found["lost_turns"] and not found["duplicated_turns"]
     assert found["double_executions"] == 0 and found["call_numbers_ok"]
 

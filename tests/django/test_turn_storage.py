@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("channels_redis_url")]
 
 
-def run_recording_bodies(sim_profile, monkeypatch, scenario, window=None):
+def run_recording_bodies(sim_profile, monkeypatch, scenario, window=None, settings=None):
     """Run a session through the worker path; return it with every body the simulated
     provider received, in order."""
     transports = []
@@ -36,7 +36,7 @@ def run_recording_bodies(sim_profile, monkeypatch, scenario, window=None):
         return client, transport
 
     monkeypatch.setattr(agents.runner, "sim_http_client", recording)
-    session = services.create_session(None, "", scenario, sim_profile, window, {})
+    session = services.create_session(None, "", scenario, sim_profile, window, settings or {})
     report = execute_session(session)
     assert report["status"] == "finished"
     return session, transports[0].requests
@@ -46,17 +46,23 @@ def sent(messages):
     return [{k: v for k, v in m.items() if k not in ANNOTATIONS} for m in messages]
 
 
+@pytest.mark.parametrize("clearing", [False, True], ids=["summaries", "clears"])
 def test_every_stored_call_rebuilds_the_exact_body_the_provider_received(sim_profile,
-                                                                         monkeypatch):
-    # A small window: compactions, summary requests that reuse the agent's prefix, and
-    # agent calls that only add to the previous request all occur.
+                                                                         monkeypatch, clearing):
+    # A small window: compactions, and agent calls that only add to the previous request,
+    # occur. With clearing off they are summaries whose requests reuse the agent's prefix;
+    # with it on, old tool results are cleared from the requests and no summary is needed.
     session, bodies = run_recording_bodies(sim_profile, monkeypatch, "retrieval-6x1600",
-                                           window=4000)
+                                           window=4000,
+                                           settings={"clear_tool_results": clearing})
     rows = list(SessionEvent.objects.filter(session=session, type="MODEL_CALL")
                 .order_by("seq").values_list("payload", flat=True))
     assert len(rows) == len(bodies) > 5
     kinds = {row["kind"] for row in rows}
-    assert kinds == {"agent", "summary"}
+    assert kinds == ({"agent"} if clearing else {"agent", "summary"})
+    compactions = {payload["kind"] for payload in SessionEvent.objects.filter(
+        session=session, type="COMPACTION").values_list("payload", flat=True)}
+    assert ("clear" in compactions) == clearing
     for row, body in zip(rows, bodies):
         rebuilt = call_payload(session, row["call"])
         assert sent(rebuilt["messages"]) == body["messages"], row["call"]

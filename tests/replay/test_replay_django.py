@@ -25,7 +25,15 @@ def recorded(sim_profile, channels_redis_url):
     return session
 
 
-def test_a_replay_with_its_own_settings_reproduces_every_request(recorded):
+@pytest.mark.parametrize("clearing", [False, True], ids=["summaries", "clears"])
+def test_a_replay_with_its_own_settings_reproduces_every_request(sim_profile,
+                                                                 channels_redis_url, clearing):
+    # With clearing on, this window clears old tool results and needs no summary.
+    recorded = services.create_session(None, "", "sales-report", sim_profile, 16000,
+                                       {"clear_tool_results": clearing})
+    execute_session(recorded)
+    recorded.refresh_from_db()
+    assert recorded.status == "finished"
     replay = create_replay(recorded, None)
     run_session.apply(args=[replay.pk])  # what the worker does with a queued replay
     replay.refresh_from_db()
@@ -35,7 +43,13 @@ def test_a_replay_with_its_own_settings_reproduces_every_request(recorded):
     assert all(d.get("delta", 0) == 0 for d in report["differences"].values())
     summaries = SessionEvent.objects.filter(session=replay, type="MODEL_CALL",
                                             payload__kind="summary").count()
-    assert summaries > 0  # the summaries were asked for again, not copied
+    clears = SessionEvent.objects.filter(session=replay, type="COMPACTION",
+                                         payload__kind="clear").count()
+    if clearing:
+        assert clears > 0 and clears == SessionEvent.objects.filter(
+            session=recorded, type="COMPACTION", payload__kind="clear").count()
+    else:
+        assert summaries > 0  # the summaries were asked for again, not copied
 
 
 def test_the_command_replays_in_a_smaller_window_and_reports_the_differences(recorded):

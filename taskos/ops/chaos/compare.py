@@ -15,7 +15,10 @@ Compactions are compared apart: the resume note's tokens can make the trigger fi
 earlier than in the uninterrupted run (the long chaos run showed it), which moves the
 compaction's events, its summary call, the source audit of the request after it (AUDIT,
 issue 25 item 11) and its handoff row by a turn. Their number and turns are reported; a
-handoff row stored twice still counts as a duplicated archive row.
+handoff row stored twice still counts as a duplicated archive row. The context hint
+("Context is now N tokens") is compared apart for the same reason: the resume note stays
+in the history until a summary replaces it (clearing old tool results never does), and its
+tokens can cross the warning line a turn earlier; their turns are reported.
 """
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from agents import (AssistantMessage, ErrorEvent, Event, EventType, ModelCall, SessionStarted,
-                    ToolCall, ToolResult, UserMessage)
+from agents import (AssistantMessage, ErrorEvent, Event, EventType, HintBlock, ModelCall,
+                    SessionStarted, ToolCall, ToolResult, UserMessage)
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
 from taskos.store.stored_events import stored_events
 
@@ -41,6 +44,12 @@ COMPACTION_EVENTS = (EventType.COMPACTION_STARTED, EventType.COMPACTION, EventTy
 def of_compaction(event: Event) -> bool:
     return event.type in COMPACTION_EVENTS or (
         isinstance(event, ModelCall) and event.kind == "summary")
+
+
+def context_hint(event: Event) -> bool:
+    """The hint that reports the context's size: sent from a token count, which the resume
+    note raises."""
+    return isinstance(event, HintBlock) and event.kind == "context"
 
 
 def resume_only(event: Event) -> bool:
@@ -99,7 +108,9 @@ def fingerprint(session: Session) -> dict[str, Any]:
         "status": session.status, "final_answer": refs.text(session.final_answer),
         "turns": session.turns, "archive": [row for row in archive if row[1] != "handoff"],
         "handoffs": handoffs,
-        "events": [(e.type, e.turn) for e in live if not of_compaction(e)],
+        "events": [(e.type, e.turn) for e in live
+                   if not of_compaction(e) and not context_hint(e)],
+        "context_hints": [e.turn for e in live if context_hint(e)],
         "compactions": [e.turn for e in live if e.type == EventType.COMPACTION],
         "model_calls": [(e.turn, e.kind, e.finish_reason) for e in calls if not of_compaction(e)],
         "summary_calls": sum(1 for e in calls if of_compaction(e)),
@@ -154,6 +165,7 @@ def compare(session: Session, baseline: dict[str, Any]) -> dict[str, Any]:
         "compactions": (len(baseline["compactions"]), len(got["compactions"])),
         "compactions_moved": len(set(got["compactions"]) - set(baseline["compactions"])),
         "summary_calls": (baseline["summary_calls"], got["summary_calls"]),
+        "context_hints": (baseline.get("context_hints", []), got["context_hints"]),
         "duplicated_call_numbers": surplus(Counter(numbers), Counter(set(numbers))),
         "call_numbers_ok": numbers == list(range(1, len(numbers) + 1)),
         "double_executions": double_executions(session),

@@ -1,5 +1,5 @@
 """`python manage.py runtask (--scenario NAME_OR_PATH | --goal TEXT) [--profile NAME]
-[--window N] [--max-turns N] [--tools a,b] [--json]` (feature W7, issue 11)."""
+[--window N] [--max-turns N] [--tools a,b] [--set KEY=VALUE ...] [--json]` (feature W7, issue 11)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from taskos.ops.management.migrated import require_migrated
 from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
+from taskos.replays.sessions import parse_settings
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
 from taskos.worker.execute import execute_tree
@@ -60,6 +61,9 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         parser.add_argument("--summarizer", choices=("faithful", "lossy", "hostile"),
                             default=None, help="summary mode of the simulated model (default: "
                                                "the scenario's, else faithful)")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                            help="a context setting, as replay --set takes them, e.g. "
+                                 "clear_tool_results=false (repeatable)")
         parser.add_argument("--json", action="store_true",
                             help="print the run report as one JSON object on stdout")
 
@@ -70,14 +74,17 @@ class Command(StorageErrorsInOneLine, BaseCommand):
             names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
         try:
-            settings = {}
+            settings = parse_settings(options["set"])
+            window = settings.pop("window", None)
+            if options["window"] is not None:
+                window = options["window"]
             if options["max_turns"] is not None:  # 0 is refused by its range, not dropped
                 settings["max_turns"] = options["max_turns"]
             if options["tools"]:
                 settings["tools"] = [t.strip() for t in options["tools"].split(",") if t.strip()]
             session = create_session(owner=None, goal=options["goal"] or "",
                                      scenario=options["scenario"] or "", profile=profile,
-                                     window=options["window"], context_settings=settings)
+                                     window=window, context_settings=settings)
         except SessionError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
