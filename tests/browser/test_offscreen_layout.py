@@ -41,4 +41,5 @@ def test_a_compaction_out_of_the_drawers_view_is_skipped_until_scrolled_back(
     page.wait_for_function(skipped_is(True), arg=newest_id)
     newest.scroll_into_view_if_needed()
     page.wait_for_function(skipped_is(False), arg=newest_id)
-    expect(newest.locator("details.diff-box pre.diff")).to_be_visible()
+    # Its zones table: a clear (C20) has no summary diff, and the newest one often is a clear.
+    expect(newest.locator("table.zones")).to_be_visible()
