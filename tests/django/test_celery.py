@@ -24,7 +24,11 @@ def _close_worker_connections(**kwargs):
 def worker(celery_redis_url, channels_redis_url):
     saved = (app.conf.broker_url, app.conf.result_backend)
     app.conf.broker_url = app.conf.result_backend = celery_redis_url
-    app._pool = None  # forget connections made with another broker URL
+    # Forget connections made with another broker URL: the connection pool and the
+    # producer pool, which keeps its own (a task sent earlier in the process through
+    # the default broker left one, and this worker's tasks went there).
+    app._pool = None
+    app.amqp._producer_pool = None
     task_postrun.connect(_close_worker_connections, weak=False)
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
@@ -34,6 +38,7 @@ def worker(celery_redis_url, channels_redis_url):
         task_postrun.disconnect(_close_worker_connections)
         app.conf.broker_url, app.conf.result_backend = saved
         app._pool = None
+        app.amqp._producer_pool = None
 
 
 def _wait_until_done(pk, timeout=120):
