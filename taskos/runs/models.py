@@ -265,16 +265,19 @@ class Session(models.Model):
         WAITING = "waiting"  # for its sub-agents (feature T6); no worker holds it meanwhile
         FINISHED = "finished"
         FAILED = "failed"
+        # the model's answers were refused as no answer; Session.error quotes the last one
+        UNUSABLE_ANSWER = "unusable_answer"
         CANCELLED = "cancelled"
 
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.WAITING)
-    FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
+    # the engine's own list (agents.FINAL_STATUSES), as the choices spell them
+    FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.UNUSABLE_ANSWER, Status.CANCELLED)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.CASCADE, related_name="task_sessions")
     goal = models.TextField(validators=[validate_goal_length])
     scenario = models.CharField(max_length=500, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED,
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
     profile = models.ForeignKey(ModelProfile, on_delete=models.PROTECT, related_name="sessions")
     window = models.PositiveIntegerField(help_text="Context size actually used, in tokens.")
@@ -557,3 +560,39 @@ class ArchivedTurn(models.Model):
             self.search_text = search_terms(self.content, self.tool_name, self.is_binary)
         self.search_pending = None
         super().save(*args, **kwargs)
+
+
+# --- the person's files in a workspace (feature T9)
+
+class WorkspaceFile(models.Model):
+    """A file a person put into a session's workspace (uploaded, from the command line, or
+    copied from another session's workspace). The file itself is in the workspace folder;
+    the row says who brought it and when, and whether the agent has been told (a hint on
+    its next turn, feature C12)."""
+
+    class Origin(models.TextChoices):
+        UPLOAD = "upload"
+        COMMAND_LINE = "command_line"
+        COPY = "copy"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE,
+                                related_name="workspace_files")
+    path = models.CharField(max_length=1024)  # relative to the workspace, "/"-separated
+    size = models.PositiveBigIntegerField()
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.UPLOAD)
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="+")
+    # The turns the session had run when the file came: the agent first sees it after that.
+    after_turn = models.PositiveIntegerField(default=0)
+    added_at = models.DateTimeField(auto_now_add=True)
+    # The turn whose hint told the agent of it; None: not told yet. A turn that never
+    # commits gives it back (taskos/store/django_store.py discard_uncommitted).
+    announced_turn = models.PositiveIntegerField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session"], condition=models.Q(announced_turn=None),
+                                name="runs_wsfile_unannounced")]
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.size} bytes)"
