@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0018_profile_model_check'),
+        ('runs', '0019_workspacefile'),
     ]
 
     operations = [
