@@ -118,6 +118,13 @@ class ContextConfig:
     max_image_num: int = bounded(5, 0, 100, whole=True)
     # rolling-window trigger: more rounds than this kept → compact
     max_rounds: int = bounded(5, 1, 1000, whole=True)
+    # The person's words (feature C19): every message the person wrote is sent verbatim
+    # while all of them fit this share of the input limit, taken before the history; only
+    # past it are the older ones condensed.
+    words_share: float = bounded(
+        0.25, 0, 0.5, low_open=True,
+        why="Above half of the input limit the history and the summary would have too "
+            "little room to work in.")
     timezone: str = "UTC"
     time_interval_hours: float = bounded(0.5, 0, 8760, unit=" hours")  # at most a year
     tool_retries_limit: int = bounded(3, 1, 100, whole=True)

@@ -21,7 +21,8 @@ class Budget:
     window: int
     system: int
     snapshot: int
-    words: int  # the person's words block (issue 13), condensed past this
+    words: int  # the words zone's claim: what the rolling window plans around
+    words_share: int  # the person's words are sent whole up to this (C19), condensed past it
     history: int
     summary_cap: int
     summary_max: int
@@ -48,7 +49,8 @@ class Budget:
         return self.window - self.summary_output
 
     def budgets(self) -> dict[str, int]:
-        return {"system": self.system, "snapshot": self.snapshot, "words": self.words,
+        # The person's words may use their whole share: over the claim is not over budget.
+        return {"system": self.system, "snapshot": self.snapshot, "words": self.words_share,
                 "summary": self.summary_cap,
                 "history": self.history, "since": self.since,
                 "hints": max(64, self.snapshot // 4), "reserve": self.reserve}
@@ -75,6 +77,7 @@ def plan_budget(window: int, config: ContextConfig, *, final_phase: bool = False
     return Budget(
         window=window, system=zone["system"], snapshot=zone["snapshot"],
         words=max(MIN_WORDS_BUDGET, zone["words"]),
+        words_share=max(MIN_WORDS_BUDGET, int(config.words_share * (window - reserve))),
         history=zone["history"], summary_cap=zone["summary"], summary_max=zone["summary_max"],
         reserve=reserve, trigger_line=min(trigger_line, window - reserve),
         warning_line=warning_line, budget_line=budget_line,

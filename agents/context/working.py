@@ -135,7 +135,9 @@ class WorkingContext:
         """The person's words block as it stands: their messages that are not whole in the
         history. Asked a dozen times a turn (every measure of the request), so it is rendered
         again only when one of its inputs changed."""
-        budget = 0 if self.words_floor else self.budget().words
+        # Whole while they fit their share of the input limit (C19); the zone's own
+        # budget is only a claim the rolling window plans around, never a cap.
+        budget = 0 if self.words_floor else self.budget().words_share
         # Every input, compared by value: the history's messages (a Msg is never changed in
         # place, so tuple equality, identity first, sees any append, cut or replacement),
         # the budget, the constraints, the frozen snapshot and the person's messages.

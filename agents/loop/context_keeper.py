@@ -168,8 +168,11 @@ class ContextKeeper:
         rounds = sum(1 for u in units if u.is_round and not all_cleared(u))
         # The tail ("since then") rides on the same request: it is paid from the history's
         # allowance, so a request stays within the sum of the zone budgets.
+        # The words zone counts at its claim, not its share (C19): the share is room the
+        # person's words may take, not room the history may plan to borrow.
+        planned = {**budget.budgets(), "words": budget.words}
         allowance = budget.history - zones["since"] + sum(
-            max(0, budget.budgets()[zone] - zones[zone])
+            max(0, planned[zone] - zones[zone])
             for zone in ("system", "snapshot", "words", "summary"))
         if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
                 zones["history"] > allowance and rounds > budget.keep_rounds + 1):
@@ -271,17 +274,22 @@ class ContextKeeper:
             self.refresh_snapshot(minimal=True)  # key data, tasks and notes wait for room
             if ctx.input_tokens(hint_msgs) > limit:  # the frozen copy still holds them all
                 ctx.freeze_snapshot()  # the cached prefix restarts: better than failing
-        if ctx.input_tokens(hint_msgs) > limit:
-            ctx.words_floor = True  # the person's words keep only their constraints
-        for _ in range(2):  # a person's message cut here joins the words block: re-measure
-            over = ctx.input_tokens(hint_msgs) - limit
-            for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
-                msg = ctx.history[i]
-                if over <= 0:
+        for floor in (False, True):
+            if floor:
+                if ctx.input_tokens(hint_msgs) <= limit:
                     break
-                if msg.tokens > 24 and msg.text:
-                    ctx.history[i] = ctx.shortened(msg, max(16, msg.tokens - over))
-                    over = ctx.input_tokens(hint_msgs) - limit
+                # The last resort (C19): the person's words sent whole fit their share, so
+                # this comes only when the fixed parts and the newest turn leave less.
+                ctx.words_floor = True  # the person's words keep only their constraints
+            for _ in range(2):  # a person's message cut here joins the words block: re-measure
+                over = ctx.input_tokens(hint_msgs) - limit
+                for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):
+                    msg = ctx.history[i]
+                    if over <= 0:
+                        break
+                    if msg.tokens > 24 and msg.text:
+                        ctx.history[i] = ctx.shortened(msg, max(16, msg.tokens - over))
+                        over = ctx.input_tokens(hint_msgs) - limit
         if ctx.input_tokens(hint_msgs) > limit:
             hint_msgs.clear()
         if ctx.input_tokens(hint_msgs) > limit and ctx.summary_text:

@@ -22,7 +22,7 @@ from agents.words.anchors import extract_anchors, sentences
 
 OPEN = "<person-words>"
 INTRO = ("The person's own messages that are no longer in the recent turns below, verbatim "
-         "and oldest first (where two differ, the later one wins):")
+         "and oldest first. Later messages override earlier ones where they differ:")
 CLOSE = "</person-words>"
 CONDENSED = ("[… {left} of {total} sentences of this message left out to fit the context; "
              "the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]")

@@ -127,7 +127,7 @@ def test_the_block_and_the_history_zone_follow_every_change_of_their_inputs():
 
     def fresh() -> str:  # the block rendered from scratch, from the inputs as they are now
         history = {m.ref: m.text for m in ctx.history if m.ref and m.role == "user"}
-        budget = 0 if ctx.words_floor else ctx.budget().words
+        budget = 0 if ctx.words_floor else ctx.budget().words_share
         return PersonWords.render(ctx.person, history, budget, ctx.hard_constraints,
                                   ctx.count, snapshot=ctx.snapshot_text)
 
