@@ -29,6 +29,7 @@ from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, Budget
                            SessionStarted, SessionWaiting, TasksChanged, ToolCall, ToolResult,
                            TurnStarted, UserMessage, event_from)
 from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
+from agents.loop.agent_loop import WAITING_FOR_APPROVAL
 from agents.model_check import (Capability, CheckFailed, CheckResult, check_model,
                                 format_result, result_json)
 from agents.provider import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
@@ -38,9 +39,10 @@ from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, ScenarioError, list_scenarios, load_scenario
 from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact
 from agents.storable import BAD_MARK, NUL_MARK, storable_text, storable_value
-from agents.store import (AnchorRecord, ArchiveHit, ChildRecord, MemoryStore, Store, TaskRecord,
-                          excerpt_around, keywords)
+from agents.store import (AnchorRecord, ApprovalRecord, ArchiveHit, ChildRecord, MemoryStore, Store,
+                          TaskRecord, excerpt_around, keywords)
 from agents.subagents import run_tree
+from agents.tools.ask_first import AskFirst
 from agents.tools import DelegationLimits, default_registry
 
 __all__ = [
@@ -63,6 +65,8 @@ __all__ = [
     "SessionWaiting", "SessionFinished", "error_event", "advise",
     # what the engine stores through the Store protocol
     "Store", "MemoryStore", "AnchorRecord", "TaskRecord", "ArchiveHit", "ChildRecord",
+    # ask before a tool acts (T11): which calls wait, and what a person decided
+    "AskFirst", "ApprovalRecord", "WAITING_FOR_APPROVAL",
     "keywords", "excerpt_around",
     # text no database can store (NUL, lone surrogates), made storable by one rule
     "storable_text", "storable_value", "NUL_MARK", "BAD_MARK",

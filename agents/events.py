@@ -41,6 +41,8 @@ class EventType(StrEnum):
     OFFLOAD = "OFFLOAD"
     ERROR = "ERROR"
     SESSION_WAITING = "SESSION_WAITING"
+    APPROVAL_REQUESTED = "APPROVAL_REQUESTED"
+    APPROVAL_DECIDED = "APPROVAL_DECIDED"
     SESSION_FINISHED = "SESSION_FINISHED"
 
 
@@ -367,6 +369,33 @@ class SessionWaiting(Event):
     TYPE = EventType.SESSION_WAITING
     children: list[str] = _listed()
     turns: int = 0
+    approvals: list[str] | None = optional()  # ask-first calls (T11) awaiting a person
+
+
+@dataclass(kw_only=True, eq=False)
+class ApprovalRequested(Event):
+    """An ask-first tool call (feature T11) waits for a person's decision; `preview` says
+    what it would change (a write's diff), when the engine can tell."""
+
+    TYPE = EventType.APPROVAL_REQUESTED
+    call_id: str = ""
+    name: str = ""
+    args: Any = ""
+    preview: str = ""
+
+
+@dataclass(kw_only=True, eq=False)
+class ApprovalDecided(Event):
+    """A person's decision on an ask-first call, as the resumed run received it: approved
+    (the tool runs) or denied (the reason is the tool's result)."""
+
+    TYPE = EventType.APPROVAL_DECIDED
+    call_id: str = ""
+    name: str = ""
+    decision: str = ""  # approved | denied
+    reason: str = ""
+    decided_by: str = ""
+    ref: str | None = None  # the decision's row in the archive
 
 
 @dataclass(kw_only=True, eq=False)

@@ -30,6 +30,7 @@ from agents.errors import error_event
 from agents.events import (AssistantMessage, EventSink, SessionFinished, SessionStarted,
                            TurnStarted, UserMessage)
 from agents.loop.answers import Answers
+from agents.loop.approvals import Approvals
 from agents.loop.calls import CallLedger, CallRunner
 from agents.loop.commits import CommitPoints
 from agents.loop.context_keeper import ContextKeeper
@@ -46,6 +47,8 @@ from agents.tools.registry import ToolRegistry
 from agents.words.book import AnchorBook
 
 MAX_OVERFLOW_RETRIES = 3
+WAITING_FOR_APPROVAL = "waiting_for_approval"
+WAITS = ("waiting", WAITING_FOR_APPROVAL)  # a run that stops until something happens
 
 
 def utc_now() -> dt.datetime:
@@ -97,9 +100,11 @@ class AgentLoop:
                                     calls=self.calls, audit=self.audit,
                                     count_source=lambda: self.count_source)
         self.delegations = self.new_delegations()
+        self.approvals = Approvals(deps, state)
         self.tool_turns = ToolTurns(deps, state, events=self.events, ctx=self.ctx,
                                     book=self.book, hints=self.hints, commits=self.commits,
-                                    ledger=self.ledger, delegations=self.delegations)
+                                    ledger=self.ledger, delegations=self.delegations,
+                                    approvals=self.approvals)
         self.answers = Answers(deps, state, ctx=self.ctx, keeper=self.keeper, hints=self.hints,
                                call_agent=self.call_agent,
                                add_user_message=self.add_user_message, max_turns=self.max_turns)
@@ -135,8 +140,8 @@ class AgentLoop:
             return self._finish(self._fail("input_too_long", goal_too_long))
         if not resumed and spec.goal:
             self.add_user_message(spec.goal, source="goal")  # its constraints are anchors
-        if state.waiting and not self.delegations.deliver():
-            return self._finish(RunResult("waiting", "", state.turn))  # a child still runs
+        if (state.waiting or state.approvals) and not self._deliver_waits():
+            return self._finish(self._waiting())  # a child still runs, or a person decides
         total = len(spec.scenario.model_steps) if spec.scenario else self.max_turns()
         try:
             result = self.iterate(progress, total)
@@ -151,7 +156,7 @@ class AgentLoop:
         return self._finish(result)
 
     def _finish(self, result: RunResult) -> RunResult:
-        if result.status == "waiting":  # SESSION_WAITING went out with the committed turn
+        if result.status in WAITS:  # SESSION_WAITING went out with the committed turn
             return result
         self.deps.emit(SessionFinished(status=result.status, final_answer=result.final_answer,
                                        turns=result.turns, error=result.error))
@@ -184,8 +189,8 @@ class AgentLoop:
             self.ledger.lap()
             if progress:
                 progress(min(state.turn, total), total)
-            if state.waiting:  # the worker is free until the children finish
-                return RunResult("waiting", "", state.turn)
+            if state.waiting or state.approvals:  # the worker is free until they end
+                return self._waiting()
             if answer is not None:
                 return RunResult("finished", answer, state.turn)
             if state.stuck:
@@ -207,12 +212,32 @@ class AgentLoop:
         answer = self._handle_reply(reply, answer_turn)
         state.turn += 1
         state.finished = answer
-        if state.waiting:  # before the save: part of the committed turn
-            self.deps.emit(self.delegations.pause_event())
+        if state.waiting or state.approvals:  # before the save: part of the committed turn
+            pause = self.delegations.pause_event()
+            pause.approvals = sorted(state.approvals) or None
+            self.deps.emit(pause)
         self.commits.flush_events()  # stored before the state that names the last seq
         self._save_state()  # into the open batch: it commits at the next wait, durably
         self.commits.end()
         return answer
+
+    def _waiting(self) -> RunResult:
+        """The run stops until its children end ("waiting"), or else until a person
+        decides its ask-first calls ("waiting_for_approval", T11)."""
+        return RunResult("waiting" if self.state.waiting else WAITING_FOR_APPROVAL, "",
+                         self.state.turn)
+
+    def _deliver_waits(self) -> bool:
+        """Answer the open delegate and ask-first calls once every one of them can be:
+        False (nothing changed) while a child runs or a decision is missing."""
+        decisions = self.approvals.decisions() if self.state.approvals else {}
+        if decisions is None:
+            return False
+        if self.state.waiting and not self.delegations.deliver():
+            return False
+        if decisions:
+            self.approvals.deliver(decisions, self.tool_turns.execute, self.tool_turns.deny)
+        return True
 
     def _fail(self, code: str, message: str) -> RunResult:
         self.deps.emit(error_event(code, message, fatal=True))
@@ -322,6 +347,7 @@ class AgentLoop:
             "context": self.ctx.to_state(), "hints": self.hints.to_state(),
             "handoff": state.handoff, "calls": self.ledger.calls,
             "tool_state": dict(state.tool_state), "waiting": dict(state.waiting),
+            "approvals": dict(state.approvals),
             "companions": {c.state_key: c.to_state() for c in self.companions}})
 
     def _resume(self) -> bool:
@@ -342,7 +368,8 @@ class AgentLoop:
         for companion in self.companions:
             companion.from_state(saved.get("companions", {}).get(companion.state_key, {}))
         state.waiting = dict(saved.get("waiting") or {})
-        if state.waiting:  # not interrupted: it stopped to wait for sub-agents
+        state.approvals = dict(saved.get("approvals") or {})
+        if state.waiting or state.approvals:  # not interrupted: it stopped to wait
             return True
         self.add_user_message(
             f"[resumed] This task was interrupted and resumed at turn {state.turn} from its "

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import MAX_INPUT_CHARS, ContextConfig, ModelProfile
+from agents.tools.ask_first import AskFirst
 from agents.scenarios import DATA_DIR, Scenario, load_scenario, parse_scenario
 from agents.storable import storable_text
 from agents.tools.delegate import DelegationLimits
@@ -35,6 +36,7 @@ class SessionSpec:
     # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
     unmanaged: bool = False
     max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
+    ask_first: AskFirst = field(default_factory=AskFirst)  # calls that wait for a person (T11)
 
     def __post_init__(self) -> None:
         # The goal is the first person's text the engine takes in (a scenario file or the
@@ -67,7 +69,8 @@ class SessionSpec:
         return SessionSpec.plan(goal=goal, scenario=scenario, profile=profile, config=config,
                                 tools=self.tools, delegation=self.delegation,
                                 summarizer=self.summarizer, compress_hooks=self.compress_hooks,
-                                unmanaged=self.unmanaged, max_input_chars=self.max_input_chars)
+                                unmanaged=self.unmanaged, max_input_chars=self.max_input_chars,
+                                ask_first=self.ask_first)
 
 
 @dataclass

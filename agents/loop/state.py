@@ -36,6 +36,8 @@ class LoopState:
     finished: str | None = None  # the final answer, once a committed turn gave one
     tool_state: dict[str, Any] = field(default_factory=dict)  # the tools' `_ctx.state`
     waiting: dict[str, str] = field(default_factory=dict)  # open delegate call id → child id
+    # Ask-first calls waiting for a person (T11): call id → the call (id, name, arguments).
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     handoff: dict[str, Any] = field(default_factory=dict)  # the last compaction's note
     # Within one run, never saved: a resumed run starts its answer bookkeeping afresh.
     empty_answers: int = 0

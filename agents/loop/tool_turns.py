@@ -11,6 +11,7 @@ import time
 from agents.context.hints import HintInjector
 from agents.context.working import WorkingContext
 from agents.events import ToolCall, ToolResult
+from agents.loop.approvals import Approvals, denied_result
 from agents.loop.calls import CallLedger
 from agents.loop.commits import CommitPoints
 from agents.loop.delegations import Delegations
@@ -26,17 +27,38 @@ TOOL_LOOP_FACTOR = 2
 class ToolTurns:
     def __init__(self, deps: LoopDeps, state: LoopState, *, events: SessionEvents,
                  ctx: WorkingContext, book: AnchorBook, hints: HintInjector,
-                 commits: CommitPoints, ledger: CallLedger, delegations: Delegations) -> None:
+                 commits: CommitPoints, ledger: CallLedger, delegations: Delegations,
+                 approvals: Approvals) -> None:
         self.deps, self.state, self.events, self.ctx = deps, state, events, ctx
         self.book, self.hints, self.commits = book, hints, commits
-        self.ledger, self.delegations = ledger, delegations
+        self.ledger, self.delegations, self.approvals = ledger, delegations, approvals
 
     def run(self, call: dict) -> None:
+        """TOOL_CALL, then the tool's run, or for an ask-first call (T11) its approval
+        request: it runs (`execute`) or is denied (`deny`) once a person decided."""
+        self.deps.emit(ToolCall(call_id=call["id"], name=call["name"], args=call["arguments"]))
+        if self.approvals.asks(call):
+            self.approvals.ask(call, self.tool_context(call))
+            return
+        self.execute(call)
+
+    def tool_context(self, call: dict) -> ToolContext:
+        deps, state = self.deps, self.state
+        return ToolContext(session_id=deps.session_id, store=deps.store,
+                           workspace=deps.workspace, events=self.events, turn=state.turn,
+                           state=state.tool_state, call_id=call["id"])
+
+    def deny(self, call: dict, text: str, ref: str | None) -> None:
+        """A denied ask-first call: the person's reason is its result, as an error."""
+        self.hints.record_tool_call(call["name"], call["arguments"], True)
+        content = f"Error: {text}"
+        msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
+                           self.state.turn, ref or "", cap=self.ctx.budget().message_cap)
+        self.deps.emit(denied_result(call, text, ref, msg.text, msg.tokens))
+
+    def execute(self, call: dict) -> None:
         deps, state, emit = self.deps, self.state, self.deps.emit
-        emit(ToolCall(call_id=call["id"], name=call["name"], args=call["arguments"]))
-        tool_ctx = ToolContext(session_id=deps.session_id, store=deps.store,
-                               workspace=deps.workspace, events=self.events, turn=state.turn,
-                               state=state.tool_state, call_id=call["id"])
+        tool_ctx = self.tool_context(call)
         self.commits.commit()  # no transaction stays open while a tool works
         started, cpu = time.perf_counter(), time.thread_time()
         try:

@@ -55,6 +55,24 @@ class ArchiveHit:
 
 
 @dataclass
+class ApprovalRecord:
+    """An ask-first tool call (feature T11) and what a person decided about it."""
+
+    call_id: str
+    tool: str
+    arguments: str  # the call's arguments as the model wrote them (JSON text)
+    preview: str = ""  # what it would change (a write's diff), when the engine can tell
+    turn: int = 0
+    status: str = "pending"  # pending | approved | denied
+    reason: str = ""  # a denial's reason, as the model reads it
+    decided_by: str = ""  # who decided (a person's name, or "timeout")
+
+    @property
+    def decided(self) -> bool:
+        return self.status != "pending"
+
+
+@dataclass
 class ChildRecord:
     """A sub-agent session as its parent sees it (feature T6)."""
 
@@ -154,3 +172,11 @@ class Store(Protocol):
 
     def delegation_depth(self, session_id: str) -> int:
         """0 for a session started by a person, 1 for its child, and so on."""
+
+    # --- ask before a tool acts (feature T11)
+    def request_approval(self, session_id: str, request: ApprovalRecord) -> None:
+        """Record a pending ask-first call (once per call id); a person decides it later,
+        through whatever serves the drawer, and the session's run reads the decision."""
+
+    def approvals(self, session_id: str, call_ids: list[str]) -> dict[str, ApprovalRecord]:
+        """The recorded approvals of these calls, by call id, as decided so far."""

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from agents.storable import storable_text
-from agents.store.interface import AnchorRecord, ArchiveHit, ChildRecord, TaskRecord
+from agents.store.interface import AnchorRecord, ApprovalRecord, ArchiveHit, ChildRecord, TaskRecord
 from agents.store.search import excerpt_around, keywords
 
 
@@ -41,6 +41,8 @@ class MemoryStore:
         self._next_anchor_id = 1
         # Sub-agent sessions (feature T6): id -> {"parent", "request", "record"}.
         self.sessions: dict[str, dict[str, Any]] = {}
+        # Ask-first calls (feature T11): (session id, call id) -> record.
+        self._approvals: dict[tuple[str, str], ApprovalRecord] = {}
 
     # archive
     def archive(self, session_id, turn, role, content, *, tool_name="", tool_args=None,
@@ -112,6 +114,9 @@ class MemoryStore:
             if (entry["parent"] == session_id and entry["request"].get("turn", 0) >= from_turn
                     and entry["record"].status == "queued"):
                 del self.sessions[child_id]
+        for key, approval in list(self._approvals.items()):  # asked by the undone turn
+            if key[0] == session_id and approval.turn >= from_turn and not approval.decided:
+                del self._approvals[key]
         return {"archive_rows": removed, "messages": len(back)}
 
     # anchors
@@ -211,3 +216,20 @@ class MemoryStore:
                    if row["role"] == "assistant" and row["content"] == final_answer
                    and not row.get("discarded")]
         record.answer_ref = f"arc:{session_id}:{answers[-1]}" if answers and final_answer else ""
+
+    # ask before a tool acts (T11)
+    def request_approval(self, session_id, request) -> None:
+        self._approvals.setdefault((session_id, request.call_id), copy.copy(request))
+
+    def approvals(self, session_id, call_ids) -> dict[str, ApprovalRecord]:
+        return {call_id: copy.copy(self._approvals[(session_id, call_id)])
+                for call_id in call_ids if (session_id, call_id) in self._approvals}
+
+    def decide_approval(self, session_id, call_id, *, approve: bool, reason: str = "",
+                        by: str = "") -> None:
+        """What a person's decision records (the Django side's approve/deny views)."""
+        record = self._approvals[(session_id, call_id)]
+        if record.decided:
+            raise ValueError(f"call {call_id} was already {record.status}")
+        record.status = "approved" if approve else "denied"
+        record.reason, record.decided_by = reason, by

@@ -58,6 +58,12 @@ class Tool:
     # database connections and transactions belong to one thread, so a tool writing tasks
     # from a worker thread would bypass (or deadlock against) the loop's turn transaction.
     inline: bool = False
+    # Ask before it acts (feature T11, agents/loop/approvals.py): `ask_first` makes every
+    # call wait for a person (a tool source marked ask-first sets it on all its tools);
+    # `destructive` (it deletes or overwrites) makes it wait where a session asks before
+    # writes.
+    ask_first: bool = False
+    destructive: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema the model sees: hidden parameters removed."""
