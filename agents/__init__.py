@@ -38,6 +38,7 @@ from agents.report import ReportSink
 from agents.runner import SessionRun, run_session
 from agents.scenarios import Scenario, ScenarioError, list_scenarios, load_scenario
 from agents.secrets import KeyEnvRefused, RedactingFilter, check_key_env, redact
+from agents.statuses import FINAL_STATUSES, UNUSABLE_ANSWER
 from agents.storable import BAD_MARK, NUL_MARK, storable_text, storable_value
 from agents.store import (AnchorRecord, ApprovalRecord, ArchiveHit, ChildRecord, MemoryStore, Store,
                           TaskRecord, excerpt_around, keywords)
@@ -48,6 +49,7 @@ from agents.tools import DelegationLimits, default_registry
 __all__ = [
     # running a session
     "run_session", "run_tree", "SessionRun", "SessionSpec", "RunResult", "AgentLoop",
+    "FINAL_STATUSES", "UNUSABLE_ANSWER",
     "ContextConfig", "ModelProfile", "ConfigError", "KNOWN_CONTEXT_SIZES", "MAX_INPUT_CHARS",
     "input_too_long", "Setting", "profile_settings", "ReportSink", "DelegationLimits", "default_registry",
     # every number a person sets has its range (issue 25 item 6); which hosts a model URL

@@ -131,13 +131,13 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         if behind:
             worst_lag = max(worst_lag, now - min(behind))
         samples += 1
-        if samples % 10 == 0:  # every ~5 s fold or unfold a panel
-            panel = TOGGLED_PANELS[(samples // 10) % len(TOGGLED_PANELS)]
+        if samples % 4 == 0:  # every ~2 s fold or unfold a panel
+            panel = TOGGLED_PANELS[(samples // 4) % len(TOGGLED_PANELS)]
             toggles.append(page.evaluate(TOGGLE, panel))
             for where, n in page.evaluate(COUNT_ELEMENTS).items():
                 most_elements[where] = max(most_elements.get(where, 0), n)
         status = stack.scalar("SELECT status FROM runs_session WHERE id = ?", pk)
-        if status in ("finished", "failed", "cancelled") and page_seq >= db_seq:
+        if status in ("finished", "failed", "unusable_answer", "cancelled") and page_seq >= db_seq:
             break
         time.sleep(0.5)
     run_s = time.monotonic() - started

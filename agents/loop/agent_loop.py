@@ -42,6 +42,7 @@ from agents.loop.state import LoopDeps, LoopState, SessionEvents
 from agents.loop.tool_turns import ToolTurns
 from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply
 from agents.secrets import RedactingStore
+from agents.statuses import ending_of
 from agents.store.interface import Store
 from agents.tools.registry import ToolRegistry
 from agents.words.book import AnchorBook
@@ -240,8 +241,10 @@ class AgentLoop:
         return True
 
     def _fail(self, code: str, message: str) -> RunResult:
+        """The run ends without an answer: `failed`, or `unusable_answer` when the model's
+        answers were refused (its own final state; the message quotes what it wrote)."""
         self.deps.emit(error_event(code, message, fatal=True))
-        return RunResult("failed", "", self.state.turn, message, code)
+        return RunResult(ending_of(code), "", self.state.turn, message, code)
 
     # --- inputs
     def take_user_messages(self) -> None:

@@ -75,7 +75,7 @@ class SessionSpec:
 
 @dataclass
 class RunResult:
-    status: str  # finished | failed | cancelled | waiting (for sub-agents; runs again later)
+    status: str  # agents.statuses' final ones, or waiting (for sub-agents; runs again later)
     final_answer: str
     turns: int
     error: str = ""

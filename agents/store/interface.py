@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from agents.statuses import FINAL_STATUSES
+
 
 @dataclass
 class AnchorRecord:
@@ -78,7 +80,7 @@ class ChildRecord:
 
     id: str
     goal: str
-    status: str  # queued | running | waiting | finished | failed | cancelled
+    status: str  # queued | running | waiting, or one of agents.statuses.FINAL_STATUSES
     final_answer: str = ""
     error: str = ""
     answer_ref: str = ""  # archive ref of the child's final answer, in the child's archive
@@ -89,7 +91,7 @@ class ChildRecord:
 
     @property
     def done(self) -> bool:
-        return self.status in ("finished", "failed", "cancelled")
+        return self.status in FINAL_STATUSES
 
 
 class Store(Protocol):

@@ -127,7 +127,7 @@
     if (curveBoxCame) { syncCurveScale(); }
     var status = document.querySelector("#session-status .status");
     if (status) {
-      var ended = ["finished", "failed", "cancelled"].indexOf(status.dataset.status) >= 0;
+      var ended = status.dataset.ended === "true";  // the server's list of final statuses
       document.body.classList.toggle("session-ended", ended);
       // "Cancel requested…" and the like are about a running session: gone once it ended.
       var flash = document.getElementById("flash");

@@ -268,8 +268,11 @@ class Session(models.Model):
         # the model's answers were refused as no answer; Session.error quotes the last one
         UNUSABLE_ANSWER = "unusable_answer"
         CANCELLED = "cancelled"
+        # an ask-first tool call waits for a person (feature T11); no worker holds it
+        WAITING_FOR_APPROVAL = "waiting_for_approval"
 
-    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.WAITING,
+                       Status.WAITING_FOR_APPROVAL)
     # the engine's own list (agents.FINAL_STATUSES), as the choices spell them
     FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.UNUSABLE_ANSWER, Status.CANCELLED)
 
@@ -282,6 +285,9 @@ class Session(models.Model):
     profile = models.ForeignKey(ModelProfile, on_delete=models.PROTECT, related_name="sessions")
     window = models.PositiveIntegerField(help_text="Context size actually used, in tokens.")
     context_settings = models.JSONField(default=dict, blank=True)
+    # Tool names whose calls wait for a person's approval (feature T11), besides the
+    # TASKOS_ASK_FIRST settings' (taskos/runs/approvals.py).
+    ask_first = models.JSONField(default=list, blank=True)
     final_answer = models.TextField(blank=True)
     error = models.TextField(blank=True)
     turns = models.PositiveIntegerField(default=0)
@@ -596,3 +602,38 @@ class WorkspaceFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} ({self.size} bytes)"
+
+
+class ToolApproval(models.Model):
+    """An ask-first tool call (feature T11): what the model asked to run, what it would
+    change, and a person's decision. The session waits (`waiting_for_approval`, no worker
+    held) until every pending call of its turn is decided (taskos/runs/approvals.py)."""
+
+    class Decision(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        DENIED = "denied"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals")
+    call_id = models.CharField(max_length=200)
+    tool = models.CharField(max_length=200)
+    arguments = models.TextField(blank=True)
+    preview = models.TextField(blank=True)  # what it would change: a write's diff
+    turn = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING,
+                              db_index=True)
+    reason = models.TextField(blank=True)  # a denial's, as the model reads it
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    # "timeout" when the sweeper denied it, else empty (decided_by names the person)
+    decided_how = models.CharField(max_length=20, blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["session", "call_id"],
+                                               name="one_approval_per_call")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} call {self.call_id} of session {self.session_id}: {self.status}"

@@ -289,7 +289,7 @@ class EventLog:
                                          "final_answer": storable_text(event.final_answer or "")}
             if status in Session.Status.values:
                 values["status"] = status
-            if status in {"finished", "failed", "cancelled"}:
+            if status in Session.FINAL_STATUSES:
                 values["finished_at"] = timezone.now()
             sessions.update(**values)
 

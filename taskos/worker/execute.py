@@ -26,7 +26,8 @@ from .lease import Lease, LeaseLost, headless_lease
 
 log = logging.getLogger("taskos.runs")
 
-FINAL_STATUSES = {Session.Status.FINISHED, Session.Status.FAILED, Session.Status.CANCELLED}
+FINAL_STATUSES = set(Session.FINAL_STATUSES)
+ENDED_WITHOUT_ANSWER = {Session.Status.FAILED, Session.Status.UNUSABLE_ANSWER}
 # How long an executor keeps trying to record why a run stopped while the database refuses
 # writes: a worker holds its slot for up to an hour (nothing could run meanwhile anyway); a
 # command gives up soon, a person is waiting at the terminal.
@@ -122,7 +123,7 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
     for name in ("total_input_tokens", "peak_input_tokens", "compactions"):
         if isinstance(report.get(name), int):
             values[name] = report[name]
-    if status == Session.Status.FAILED and not values["final_answer"]:
+    if status in ENDED_WITHOUT_ANSWER and not values["final_answer"]:
         values["error"] = failure_reason(session, report)
     if lease is not None:
         lease.fenced_update(**values)

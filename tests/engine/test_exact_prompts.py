@@ -112,7 +112,7 @@ def test_a_tool_task_whose_answer_only_copies_a_tool_error_ends_with_a_clear_sta
     run, server, calls, _ = session(fresh=True, single=True, parts=1, script=failing,
                                     max_turns=3)
     assert calls[-1]["reply"]["content"].startswith("The tools returned: Error: ")
-    assert run.status == "failed" and run.result.code == "unusable_answer"
+    assert run.status == "unusable_answer" and run.result.code == "unusable_answer"
     assert "only repeated a tool's error message" in run.result.error
 
 
@@ -143,7 +143,7 @@ def test_an_answer_turn_whose_answer_holds_nothing_of_the_results_ends_with_a_cl
         run, server, calls, _ = session(fresh=True, single=True, parts=2, max_turns=2,
                                         script=[("tool", "list_files", {})], answer=said)
         assert calls[-1]["reply"]["content"] == said
-        assert run.status == "failed" and run.result.code == "unusable_answer", run.result
+        assert run.status == "unusable_answer" and run.result.code == "unusable_answer", run.result
         assert "not drawn from them" in run.result.error
 
 

@@ -81,7 +81,7 @@ def rejected(sink: ListSink) -> list[str]:
 def assert_no_answer(script: list, quote: str, **kw) -> None:
     """Asked again once, then the session ends `unusable_answer` quoting what it got."""
     result, server, sink = run(script, **kw)
-    assert result.status == "failed" and result.result.code == "unusable_answer", result.result
+    assert result.status == "unusable_answer" and result.result.code == "unusable_answer", result.result
     assert result.final_answer == "" and quote in result.result.error, result.result.error
     assert len(rejected(sink)) == 2
 
@@ -122,7 +122,7 @@ def test_the_task_snapshot_followed_by_an_instruction_token_is_no_answer():
         return block(prompt, "&lt;task-snapshot&gt;", "&lt;/task-snapshot&gt;") + "\n<s>[INST]"
 
     result, server, sink = run([snapshot_then_inst, snapshot_then_inst])
-    assert result.status == "failed" and result.result.code == "unusable_answer", result.result
+    assert result.status == "unusable_answer" and result.result.code == "unusable_answer", result.result
     assert "task-snapshot" in result.result.error and len(rejected(sink)) == 2
     # the same unescaped, in a markdown quote
     def quoted(prompt: str) -> str:
@@ -130,7 +130,7 @@ def test_the_task_snapshot_followed_by_an_instruction_token_is_no_answer():
         return "\n".join(f"> {line}" for line in copy.splitlines())
 
     result, server, sink = run([quoted, quoted])
-    assert result.status == "failed" and result.result.code == "unusable_answer", result.result
+    assert result.status == "unusable_answer" and result.result.code == "unusable_answer", result.result
 
 
 def test_an_html_escaped_copy_of_the_summary_block_is_no_answer():
@@ -149,7 +149,7 @@ def test_an_html_escaped_copy_of_the_summary_block_is_no_answer():
         compactions = [e for e in sink.of_type(EventType.COMPACTION)
                        if e.payload.get("summary_after")]
         assert compactions, "no summary to copy"
-        assert result.status == "failed" and result.result.code == "unusable_answer", \
+        assert result.status == "unusable_answer" and result.result.code == "unusable_answer", \
             result.final_answer
         assert "system-info" in result.result.error
 

@@ -79,5 +79,5 @@ def test_an_answer_turn_over_chinese_results_finishes_only_on_an_answer_drawn_fr
         if finished:
             assert run.status == "finished" and run.final_answer == answer, run.result
         else:
-            assert run.status == "failed" and run.result.code == "unusable_answer", run.result
+            assert run.status == "unusable_answer" and run.result.code == "unusable_answer", run.result
             assert "not drawn from them" in run.result.error

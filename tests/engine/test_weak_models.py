@@ -109,7 +109,7 @@ def test_a_second_unusable_answer_ends_the_session_with_a_clear_status(behaviour
     with FakeProvider(default=behaviour) as provider:
         run, sink = run_against(provider)
     payload = finished(sink)
-    assert payload["status"] == "failed" and payload["final_answer"] == ""
+    assert payload["status"] == "unusable_answer" and payload["final_answer"] == ""
     assert error_codes(sink)[-1] == ("unusable_answer", True)
     assert len(provider.requests) == 2
 

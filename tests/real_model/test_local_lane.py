@@ -138,5 +138,5 @@ def test_a_long_task_compacts_keeps_its_constraints_and_never_goes_over(local_se
     folded = [c for c in record["compactions"] if c["trigger"] != "anchor"]
     assert len(folded) >= 2, record["compactions"]  # "compacts several times"
     assert all(c.get("probe") for c in folded), record["compactions"]
-    if record["status"] == "failed":
+    if record["status"] != "finished":  # failed or unusable_answer, for a reason it names
         assert record["error_codes"][-1] in CLEAR_FAILURES, record
