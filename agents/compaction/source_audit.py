@@ -35,7 +35,8 @@ from agents.words.marks import marks, plain
 # Archive roles whose rows are raw material (the "context" and "handoff" rows repeat
 # compacted messages and summaries, so they are no support for anything).
 RAW_ROLES = ("user", "assistant", "tool")
-PERSON_SOURCES = ("goal", "scenario", "user")
+# An edit of an anchor in the admin, or a pin, is archived as the person's message (C19).
+PERSON_SOURCES = ("goal", "scenario", "user", "admin", "pin")
 MAX_FLAGGED = 50  # figures listed per AUDIT event; the count is exact
 
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|[\r\n]+")

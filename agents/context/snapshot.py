@@ -25,10 +25,16 @@ def _task_lines(tasks: list[TaskRecord]) -> list[str]:
 
 
 def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
-                    notes_text: str, budget_tokens: int, count: Callable[[str], int]) -> str:
-    """Render the snapshot; optional sections are dropped, newest data kept, to fit the budget."""
+                    notes_text: str, budget_tokens: int, count: Callable[[str], int],
+                    superseded: list[str] = ()) -> str:
+    """Render the snapshot; optional sections are dropped, newest data kept, to fit the
+    budget. `superseded`: texts a person's edit replaced or removed (C19), named as no
+    longer in force, since the goal or an earlier message may still say them verbatim."""
     goal_text = goal if len(goal) <= GOAL_CHARS else goal[:GOAL_CHARS] + " …"
     must = ["<task-snapshot>", f"Goal: {goal_text}"]
+    if superseded:
+        must.append("No longer in force (the person replaced or removed these later):")
+        must.extend(f"- (superseded) {text}" for text in superseded)
     hard = [a for a in anchors if a.active and a.tier == 1]
     if hard:
         must.append("Hard constraints (never drop):")

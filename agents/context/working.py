@@ -127,9 +127,11 @@ class WorkingContext:
                                                       "content": self.snapshot_text})
         self._since_msg = None
 
-    def add_person(self, turn: int, ref: str, text: str, source: str) -> None:
-        """A message the person wrote: kept in every request from now on (issue 13)."""
-        self.person.add(turn, ref, text, source)
+    def add_person(self, turn: int, ref: str, text: str, source: str,
+                   replaces: str = "") -> None:
+        """A message the person wrote (or an edit they made, of the anchor `replaces`):
+        kept in every request from now on (C19)."""
+        self.person.add(turn, ref, text, source, replaces)
 
     def words_msg(self) -> Msg | None:
         """The person's words block as it stands: their messages that are not whole in the

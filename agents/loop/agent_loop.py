@@ -203,6 +203,7 @@ class AgentLoop:
         self.deps.emit(TurnStarted(turn=state.turn))
         self.take_user_messages()
         self.book.sync(state.turn)
+        self.archive_person_edits()
         self.book.roll(state.turn)
         request, limit = self.keeper.prepare()
         answer_turn = self.answers.turn_due()
@@ -274,6 +275,20 @@ class AgentLoop:
         if source != "engine":  # the engine's own nudges state no constraints
             self.ctx.add_person(turn, ref, text, source)
             self.book.from_user(text, turn)
+
+    def archive_person_edits(self) -> None:
+        """A person's edit of an anchor (the admin, a pin) is their words (C19): archived as
+        their message, so the audit reads it as a source, and kept in the person's words
+        block, labelled with what it replaces, so it supersedes the old text everywhere."""
+        deps, turn = self.deps, self.state.turn
+        for source, text, replaced in self.book.take_person_edits():
+            # A removal has no words of the person's: archived as the engine's note of it,
+            # which the audit reads as raw material, never as a statement in force.
+            body = text or f"Removed in the admin, no longer in force: {replaced}"
+            ref = deps.store.archive(deps.session_id, turn, "user", body,
+                                     tokens=self.counter.text(body))
+            deps.emit(UserMessage(text=body, source=source if text else "engine", ref=ref))
+            self.ctx.add_person(turn, ref, text, source, replaces=replaced or "")
 
     # --- the model
     def call_agent(self, request: Request, limit: int) -> ModelReply:

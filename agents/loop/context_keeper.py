@@ -37,6 +37,7 @@ from agents.provider.client import ContextOverflow, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
 from agents.words.book import AnchorBook
+from agents.words.person import without_superseded
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 DEFAULT_RETENTION = ToolBoundary()  # a tool the registry does not know (any more)
@@ -109,7 +110,7 @@ class ContextKeeper:
                                tasks=self.book.tasks,
                                notes_text=render_notes(deps.store.load_notes(deps.session_id)),
                                budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
-                               count=ctx.count)
+                               count=ctx.count, superseded=ctx.person.superseded())
         ctx.set_snapshot(text)
 
     def freeze_if_needed(self, force: bool = False) -> None:
@@ -131,7 +132,8 @@ class ContextKeeper:
         """What every request carries whatever compaction does (the preflight's parts)."""
         ctx = self.ctx
         minimal = render_snapshot(goal=self.deps.spec.goal, anchors=self.book.anchors, tasks=[],
-                                  notes_text="", budget_tokens=0, count=ctx.count)
+                                  notes_text="", budget_tokens=0, count=ctx.count,
+                                  superseded=ctx.person.superseded())
         # Counted every turn: the tool schemas' count is kept by the context, the minimal
         # snapshot's by its text cache (the same framing as Msg.build's).
         tools = ctx.tools_tokens()
@@ -377,12 +379,26 @@ class ContextKeeper:
         outcome = proceed()
         if outcome is not None:  # everything after the system prompt changes: refreeze
             self.ctx.words_floor = False  # and the person's words get their budget back
+            self._drop_superseded(outcome)
             self.refresh_snapshot()
             self.freeze_if_needed(force=True)
             missing = [a for a in self.book.hard_constraints()
                        if a not in self.ctx.snapshot_text]
             call.extra["rescued_anchors"] = missing
         return outcome
+
+    def _drop_superseded(self, outcome: CompactionOutcome) -> None:
+        """The summary's goal and constraints keep nothing a person's later edit replaced
+        (C19): the summarizer read the old text in the goal or the archive."""
+        ctx, gone = self.ctx, self.ctx.person.superseded()
+        if not gone or not ctx.summary:
+            return
+        summary = StructuredSummary.from_dict(ctx.summary)
+        kept = without_superseded(summary.task_overview, gone)
+        if kept != summary.task_overview:
+            summary.task_overview = kept
+            ctx.set_summary(summary.to_dict(), render(summary))
+            outcome.summary_after = ctx.summary_text
 
     def _write_handoff(self, outcome: CompactionOutcome) -> None:
         deps, book = self.deps, self.book

@@ -47,6 +47,9 @@ class AnchorBook:
         self._stored: dict | None = None  # the Store's anchors, read lazily per batch
         self._edits_seen: int | None = None  # people's edit count the lists reflect
         self._counts_edits = callable(getattr(store, "person_edits", None))
+        # People's edits not yet handed to the loop, which archives each as the person's
+        # message (C19): (source, new text, the text it replaces or None).
+        self.person_edits: list[tuple[str, str, str | None]] = []
 
     def _person_edits(self, fresh: bool = False) -> int | None:
         return self.store.person_edits(self.session_id, fresh=fresh) \
@@ -67,13 +70,17 @@ class AnchorBook:
             before = self._known.get(anchor.id)
             if before == _anchor_sig(anchor):
                 continue
-            self._report(turn, anchor, before[1] if before else None,
-                         "added" if before is None else "changed", _edit_source(anchor.source))
+            old = before[1] if before else None
+            self._report(turn, anchor, old, "added" if before is None else "changed",
+                         _edit_source(anchor.source))
+            if old != anchor.text:  # a tier or activity change says nothing new
+                self.person_edits.append((_edit_source(anchor.source), anchor.text, old))
         for anchor_id, (tier, text, _active, source) in self._known.items():
             if anchor_id not in loaded:  # deactivated or deleted in the admin, or unpinned
                 gone = AnchorRecord(tier=tier, text=text, active=False, id=anchor_id,
                                     source=source)
                 self._report(turn, gone, text, "removed", _edit_source(source))
+                self.person_edits.append((_edit_source(source), "", text))
         self._known = {a.id: _anchor_sig(a) for a in self.anchors}
         self.tasks = self.store.load_tasks(self.session_id)
         if _tasks_sig(self.tasks) != self._tasks_known:
@@ -81,6 +88,12 @@ class AnchorBook:
             self.emit(TasksChanged(tasks=[t.to_dict() for t in self.tasks], source="admin",
                                    turn=turn))
         self._edits_seen = edits  # read before the lists: a later edit moves it again
+
+    def take_person_edits(self) -> list[tuple[str, str, str | None]]:
+        """People's edits since the last call, oldest first: (source, new text or "" for a
+        removal, the replaced text or None)."""
+        edits, self.person_edits = self.person_edits, []
+        return edits
 
     def tasks_written_by_agent(self) -> None:
         """The agent's own task tools changed the list: not an admin edit."""

@@ -33,15 +33,25 @@ class PersonMessage:
     turn: int
     ref: str
     text: str
-    source: str = "user"  # goal | user | scenario
+    source: str = "user"  # goal | user | scenario | admin | pin
+    replaces: str = ""  # an edit's: the anchor text it replaced or removed
 
     def to_state(self) -> dict:
         # Saved every turn for every message: a plain dict, not asdict's deep copy.
-        return {"turn": self.turn, "ref": self.ref, "text": self.text, "source": self.source}
+        state = {"turn": self.turn, "ref": self.ref, "text": self.text, "source": self.source}
+        if self.replaces:
+            state["replaces"] = self.replaces
+        return state
+
+
+EDIT_KINDS = {"admin": "edited in the admin", "pin": "pinned"}
 
 
 def _label(msg: PersonMessage) -> str:
-    kind = "goal" if msg.source == "goal" else "message"
+    kind = "goal" if msg.source == "goal" else EDIT_KINDS.get(msg.source, "message")
+    if msg.replaces:  # the engine's framing; the message after the label is the person's
+        kind += f", replacing \"{msg.replaces}\"" if msg.text else \
+            f", removing \"{msg.replaces}\" (no longer in force)"
     return f"[turn {msg.turn} · {kind} · {msg.ref or 'not archived'}]"
 
 
@@ -62,6 +72,17 @@ def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
         return msg.text
     marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
     return " ".join(kept + [marker])
+
+
+def _flat_text(text: str) -> str:
+    return " ".join(text.split()).rstrip(".!?;。！？；").casefold()
+
+
+def without_superseded(items: list[str], superseded: list[str]) -> list[str]:
+    """`items` less those that state a text the person replaced or removed (compared by
+    their words, in any language: no pattern decides what a replaced text is)."""
+    gone = [flat for text in superseded if (flat := _flat_text(text))]
+    return [item for item in items if not any(g in _flat_text(item) for g in gone)]
 
 
 def _normalise(hard: list[str]) -> tuple[str, ...]:
@@ -90,8 +111,9 @@ class PersonWords:
         self._minimum_key: tuple | None = None
         self._minimum = 0
 
-    def add(self, turn: int, ref: str, text: str, source: str = "user") -> None:
-        self.messages.append(PersonMessage(turn, ref, text, source))
+    def add(self, turn: int, ref: str, text: str, source: str = "user",
+            replaces: str = "") -> None:
+        self.messages.append(PersonMessage(turn, ref, text, source, replaces))
 
     def outside(self, history_texts: dict[str, str], snapshot: str = "") -> list[PersonMessage]:
         """Messages not whole in the history (`history_texts`: ref → text there) nor in the
@@ -99,7 +121,7 @@ class PersonWords:
         word for word): each of the person's words is sent once per request."""
         return [m for m in self.messages
                 if (history_texts.get(m.ref) != m.text or not m.ref)
-                and not (m.text.strip() and m.text.strip() in snapshot)]
+                and not (m.text.strip() and m.text.strip() in snapshot and not m.replaces)]
 
     def render(self, history_texts: dict[str, str], budget: int, hard: list[str],
                count: Callable[[str], int], snapshot: str = "") -> str:
@@ -152,6 +174,17 @@ class PersonWords:
             bodies[i] = self._condense(msg, hard)
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
         return _block(shown, bodies)
+
+    def superseded(self) -> list[str]:
+        """The anchor texts a person's edit replaced or removed, oldest first, less any a
+        later edit set again."""
+        gone: list[str] = []
+        for msg in self.messages:
+            if msg.text in gone:
+                gone.remove(msg.text)
+            if msg.replaces and msg.replaces != msg.text and msg.replaces not in gone:
+                gone.append(msg.replaces)
+        return gone
 
     def to_state(self) -> list[dict]:
         return [m.to_state() for m in self.messages]
