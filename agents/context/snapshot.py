@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from agents.store.interface import AnchorRecord, TaskRecord
+from agents.words.changes import Change
 
 GOAL_CHARS = 1200
 
@@ -26,19 +27,33 @@ def _task_lines(tasks: list[TaskRecord]) -> list[str]:
 
 def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
                     notes_text: str, budget_tokens: int, count: Callable[[str], int],
-                    superseded: list[str] = ()) -> str:
+                    superseded: list[str] = (), changes: list[Change] = (),
+                    conflicts: list[tuple[str, str]] = ()) -> str:
     """Render the snapshot; optional sections are dropped, newest data kept, to fit the
     budget. `superseded`: texts a person's edit replaced or removed (C19), named as no
-    longer in force, since the goal or an earlier message may still say them verbatim."""
+    longer in force, since the goal or an earlier message may still say them verbatim.
+    `changes`: constraints a later message of the person's may have changed, listed apart
+    with that message's sentence, never as in force alone; `conflicts`: pairs that may
+    not both hold, shown, neither dropped (agents.words.changes)."""
     goal_text = goal if len(goal) <= GOAL_CHARS else goal[:GOAL_CHARS] + " …"
     must = ["<task-snapshot>", f"Goal: {goal_text}"]
     if superseded:
         must.append("No longer in force (the person replaced or removed these later):")
         must.extend(f"- (superseded) {text}" for text in superseded)
-    hard = [a for a in anchors if a.active and a.tier == 1]
+    changed = {c.constraint: c for c in changes}
+    hard = [a for a in anchors if a.active and a.tier == 1 and a.text not in changed]
     if hard:
         must.append("Hard constraints (never drop):")
         must.extend(f"- {a.text}" for a in hard)
+    if changed:
+        must.append("Possibly changed by a later message of the person's (both verbatim in "
+                    "their words; where they differ, the later message wins):")
+        for change in changed.values():
+            must.append(f"- {change.constraint}")
+            must.append(f"  later, turn {change.turn}: {change.sentence}")
+    if conflicts:
+        must.append("May contradict each other (both kept; ask the person which holds):")
+        must.extend(f"- \"{a}\" / \"{b}\"" for a, b in conflicts)
     # A person's edit in the admin must reach the agent whatever the budget (W4).
     edited = [a for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
     if edited:

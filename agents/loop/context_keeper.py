@@ -37,6 +37,7 @@ from agents.provider.client import ContextOverflow, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
 from agents.words.book import AnchorBook
+from agents.words.changes import LaterMessage, contradictions, later_changes
 from agents.words.person import without_superseded
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
@@ -110,8 +111,18 @@ class ContextKeeper:
                                tasks=self.book.tasks,
                                notes_text=render_notes(deps.store.load_notes(deps.session_id)),
                                budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
-                               count=ctx.count, superseded=ctx.person.superseded())
+                               count=ctx.count, **self._person_view())
         ctx.set_snapshot(text)
+
+    def _person_view(self) -> dict[str, Any]:
+        """What the snapshot shows of the person's words beyond the anchors (C19): texts
+        their edits replaced, constraints a later message may have changed, and pairs
+        that may contradict each other."""
+        person = self.ctx.person.messages
+        return {"superseded": self.ctx.person.superseded(),
+                "changes": later_changes(self.book.anchors,
+                                         [LaterMessage(m.turn, m.text) for m in person]),
+                "conflicts": contradictions(self.book.anchors)}
 
     def freeze_if_needed(self, force: bool = False) -> None:
         """Write the snapshot into the stable part when it must be there (C17)."""
@@ -133,7 +144,7 @@ class ContextKeeper:
         ctx = self.ctx
         minimal = render_snapshot(goal=self.deps.spec.goal, anchors=self.book.anchors, tasks=[],
                                   notes_text="", budget_tokens=0, count=ctx.count,
-                                  superseded=ctx.person.superseded())
+                                  **self._person_view())
         # Counted every turn: the tool schemas' count is kept by the context, the minimal
         # snapshot's by its text cache (the same framing as Msg.build's).
         tools = ctx.tools_tokens()
