@@ -45,6 +45,9 @@ from agents.store import (AnchorRecord, ApprovalRecord, ArchiveHit, ChildRecord,
 from agents.subagents import run_tree
 from agents.tools.ask_first import AskFirst
 from agents.tools import DelegationLimits, default_registry
+from agents.tools.base import ToolError
+from agents.tools.workspace import open_in_workspace
+from agents.scenarios import DATA_DIR
 
 __all__ = [
     # running a session
@@ -79,4 +82,6 @@ __all__ = [
     # what the drawer shows the engine's way, and keys kept out of everything
     "ANNOTATIONS", "REPLY_PRIMING", "TokenCounter", "canonical_keys",
     "KeyEnvRefused", "RedactingFilter", "check_key_env", "redact",
+    # the workspace as the tools open it, for the person's files (T9); the demo data
+    "open_in_workspace", "ToolError", "DATA_DIR",
 ]

@@ -19,6 +19,9 @@ TASKOS_MODEL_HOSTS    comma-separated hosts a model profile's base URL may name:
                       `private`, `local` (loopback and private addresses for profiles marked
                       local), host names, addresses, networks (default public,local; read by
                       agents/provider/hosts.py)
+TASKOS_UPLOAD_MAX_FILE_MB / TASKOS_UPLOAD_MAX_SESSION_MB / TASKOS_UPLOAD_MAX_FILES /
+TASKOS_UPLOAD_MAX_ZIP_RATIO  what a person may bring into one workspace: one file, all
+                      files, their number, a zip member's expansion (20 / 200 / 500 / 100)
 """
 from __future__ import annotations
 
@@ -221,6 +224,17 @@ TASKOS_SIM_LATENCY_MS = min(60_000.0, max(0.0, float(os.environ.get("TASKOS_SIM_
 # profile, loopback and private ones for profiles marked local; link-local and metadata
 # addresses only when listed, the broker's and the database's port never.
 TASKOS_MODEL_HOSTS = env_list("TASKOS_MODEL_HOSTS", "public,local")
+
+# The person's files (feature T9), checked before anything is stored: one file, everything
+# one person brings into one workspace, how many files, and how many times a zip member may
+# expand (more looks like a zip bomb). Django's own cap on files per request sits above
+# ours, so the form, not a bare 400, says when there are too many.
+TASKOS_UPLOAD_MAX_FILE_BYTES = int(float(os.environ.get("TASKOS_UPLOAD_MAX_FILE_MB", 20)) * 2**20)
+TASKOS_UPLOAD_MAX_SESSION_BYTES = int(float(os.environ.get("TASKOS_UPLOAD_MAX_SESSION_MB", 200))
+                                      * 2**20)
+TASKOS_UPLOAD_MAX_FILES = int(os.environ.get("TASKOS_UPLOAD_MAX_FILES", 500))
+TASKOS_UPLOAD_MAX_ZIP_RATIO = int(os.environ.get("TASKOS_UPLOAD_MAX_ZIP_RATIO", 100))
+DATA_UPLOAD_MAX_NUMBER_FILES = TASKOS_UPLOAD_MAX_FILES * 4
 
 LOGGING = {
     "version": 1,

@@ -8,7 +8,8 @@ every turn) nor in the user's words. Four kinds, each with its own throttle:
 - context: inside the warning band, "Context is now N tokens; compaction at M.";
 - tool_error: the same tool with the same arguments failed tool_retries_limit times in a row;
 - tool_repeat: the same successful call made tool_retries_limit times in a row (a weak
-  model that forgets it already has the result and asks again, turn after turn).
+  model that forgets it already has the result and asks again, turn after turn);
+- files: the person added files to the workspace since the last turn (feature T9).
 
 The loop emits each returned Hint as a HINT_BLOCK event and keeps `to_state()` for resume.
 """
@@ -30,12 +31,13 @@ TOOL_REPEAT_TEMPLATE = ("You called '{tool_name}' with the same arguments {count
                         "and it succeeded each time: its result is already in the context. Do "
                         "not call it again; use that result, call a different tool, or give "
                         "your final answer.")
+FILES_NAMED = 20  # files a files hint names; more are counted
 MAX_TRACKED_CALLS = 64  # distinct failing calls remembered; older ones are forgotten
 
 
 @dataclass
 class Hint:
-    kind: str  # time | tasks | context | tool_error | tool_repeat
+    kind: str  # time | tasks | context | tool_error | tool_repeat | files
     text: str
 
 
@@ -76,6 +78,7 @@ class HintInjector:
         # The latest successful call and how many times in a row it was made.
         self.last_success: tuple[str, int] = ("", 0)
         self.pending_repeats: list[tuple[str, int]] = []
+        self.pending_files: list[tuple[str, int]] = []  # the person's, not told yet (T9)
 
     def record_tool_call(self, name: str, arguments_json: str, failed: bool) -> int:
         """Count failures of identical calls; a success of that call resets its count.
@@ -100,6 +103,10 @@ class HintInjector:
         self.last_success = (key, repeats)
         if repeats % self.config.tool_retries_limit == 0:
             self.pending_repeats.append((name, repeats))
+
+    def note_new_files(self, files: list[tuple[str, int]]) -> None:
+        """Files the person added to the workspace: the next hint names them."""
+        self.pending_files += [(str(path), int(size)) for path, size in files]
 
     @property
     def repeats(self) -> int:
@@ -138,6 +145,9 @@ class HintInjector:
             hints.append(Hint("tool_repeat", TOOL_REPEAT_TEMPLATE.format(count=count,
                                                                         tool_name=tool_name)))
         self.pending_repeats = []
+        if self.pending_files:
+            hints.append(Hint("files", new_files_text(self.pending_files)))
+            self.pending_files = []
         return hints
 
     def time_text(self, now: dt.datetime) -> str:
@@ -154,7 +164,8 @@ class HintInjector:
                 "failures": [[key, count] for key, count in self.failures.items()],
                 "pending_errors": [[name, count] for name, count in self.pending_errors],
                 "last_success": list(self.last_success),
-                "pending_repeats": [[name, count] for name, count in self.pending_repeats]}
+                "pending_repeats": [[name, count] for name, count in self.pending_repeats],
+                "pending_files": [[path, size] for path, size in self.pending_files]}
 
     def from_state(self, state: dict[str, Any] | None) -> "HintInjector":
         """Restore what to_state() saved, in place (a resumed session keeps its throttles)."""
@@ -167,4 +178,16 @@ class HintInjector:
         key, repeats = state.get("last_success") or ("", 0)
         self.last_success = (str(key), int(repeats))
         self.pending_repeats = [(str(n), int(c)) for n, c in state.get("pending_repeats", [])]
+        self.pending_files = [(str(p), int(b)) for p, b in state.get("pending_files", [])]
         return self
+
+
+def new_files_text(files: list[tuple[str, int]]) -> str:
+    """The files hint: which files the person added, with their sizes (an empty one says
+    so), and how to look at them."""
+    named = ", ".join(f"{path} ({'empty, 0 bytes' if size == 0 else f'{size:,} bytes'})"
+                      for path, size in files[:FILES_NAMED])
+    more = f" and {len(files) - FILES_NAMED} more" if len(files) > FILES_NAMED else ""
+    noun = "file" if len(files) == 1 else "files"
+    return (f"The person added {len(files)} {noun} to the workspace: {named}{more}. Use "
+            "list_files and read_file to look at them.")

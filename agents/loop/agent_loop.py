@@ -258,6 +258,8 @@ class AgentLoop:
             state.delivered_through = state.turn
         texts += [(t, "user") for t in deps.store.take_user_messages(deps.session_id,
                                                                      turn=state.turn)]
+        # Files the person added (feature T9): named by the turn's hints.
+        self.hints.note_new_files(deps.store.take_new_files(deps.session_id, turn=state.turn))
         for text, source in texts:
             refused = input_too_long(text, "message", spec.max_input_chars)
             if refused:  # reported, never archived

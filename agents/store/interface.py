@@ -151,6 +151,11 @@ class Store(Protocol):
         """Follow-up messages sent from the dashboard since the last call, oldest first;
         `turn` is the turn taking them, so an uncommitted turn can give them back."""
 
+    def take_new_files(self, session_id: str, turn: int = 0) -> list[tuple[str, int]]:
+        """Files a person added to the workspace that the agent has not been told of, as
+        (path, bytes); taken at `turn`, so a turn that never commits gives them back
+        (feature T9: they are announced by a hint, feature C12)."""
+
     def discard_uncommitted(self, session_id: str, from_turn: int) -> dict[str, int]:
         """Remove the archive rows of turns >= from_turn and give back the messages they
         took: a worker died before committing them and the turn is about to run again.

@@ -37,6 +37,9 @@ class MemoryStore:
         self.user_messages: dict[str, list[str]] = defaultdict(list)
         self._taken: dict[str, list[tuple[int, str]]] = defaultdict(list)  # (turn, text)
         self.compaction_requests: dict[str, str] = {}
+        # The person's files not told to the agent yet, and those taken, by turn (T9).
+        self.new_files: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self._files_taken: dict[str, list[tuple[int, tuple[str, int]]]] = defaultdict(list)
         self.cancelled: set[str] = set()
         self._next_anchor_id = 1
         # Sub-agent sessions (feature T6): id -> {"parent", "request", "record"}.
@@ -110,6 +113,9 @@ class MemoryStore:
         back = [text for turn, text in taken if turn >= from_turn]
         self._taken[session_id] = [(t, text) for t, text in taken if t < from_turn]
         self.user_messages[session_id][:0] = back
+        files = self._files_taken[session_id]
+        self.new_files[session_id][:0] = [entry for turn, entry in files if turn >= from_turn]
+        self._files_taken[session_id] = [(t, entry) for t, entry in files if t < from_turn]
         for child_id, entry in list(self.sessions.items()):  # asked by the undone turn
             if (entry["parent"] == session_id and entry["request"].get("turn", 0) >= from_turn
                     and entry["record"].status == "queued"):
@@ -165,6 +171,15 @@ class MemoryStore:
         texts = [storable_text(text) for text in self.user_messages.pop(session_id, [])]
         self._taken[session_id].extend((turn, text) for text in texts)
         return texts
+
+    def add_workspace_file(self, session_id, path: str, size: int) -> None:
+        """A person put a file into the workspace (what the dashboard's upload records)."""
+        self.new_files[session_id].append((path, size))
+
+    def take_new_files(self, session_id, turn=0) -> list[tuple[str, int]]:
+        files = self.new_files.pop(session_id, [])
+        self._files_taken[session_id].extend((turn, entry) for entry in files)
+        return files
 
     def take_compaction_request(self, session_id):
         return self.compaction_requests.pop(session_id, None)

@@ -24,7 +24,8 @@ from agents import (AnchorRecord, ArchiveHit, ChildRecord, TaskRecord, storable_
                     storable_value)
 from taskos.runs.edits import engine_writes
 from taskos.runs.models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile,
-                                PendingMessage, Session, SessionEvent, Task, search_terms)
+                                PendingMessage, Session, SessionEvent, Task, WorkspaceFile,
+                                search_terms)
 
 from . import batch_writes, search, sqlite_checkpoint, state_chunks, turn_sql
 from .call_messages import remember_archived
@@ -369,6 +370,21 @@ class DjangoStore:
         # The web's forms write them storable already; a shell or the admin may not have.
         return [storable_text(text) for _, text in pending]
 
+    def take_new_files(self, session_id, turn=0) -> list[tuple[str, int]]:
+        """The person's files the agent has not been told of (feature T9), marked told at
+        `turn`; known from the turn's poll, so a turn without new files reads nothing."""
+        def untold():
+            return WorkspaceFile.objects.filter(session_id=session_pk(session_id),
+                                                announced_turn__isnull=True)
+        if not self._polled(session_id, "files", lambda: untold().exists()):
+            return []
+        with self._fenced(), transaction.atomic():
+            rows = list(untold().select_for_update().order_by("id").values_list(
+                "id", "path", "size"))
+            WorkspaceFile.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
+                announced_turn=turn)
+        return [(path, size) for _, path, size in rows]
+
     def take_compaction_request(self, session_id) -> str | None:
         if not self._polled(session_id, "compact", lambda: Session.objects.filter(
                 pk=session_pk(session_id), compact_request__isnull=False).exists()):
@@ -484,6 +500,9 @@ class DjangoStore:
             returned = PendingMessage.objects.filter(
                 session_id=pk, taken=True, taken_turn__gte=from_turn).update(
                     taken=False, taken_turn=None)
+            # The person's files it told the agent of: told again by the re-run (T9).
+            WorkspaceFile.objects.filter(session_id=pk, announced_turn__gte=from_turn).update(
+                announced_turn=None)
             # Sub-agents the undone turn asked for and that never started: asked again.
             Session.objects.filter(parent_id=pk, parent_turn__gte=from_turn,
                                    status=Session.Status.QUEUED, enqueued_at__isnull=True

@@ -18,7 +18,8 @@ from django.db import connection
 from django.utils import timezone
 
 from agents import storable_value
-from taskos.runs.models import Anchor, ArchivedTurn, PendingMessage, Session
+from taskos.runs.models import (Anchor, ArchivedTurn, PendingMessage, Session,
+                                WorkspaceFile)
 
 ANCHOR_FIELDS = ("tier", "text", "key", "source", "active", "turn")
 ARCHIVE_FIELDS = ("session_id", "turn", "role", "content", "tool_name", "tool_args",
@@ -179,22 +180,25 @@ def _poll_sql(vendor: str) -> str:
     s, p = _table(Session), _table(PendingMessage)
     waiting = (f"EXISTS (SELECT 1 FROM {p} WHERE {p}.{_q('session_id')} = {s}.{_q('id')} "
                f"AND NOT {p}.{_q('taken')})")
+    w = _table(WorkspaceFile)
+    files = (f"EXISTS (SELECT 1 FROM {w} WHERE {w}.{_q('session_id')} = {s}.{_q('id')} "
+             f"AND {w}.{_q('announced_turn')} IS NULL)")
     return (f"SELECT {_q('cancel_requested')}, {waiting}, {_q('notes')}, "
-            f"{_q('person_edits')}, {_q('compact_request')} IS NOT NULL "
+            f"{_q('person_edits')}, {_q('compact_request')} IS NOT NULL, {files} "
             f"FROM {s} WHERE {_q('id')} = %s")
 
 
 def poll(session_pk: int) -> dict[str, Any] | None:
-    """Whether people asked to cancel, left a message or asked for a compaction, with the
-    notes and the edit count: everything a turn asks of them, in one read."""
+    """Whether people asked to cancel, left a message, asked for a compaction or added
+    files, with the notes and the edit count: everything a turn asks of them, in one read."""
     row = _run(_poll_sql(connection.vendor), [session_pk], fetch=True)
     if row is None:
         return None
-    cancel, pending, notes, edits, compact = row
+    cancel, pending, notes, edits, compact, files = row
     if isinstance(notes, (str, bytes)):  # JSON comes back as text from a plain cursor
         notes = json.loads(notes)
     return {"cancel_requested": bool(cancel), "pending": bool(pending), "notes": notes,
-            "person_edits": edits, "compact": bool(compact)}
+            "person_edits": edits, "compact": bool(compact), "files": bool(files)}
 
 
 @lru_cache(maxsize=None)

@@ -9,6 +9,7 @@ from django import forms
 from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
                     list_scenarios, load_scenario, storable_text)
 from taskos.runs.models import ModelProfile, input_too_long
+from taskos.workspaces.forms import StartFilesForm
 
 MIN_WINDOW, MAX_WINDOW = int(WINDOW.low), int(WINDOW.high)  # the engine's range (issue 25)
 DEFAULTS = ContextConfig()
@@ -57,7 +58,7 @@ def scenario_label(name: str) -> str:
     return f"{name} · {len(scenario.model_steps)} steps · {scenario.window // 1000}k window"
 
 
-class NewSessionForm(forms.Form):
+class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied workspace (T9)
     goal = PersonText(
         required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder":
                                                      "What should the agent do?"}),

@@ -1,7 +1,7 @@
 """Dashboard URLs; every view requires sign-in and shows only the person's own sessions."""
 from django.urls import path
 
-from taskos.web import actions, exports, replays, views
+from taskos.web import actions, exports, replays, views, workspace_views
 
 app_name = "web"
 
@@ -25,4 +25,11 @@ urlpatterns = [
     path("sessions/<int:pk>/archive", exports.archive, name="archive"),
     path("sessions/<int:pk>/replay", replays.replay_new, name="replay"),
     path("sessions/<int:pk>/compare", replays.compare_view, name="compare"),
+    # the workspace's files (feature T9)
+    path("sessions/<int:pk>/workspace/add", workspace_views.add, name="workspace_add"),
+    path("sessions/<int:pk>/workspace/file", workspace_views.download_file,
+         name="workspace_file"),
+    path("sessions/<int:pk>/workspace/preview", workspace_views.preview,
+         name="workspace_preview"),
+    path("sessions/<int:pk>/workspace.zip", workspace_views.download_zip, name="workspace_zip"),
 ]

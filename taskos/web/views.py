@@ -13,6 +13,9 @@ from taskos.drawer.stream import page_state
 from taskos.runs.models import Session, Task
 from taskos.runs.services import SessionError, create_session, start_session
 from taskos.web.forms import CompactForm, MessageForm, NewSessionForm
+from taskos.workspaces.files import add_files
+from taskos.workspaces.intake import UploadRefused
+from taskos.workspaces.page import workspace_context
 
 PAGE_SIZE = 50
 
@@ -52,14 +55,17 @@ def session_table(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_session(request: HttpRequest) -> HttpResponse:
-    form = NewSessionForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
+    posted = request.method == "POST"
+    form = NewSessionForm(request.POST if posted else None, request.FILES if posted else None,
+                          owner=request.user, initial=start_initial(request))
+    if posted and form.is_valid():
         data = form.cleaned_data
         try:
             with transaction.atomic():
                 session = create_session(request.user, data["goal"], data["scenario"],
                                          data["profile"], data["window"],
                                          form.context_settings())
+                store_start_files(request, form, session)
                 start_session(session)
         except SessionError as exc:
             form.add_error(None, str(exc))
@@ -76,4 +82,24 @@ def session_page(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "web/session.html", {
         "session": session, **page_state(session),
         "message_form": MessageForm(), "compact_form": CompactForm(),
+        **workspace_context(session),
     })
+
+
+def start_initial(request: HttpRequest) -> dict[str, object]:
+    """"Start a new task from this workspace" opens the form with ?from=SESSION."""
+    source = request.GET.get("from", "")
+    return {"from_session": int(source)} if source.isdigit() else {}
+
+
+def store_start_files(request: HttpRequest, form: NewSessionForm, session: Session) -> None:
+    """The start form's files into the new session's workspace, inside the transaction
+    that creates it: when they cannot be stored, no session is left either (feature T9)."""
+    if not form.incoming:
+        return
+    try:
+        add_files(session, form.incoming, by=request.user)
+    except UploadRefused as exc:
+        form.add_error("files", str(exc))
+        raise SessionError("No task was started: the files could not be stored (see "
+                           "Files).") from None

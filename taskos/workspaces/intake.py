@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from agents.tools.base import ToolError
-from agents.tools.workspace import open_in_workspace
+from agents import ToolError
+from agents import open_in_workspace
 
 MAX_NAME_CHARS = 200  # one name of a path; file systems allow 255 bytes, we keep a margin
 MAX_NAME_BYTES = 255
@@ -81,8 +81,10 @@ def safe_name(name: str, shown: str) -> str:
         raise UploadRefused(f"{_printable(shown)}: {name or 'an empty name'!r} cannot name a "
                             "file; only names inside the workspace are taken.")
     if len(name) > MAX_NAME_CHARS:
-        raise UploadRefused(f"{_printable(shown)}: the name is {len(name)} characters long; "
-                            f"at most {MAX_NAME_CHARS} are taken. Rename the file.")
+        # Django cuts an uploaded name at 255: the person's may have been longer.
+        length = f"{len(name)} characters" + (" or more" if len(name) == 255 else "")
+        raise UploadRefused(f"{_printable(shown)}: the name is {length} long; at most "
+                            f"{MAX_NAME_CHARS} are taken. Rename the file.")
     try:
         encoded = name.encode("utf-8")
     except UnicodeEncodeError:
@@ -151,16 +153,18 @@ def zip_members(archive: Path | IO[bytes], shown: str, limits: Limits,
     path safe, no link or device, no member over the file limit, the members' total under
     the session limit, their count under the file count, no member that expands more than
     `limits.zip_ratio` times (a zip bomb). Read from the central directory only: nothing is
-    unpacked until `store`, which reads each member at most to its declared size."""
+    unpacked until `store`, which reads each member at most to its declared size. `shown`
+    is the zip's name as the person gave it."""
+    label = _printable(shown)
     try:
         bundle = zipfile.ZipFile(archive)
         infos = bundle.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
-        raise UploadRefused(f"{shown}: not a readable zip file ({exc}).") from None
+        raise UploadRefused(f"{label}: not a readable zip file ({exc}).") from None
     members: list[Incoming] = []
     total = 0
     for info in infos:
-        where = f"{shown}: member {_printable(info.filename)}"
+        where = f"{label}: member {_printable(info.filename)}"
         kind = _member_kind(info)
         if kind:
             raise UploadRefused(f"{where} is {kind}; a zip may hold only files and folders.")
@@ -181,10 +185,10 @@ def zip_members(archive: Path | IO[bytes], shown: str, limits: Limits,
                                 "times is taken, more looks like a zip bomb.")
         total += info.file_size
         if total > limits.session_bytes:
-            raise UploadRefused(f"{shown} unpacks to more than {megabytes(limits.session_bytes)}"
+            raise UploadRefused(f"{label} unpacks to more than {megabytes(limits.session_bytes)}"
                                 ", the most one workspace takes.")
         if len(members) >= limits.files:
-            raise UploadRefused(f"{shown} holds more than {limits.files} files, the most one "
+            raise UploadRefused(f"{label} holds more than {limits.files} files, the most one "
                                 "workspace takes.")
         members.append(Incoming(path=f"{prefix}{path}", size=info.file_size,
                                 opener=_member_opener(bundle, info), shown=where))

@@ -98,12 +98,20 @@ def test_counters_add_up_and_keep_their_highest_figures(session):
 
 def test_the_poll_reads_every_request_in_one_row(session):
     assert turn_sql.poll(session.pk) == {"cancel_requested": False, "pending": False,
-                                         "notes": {}, "person_edits": 0, "compact": False}
+                                         "notes": {}, "person_edits": 0, "compact": False,
+                                         "files": False}
     services.post_message(session, "也看看 2023 年")
     services.request_compaction(session, "keep the figures")
     Session.objects.filter(pk=session.pk).update(notes={"见解": ["收入 +12 %"]})
     polled = turn_sql.poll(session.pk)
     assert polled["pending"] and polled["compact"] and polled["notes"] == {"见解": ["收入 +12 %"]}
+    assert not polled["files"]
+    told = session.workspace_files.create(path="q1.csv", size=10, announced_turn=3)
+    assert not turn_sql.poll(session.pk)["files"]  # told already
+    told.pk = None
+    told.announced_turn = None
+    told.save()
+    assert turn_sql.poll(session.pk)["files"]  # a person's file the agent was not told of
     assert turn_sql.poll(10 ** 9) is None
     assert turn_sql.person_edits(session.pk) == 0
 

@@ -66,7 +66,7 @@ def test_a_refused_name_is_shown_readably():
 
 def test_zip_members_keep_their_folders():
     members = zip_members(make_zip({"report/a.csv": b"a,b\n1,2\n", "report/": b"",
-                                    "notes.txt": b"hi"}), "'up.zip'", LIMITS)
+                                    "notes.txt": b"hi"}), "up.zip", LIMITS)
     assert sorted(m.path for m in members) == ["notes.txt", "report/a.csv"]
 
 
@@ -81,22 +81,22 @@ def test_zip_members_keep_their_folders():
     ({f"f{i}.txt": b"x" * 900 for i in range(6)}, None, None, "unpacks to more than")])
 def test_bad_zips_are_refused_before_anything_is_unpacked(members, links, modes, says):
     with pytest.raises(UploadRefused) as refused:
-        zip_members(make_zip(members, links=links, modes=modes), "'up.zip'", LIMITS)
+        zip_members(make_zip(members, links=links, modes=modes), "up.zip", LIMITS)
     assert says in str(refused.value)
 
 
 def test_a_zip_bomb_is_refused_by_its_ratio():
     bomb = make_zip({"zeros.bin": b"\0" * (20 * 2**20)})  # ~1000x on deflate
     with pytest.raises(UploadRefused) as refused:
-        zip_members(bomb, "'bomb.zip'", BIG)
+        zip_members(bomb, "bomb.zip", BIG)
     assert "looks like a zip bomb" in str(refused.value)
-    assert zip_members(bomb, "'bomb.zip'", Limits(BIG.file_bytes, BIG.session_bytes, 10,
+    assert zip_members(bomb, "bomb.zip", Limits(BIG.file_bytes, BIG.session_bytes, 10,
                                                   zip_ratio=10_000))  # the limit decides
 
 
 def test_a_file_that_is_not_a_zip_says_so():
     with pytest.raises(UploadRefused, match="not a readable zip file"):
-        zip_members(io.BytesIO(b"PK but not really"), "'x.zip'", LIMITS)
+        zip_members(io.BytesIO(b"PK but not really"), "x.zip", LIMITS)
 
 
 @pytest.mark.parametrize("items, existing, says", [
