@@ -174,6 +174,15 @@ def path_items(paths: Iterable[Path], lim: Limits) -> list[Incoming]:
     return items
 
 
+def command_line_items(paths: Iterable[str | Path]) -> list[Incoming]:
+    """runtask --file's files and folders, checked as a whole for a new session."""
+    lim = limits()
+    for given in paths:
+        if not os.path.lexists(given):
+            raise UploadRefused(f"{str(given)!r}: no such file or folder.")
+    return check_plan(path_items([Path(p) for p in paths], lim), {}, lim)
+
+
 def _local_item(full: Path, relative: str) -> Incoming:
     try:
         found = full.lstat()

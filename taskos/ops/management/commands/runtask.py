@@ -1,5 +1,6 @@
 """`python manage.py runtask (--scenario NAME_OR_PATH | --goal TEXT) [--profile NAME]
-[--window N] [--max-turns N] [--tools a,b] [--set KEY=VALUE ...] [--json]` (feature W7, issue 11)."""
+[--window N] [--max-turns N] [--tools a,b] [--set KEY=VALUE ...] [--file PATH ...] [--json]`
+(feature W7, issue 11)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,8 @@ from taskos.replays.sessions import parse_settings
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
 from taskos.worker.execute import execute_tree
+from taskos.workspaces.files import add_files, command_line_items
+from taskos.workspaces.intake import UploadRefused
 
 
 class ProgressBar:
@@ -64,6 +67,9 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                             help="a context setting, as replay --set takes them, e.g. "
                                  "clear_tool_results=false (repeatable)")
+        parser.add_argument("--file", action="extend", nargs="+", default=[], metavar="PATH",
+                            help="files or folders put into the session's workspace before "
+                                 "it starts (a .zip is unpacked; repeatable; T9)")
         parser.add_argument("--json", action="store_true",
                             help="print the run report as one JSON object on stdout")
 
@@ -73,6 +79,10 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         if profile is None:
             names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
+        try:  # checked before the session exists: a refused file leaves nothing behind
+            incoming = command_line_items(options["file"])
+        except UploadRefused as exc:
+            raise CommandError(f"--file: {exc}") from None
         try:
             settings = parse_settings(options["set"])
             window = settings.pop("window", None)
@@ -87,6 +97,13 @@ class Command(StorageErrorsInOneLine, BaseCommand):
                                      window=window, context_settings=settings)
         except SessionError as exc:
             raise CommandError(str(exc)) from None
+        if incoming:
+            try:
+                add_files(session, incoming)
+            except UploadRefused as exc:
+                session.delete()
+                raise CommandError(f"--file: {exc}") from None
+            self.stderr.write(f"Workspace: {len(incoming)} file(s) added from --file.")
         self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
                           f"(window {session.window})")
         if session.tools_off_notice:  # the profile's model check found no tools rendered
