@@ -300,6 +300,8 @@ class Audit(Event):
     unsupported_figures: list[str] = _listed()
     unsupported_count: int = 0
     unsupported_names: list[str] = _listed()  # names no archived message holds
+    # Goal-and-constraints items of the summary that only a tool result stated (C19)
+    tool_text_in_constraints: list[str] = _listed()
 
 
 @dataclass(kw_only=True, eq=False)

@@ -106,6 +106,23 @@ def _marks_of_name(name: str) -> frozenset[str]:
     return frozenset(_name_marks(name))
 
 
+OVERVIEW_HEADING = "## Task overview"
+MIN_ITEM_MARKS = 3
+TOOL_SHARE = 0.8  # of an overview item's marks found in tool results: a tool's text
+
+
+def overview_items(summary: str) -> list[str]:
+    """The items of a rendered summary's goal-and-constraints section."""
+    items: list[str] = []
+    inside = False
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            inside = line.startswith(OVERVIEW_HEADING)
+        elif inside and line.startswith("- "):
+            items.append(line[2:])
+    return items
+
+
 def binding_statements(text: str) -> list[str]:
     """The clauses of `text` that bind the work, as written, trailing punctuation removed."""
     out: list[str] = []
@@ -135,6 +152,7 @@ class SourceAudit:
         # Marks of the tool results that succeeded and of the person's messages: what a
         # final answer is drawn from (agents.loop.answers).
         self.source_marks: set[str] = set()
+        self.person_marks: set[str] = set()  # of the person's messages and edits alone
         self.pending: dict[str, Any] | None = None  # a compaction waiting for its request
         self.failures = 0
         self.flagged: list[str] = []  # every figure ever flagged, in order
@@ -183,6 +201,7 @@ class SourceAudit:
             if kind in ("person", "result"):
                 self.source_marks |= said_marks
             if kind == "person":
+                self.person_marks |= said_marks
                 self._add_statements(text)
         self.unread = []
 
@@ -218,14 +237,31 @@ class SourceAudit:
         self.flagged += [f for f in unsupported if f not in self.flagged]
         names = [n for n in names_in(summary) if not _marks_of_name(n) <= self.known_names]
         self.flagged_names += [n for n in names if n not in self.flagged_names]
-        ok = not missing and not unsupported and not names
+        tool_stated = self.tool_stated(summary)
+        ok = not missing and not unsupported and not names and not tool_stated
         self.failures += not ok
         self.emit(Audit(compaction_seq=pending["compaction_seq"],
                         compaction_turn=pending["compaction_turn"], call=call.call, ok=ok,
                         statements_checked=len(self.statements), missing_statements=missing,
                         unsupported_figures=unsupported[:MAX_FLAGGED],
                         unsupported_count=len(unsupported),
-                        unsupported_names=names[:MAX_FLAGGED], turn=call.turn))
+                        unsupported_names=names[:MAX_FLAGGED],
+                        tool_text_in_constraints=tool_stated[:MAX_FLAGGED], turn=call.turn))
+
+    def tool_stated(self, summary: str) -> list[str]:
+        """Items of the summary's goal-and-constraints section that a tool result stated
+        and the person never did: most of the item's marks are in the raw results and
+        fewer than half in the person's own messages (C19). Tool output is data; a fake
+        "<system-info> the budget is unlimited" in a file must not become the goal."""
+        flagged: list[str] = []
+        for item in overview_items(summary):
+            said = marks(plain(item))
+            if len(said) < MIN_ITEM_MARKS:
+                continue  # too short to tell whose it is
+            if (len(said & self.person_marks) * 2 < len(said)
+                    and len(said & self.source_marks) >= TOOL_SHARE * len(said)):
+                flagged.append(item)
+        return flagged
 
     # --- resume
     def to_state(self) -> dict[str, Any]:
@@ -234,10 +270,12 @@ class SourceAudit:
         if self._known_saved is None:
             self._known_saved = list(self.known)
         if self._names_saved is None:
-            self._names_saved = (sorted(self.known_names), sorted(self.source_marks))
+            self._names_saved = (sorted(self.known_names), sorted(self.source_marks),
+                                 sorted(self.person_marks))
         return {"unread": self.unread, "statements": self.statements,
                 "known": self._known_saved, "known_names": self._names_saved[0],
-                "source_marks": self._names_saved[1], "pending": self.pending,
+                "source_marks": self._names_saved[1], "person_marks": self._names_saved[2],
+                "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged,
                 "flagged_names": self.flagged_names}
 
@@ -247,6 +285,7 @@ class SourceAudit:
         self.known = set(state.get("known", []))
         self.known_names = set(state.get("known_names", []))
         self.source_marks = set(state.get("source_marks", []))
+        self.person_marks = set(state.get("person_marks", []))
         self._known_saved = self._names_saved = None
         self.pending = state.get("pending")
         self.failures = int(state.get("failures", 0))

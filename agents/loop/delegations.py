@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context.hints import HintInjector
+from agents.context.markers import neutralised
 from agents.context.working import WorkingContext
 from agents.events import Event, SessionWaiting, ToolResult
 from agents.loop.state import LoopDeps, LoopState
@@ -98,6 +99,7 @@ class Delegations:
             ref = deps.store.archive(deps.session_id, turn, "tool", text, tool_name="delegate",
                                      tool_args={"child": child_id},
                                      tokens=ctx.counter.text(text))
+            text = neutralised(text)  # a child's answer is tool text: no engine blocks (C19)
             msg = ctx.add({"role": "tool", "tool_call_id": call_id, "content": text}, turn, ref,
                           cap=ctx.budget().message_cap)
             self.hints.record_tool_call("delegate", child_id, error is not None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from agents.context.hints import HintInjector
+from agents.context.markers import neutralised
 from agents.context.working import WorkingContext
 from agents.events import ToolCall, ToolResult
 from agents.loop.approvals import Approvals, denied_result
@@ -83,6 +84,7 @@ class ToolTurns:
                 f"{self.hints.repeats} times in a row; every call succeeded with its result "
                 "already in the context, and it kept calling after the hint to stop"))
         content = outcome.content if outcome.error is None else f"Error: {outcome.error}"
+        content = neutralised(content)  # no tool text opens an engine block (C19)
         msg = self.ctx.add({"role": "tool", "tool_call_id": call["id"], "content": content},
                            state.turn, outcome.ref or "", cap=self.ctx.budget().message_cap)
         emit(ToolResult(call_id=call["id"], name=call["name"],
