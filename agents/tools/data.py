@@ -48,6 +48,12 @@ def _lines(handle, path: str) -> Iterator[str]:
         yield line
 
 
+def not_utf8(path: str) -> str:
+    """A binary file (e.g. a person's upload, feature T9) is named as a possibility."""
+    return (f"{path!r} is not UTF-8 text (a binary file, or text in another encoding); the "
+            "CSV tools read UTF-8 only.")
+
+
 def _explained(path: str, rows: Iterator[list[str]], width: int) -> Iterator[list[str | None]]:
     """The rows cut or padded to the header's width, decoding and CSV errors as ToolErrors
     (they surface while the caller iterates, not when the file is opened)."""
@@ -57,7 +63,7 @@ def _explained(path: str, rows: Iterator[list[str]], width: int) -> Iterator[lis
                 continue  # a blank line, which csv.DictReader skipped too
             yield row[:width] if len(row) >= width else row + [None] * (width - len(row))
     except UnicodeDecodeError:
-        raise ToolError(f"{path!r} is not UTF-8 text; the CSV tools read UTF-8 only.") from None
+        raise ToolError(not_utf8(path)) from None
     except csv.Error as exc:
         raise ToolError(f"{path!r} is not a readable CSV file ({exc}).") from None
 
@@ -67,7 +73,7 @@ def _csv_errors(path: str) -> Iterator[None]:
     try:
         yield
     except UnicodeDecodeError:
-        raise ToolError(f"{path!r} is not UTF-8 text; the CSV tools read UTF-8 only.") from None
+        raise ToolError(not_utf8(path)) from None
     except csv.Error as exc:
         raise ToolError(f"{path!r} is not a readable CSV file ({exc}).") from None
 

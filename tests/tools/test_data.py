@@ -74,7 +74,8 @@ def test_data_tool_errors(call, small, workspace):
         "'empty.csv' is empty: a CSV file needs a header line."
     (workspace / "latin.csv").write_bytes("stadt,wert\nKöln,1\n".encode("latin-1"))
     assert call("csv_describe", path="latin.csv").error == \
-        "'latin.csv' is not UTF-8 text; the CSV tools read UTF-8 only."
+        "'latin.csv' is not UTF-8 text (a binary file, or text in another encoding); the CSV " \
+        "tools read UTF-8 only."
 
 
 def test_bundled_sales_data_has_what_the_scenario_needs():
