@@ -15,6 +15,7 @@ from agents.store.interface import AnchorRecord, Store, TaskRecord
 from agents.words.anchors import extract_anchors
 from agents.words.conclusions import extract_conclusions
 from agents.words.merge import AnchorChange, merge_anchors, roll_off
+from agents.words.quoted import own_text
 
 MAX_TOOL_CONCLUSIONS = 10  # active tier-2 anchors from tools; older ones are replaced
 UNEDITED: dict = {}  # `_stored` when the edit count said nobody edited (compared by identity)
@@ -102,8 +103,9 @@ class AnchorBook:
 
     # --- what the engine extracts
     def from_user(self, text: str, turn: int, source: str = "user") -> None:
-        self._apply(merge_anchors(self.anchors, extract_anchors(text, source=source, turn=turn)),
-                    turn, source)
+        # Pasted material (an e-mail, a quote, a fenced block) is no constraint (C19).
+        self._apply(merge_anchors(self.anchors, extract_anchors(own_text(text), source=source,
+                                                                turn=turn)), turn, source)
 
     def from_tool(self, conclusions: list[str], text: str, turn: int, tool_name: str = "") -> None:
         """Key findings become tier-2 anchors: the tool's own, else the result's best lines."""

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Callable
 
 from agents.words.anchors import extract_anchors, sentences
+from agents.words.quoted import marked, own_text
 
 OPEN = "<person-words>"
 INTRO = ("The person's own messages that are no longer in the recent turns below, verbatim "
@@ -67,7 +68,8 @@ def holds_constraint(sentence: str, hard: tuple[str, ...]) -> bool:
 def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
     """The message reduced to its sentences that hold hard constraints, with a marker."""
     parts = [s.strip() for s in sentences(msg.text) if s.strip()]
-    kept = [s for s in parts if holds_constraint(s, hard)]
+    own = own_text(msg.text)  # a pasted e-mail's "you must" is no constraint of theirs
+    kept = [s for s in parts if s in own and holds_constraint(s, hard)]
     if len(kept) == len(parts):
         return msg.text
     marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
@@ -165,7 +167,7 @@ class PersonWords:
                count: Callable[[str], int]) -> str:
         if not shown:
             return ""
-        bodies = [m.text for m in shown]
+        bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
         cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
         fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
         for i, msg in enumerate(shown):  # oldest first, until the block fits
