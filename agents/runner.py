@@ -20,7 +20,8 @@ from agents.report import ReportSink
 from agents.sim.transport import sim_http_client
 from agents.store.interface import Store
 from agents.tools.delegate import DelegationPlan, delegate_tool
-from agents.tools.registry import default_registry
+from agents.tools.registry import all_tools, default_registry
+from agents.toolsources.offered import SourceSet
 
 
 @dataclass
@@ -73,9 +74,24 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
         if TOOLS_OFF_NOTICE not in profile.warnings:
             profile.warnings = [*profile.warnings, TOOLS_OFF_NOTICE]
     tools = default_registry(config, only=only, extra=extra)
-    loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink, model=model,
-                     tools=tools, workspace=workspace, companions=[sink], retries=retries)
-    result = loop.run(progress=progress)
+    sources = None
+    if spec.tool_sources and not config.tools_off:
+        # Started (or reached) before the first turn: their schemas are in the request from
+        # the start and counted in the budget like the built-ins'. What could not be offered
+        # is said where the session starts (SESSION_STARTED's warnings).
+        sources = SourceSet.open(spec.tool_sources, workspace,
+                                 taken={t.name for t in all_tools()} | set(tools.names()))
+        for tool in sources.tools:
+            tools.register(tool)
+        profile.warnings = [*profile.warnings, *sources.warnings]
+    try:
+        loop = make_loop(session_id=session_id, spec=spec, store=store, events=sink,
+                         model=model, tools=tools, workspace=workspace, companions=[sink],
+                         retries=retries)
+        result = loop.run(progress=progress)
+    finally:
+        if sources is not None:
+            sources.close()
     ledger = loop.ledger
     per_call, cpu_per_call = ledger.per_call_ms(), ledger.per_call_cpu_ms()
     learnt = loop.calibration.learnt() if loop.calibration is not None else (1.0, 0)
@@ -98,6 +114,12 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
               if cpu_per_call is not None else None,
               "engine_ms_per_turn_median": round(statistics.median(ledger.turn_ms), 3)
               if ledger.turn_ms else None}
+    if sources is not None:
+        report["tool_sources"] = {"offered": [vars(o) for o in sources.offered],
+                                  "schema_tokens": sources.schema_tokens(),
+                                  "warnings": sources.warnings,
+                                  "starts": {name: c.starts
+                                             for name, c in sources.connections.items()}}
     if transport is not None:  # the simulated summarizer says what it made up: check the audit
         invented = transport.summaries.invented
         report["invented_figures"] = len(invented)

@@ -36,6 +36,9 @@ class SessionSpec:
     # The benchmark's baseline: append-only history, no snapshot, hints or compaction.
     unmanaged: bool = False
     max_input_chars: int = MAX_INPUT_CHARS  # a longer goal or message is refused, not stored
+    # MCP servers whose tools are offered beside the built-ins (agents.toolsources.SourceSpec,
+    # feature T10): started or reached at every run, so a resumed session reconnects them.
+    tool_sources: list = field(default_factory=list)
     ask_first: AskFirst = field(default_factory=AskFirst)  # calls that wait for a person (T11)
 
     def __post_init__(self) -> None:
