@@ -637,3 +637,7 @@ class ToolApproval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} call {self.call_id} of session {self.session_id}: {self.status}"
+
+
+# Tool sources (feature T10) live in their own module; imported here so Django registers them.
+from taskos.runs.tool_sources import ToolSource, ToolSourceTool  # noqa: E402,F401
