@@ -33,6 +33,12 @@ MIN_SUMMARY_ROOM = 64  # below this a summary request carries too little history
 RAISE_SLACK = 16  # tokens kept free when a cut summary is asked again with the window's room
 FIRST_OUTPUT_CAP = 4096  # output room a first summary call may get beyond its zone's
 ARGS_KEEP_CHARS = 200  # tool-call arguments shown in a squeezed summary request
+# What each message of a summary request is, as the call's record names it (the
+# inspector's zone column): the agent's own head zones keep their names, except its
+# summary, which the request folds into: the previous summary.
+FOLDED, INSTRUCTIONS, CONSTRAINTS, PREVIOUS = ("folded", "instructions", "constraints",
+                                               "previous-summary")
+MATERIAL = "material"  # a fresh request's one user message: rules, notes and folded units
 
 
 @dataclass
@@ -74,6 +80,10 @@ class Compactor:
         self.fresh = fresh
         self._asked = ""  # the texts of the last summary request
         self._room = 0  # tokens the summary being made may take in the next request
+        # The request being asked, message by message: (what it is, its tokens as the
+        # engine counts them), summing with the reply priming and the tool schemas to the
+        # request's count. Read by the summarize callback for the call's record.
+        self.request_parts: list[tuple[str, int]] = []
 
     def compact(self, trigger: str, *, constraints: list[str], instructions: str = "",
                 emergency: bool = False) -> CompactionOutcome | None:
@@ -209,9 +219,15 @@ class Compactor:
                 tail: dict[str, Any], current: StructuredSummary | None,
                 constraints: list[str], instructions: str) -> list[dict[str, Any]]:
         if self.fresh:
-            return summary_request(chunk, previous=render(current) if current else "",
-                                   constraints=constraints, instructions=instructions)
-        return head + chunk + [tail]
+            request = summary_request(chunk, previous=render(current) if current else "",
+                                      constraints=constraints, instructions=instructions)
+            names = [INSTRUCTIONS, MATERIAL]
+        else:
+            request = head + chunk + [tail]
+            names = self._head_parts(current, constraints) + [FOLDED] * len(chunk) + [INSTRUCTIONS]
+        count = self.ctx.counter.message
+        self.request_parts = [(name, count(m)) for name, m in zip(names, request)]
+        return request
 
     def _ask(self, request: list[dict[str, Any]], tokens: int, tools: list | None,
              outcome: CompactionOutcome) -> ModelReply:
@@ -296,6 +312,10 @@ class Compactor:
                   + sum(m.tokens for m in head) + sum(m.tokens for m in folded))
         if tokens > ctx.budget().summary_input_limit:
             return None
+        self.request_parts = ([(PREVIOUS if zone == "summary" else zone, m.tokens)
+                               for zone, m in ctx.stable_head()]
+                              + [(FOLDED, m.tokens) for m in folded]
+                              + [(INSTRUCTIONS, ctx.counter.message(tail))])
         return [m.data for m in head] + [m.data for m in folded] + [tail], tokens
 
     def _head_messages(self, current: StructuredSummary | None, constraints: list[str],
@@ -315,6 +335,12 @@ class Compactor:
         if current is not None:
             head.append({"role": "system", "content": render(current)})
         return head
+
+    @staticmethod
+    def _head_parts(current: StructuredSummary | None, constraints: list[str]) -> list[str]:
+        """What each message `_head_messages` returns is, in the same order."""
+        return ([INSTRUCTIONS] + ([CONSTRAINTS] if constraints else [])
+                + ([PREVIOUS] if current is not None else []))
 
     @staticmethod
     def _prefixed(msg: Msg) -> dict[str, Any]:

@@ -140,13 +140,20 @@ class CallRunner:
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
                      max_tokens: int, turn: int, tools: list[dict[str, Any]] | None = None,
-                     tool_choice: str | None = None) -> ModelReply:
+                     tool_choice: str | None = None,
+                     parts: list[tuple[str, int]] | None = None) -> ModelReply:
         """A summary request; with `tools` it repeats the agent's prefix with the agent's
         own tools and tool_choice ("auto"): a provider that voids its cached messages when
         tool_choice changes (Anthropic) then still bills the prefix as cached. "none" is
-        for asking again after an answer that called a tool instead of summing up."""
+        for asking again after an answer that called a tool instead of summing up.
+        `parts`: what each message is (instructions, folded, previous summary…) and its
+        tokens, recorded with it so the inspector breaks the call down as an agent call."""
         model = self.profile.summary_model or None
-        described = [{**m, "zone": "summary_request"} for m in messages]
+        if parts is not None and len(parts) == len(messages):
+            described = [{**m, "zone": zone, "tokens": count}
+                         for m, (zone, count) in zip(messages, parts)]
+        else:
+            described = [{**m, "zone": "summary_request"} for m in messages]
         choice = (tool_choice or "auto") if tools else None
         sent = self._sent(messages, tools, max_tokens, model, choice)
         figures = self._exact(messages, tools, choice)

@@ -85,6 +85,9 @@ class ContextKeeper:
             self.freeze_if_needed()
         if anchor_changed:  # trigger (b): the snapshot was rebuilt; say so in the drawer
             book.trigger_pending = False
+        # Before the first model call the snapshot is only being built: nothing sent yet
+        # changes, so there is no compaction to report or count (the scenario's anchors).
+        if anchor_changed and self.calls.ledger.calls:
             self._report(CompactionOutcome(trigger="anchor", summary_before=ctx.summary_text,
                                            summary_after=ctx.summary_text), before)
         hint_msgs = self.hint_messages() if hints else []
@@ -361,7 +364,8 @@ class ContextKeeper:
         budget = self.ctx.budget()
         return self.calls.summary_call(messages, tokens=tokens, limit=budget.input_limit,
                                        max_tokens=max_tokens, turn=self.state.turn, tools=tools,
-                                       tool_choice=tool_choice)
+                                       tool_choice=tool_choice,
+                                       parts=self.compactor.request_parts)
 
     # --- the built-in hooks, outermost first
     def _publish_hook(self, call: CompressCall, proceed) -> CompactionOutcome | None:

@@ -141,7 +141,8 @@ def token_parts(session: Session, call: ModelCall,
                       "tokens": counter.tools(tools)})
     for message in call.messages:
         tokens = message.get("tokens")
-        if tokens is None:  # summary requests are stored without per-message counts
+        if not tokens:  # probe requests (and summary requests stored before their parts
+            # were) have no per-message count: the storage keeps 0. No message costs 0.
             tokens = counter.message(sent_messages([message])[0])
         parts.append({"part": "message", "tokens": int(tokens)})
     parts.append({"part": "priming", "label": "reply priming", "tokens": REPLY_PRIMING})
