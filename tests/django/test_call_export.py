@@ -87,3 +87,8 @@ def test_the_inspector_rows_add_up_to_the_input_total(recorded_run):
         assert len(parts) >= len(payload["messages"]) + 1  # (tools,) messages, priming
         assert payload["kind"] == "summary" or "tool schemas" in html
         assert "<pre>null</pre>" not in html
+        # Counted the provider's way (the simulated model counts as the engine does): no
+        # row of difference, and no message of any kind of call shown as costing nothing.
+        assert "minus the engine" not in html and 0 not in parts, f"call {payload['call']}"
+        if payload["kind"] == "summary":
+            assert "zone-folded" in html and "zone-instructions" in html
