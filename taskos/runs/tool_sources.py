@@ -21,6 +21,8 @@ _SOURCE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,24}$")
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 SUMMARY_CHOICES = [(mode, mode) for mode in SUMMARY_MODES]
+MAX_TIMEOUT_S = 3600
+TIMEOUT_MESSAGE = f"Give a number of seconds above 0 and up to {MAX_TIMEOUT_S}."
 
 
 class ToolSourceQuerySet(models.QuerySet):
@@ -115,8 +117,8 @@ class ToolSource(models.Model):
                                  'name, e.g. {"Authorization": "CRM_MCP_TOKEN"}.')
         for field in ("call_timeout_s", "start_timeout_s"):
             value = getattr(self, field)
-            if value is None or not 0 < value <= 3600:
-                errors[field] = "Give a number of seconds from 0 to 3600."
+            if value is None or not 0 < value <= MAX_TIMEOUT_S:
+                errors[field] = TIMEOUT_MESSAGE
         if errors:
             raise ValidationError(errors)
 
@@ -144,6 +146,8 @@ class ToolSourceTool(models.Model):
     summary_mode = models.CharField(max_length=12, choices=SUMMARY_CHOICES, blank=True)
     ask_first = models.BooleanField(null=True, blank=True,
                                     help_text="Empty: as the source says.")
+    call_timeout_s = models.FloatField(null=True, blank=True, verbose_name="call timeout (s)",
+                                       help_text="Empty: the source's.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "tool_name"],
@@ -152,7 +156,12 @@ class ToolSourceTool(models.Model):
     def __str__(self) -> str:
         return f"{self.source.name}: {self.tool_name}"
 
+    def clean(self) -> None:
+        if self.call_timeout_s is not None and not 0 < self.call_timeout_s <= MAX_TIMEOUT_S:
+            raise ValidationError({"call_timeout_s": TIMEOUT_MESSAGE})
+
     def settings(self) -> ToolSettings:
         return ToolSettings(max_result_rows=self.max_result_rows,
                             max_result_length=self.max_result_length,
-                            summary_mode=self.summary_mode or None, ask_first=self.ask_first)
+                            summary_mode=self.summary_mode or None, ask_first=self.ask_first,
+                            call_timeout_s=self.call_timeout_s)
