@@ -13,6 +13,12 @@ TASKOS_ALLOWED_KEY_ENVS  variables a model profile may name as api_key_env besid
                       (default OPENAI_API_KEY; read by agents/secrets.py)
 TASKOS_MAX_INPUT_CHARS   longest goal or message in characters (default 100000)
 TASKOS_MAX_DELEGATION_DEPTH / TASKOS_MAX_CHILDREN  sub-agent nesting and count (2 / 8)
+TASKOS_ASK_FIRST         comma-separated tool names whose every call waits for a person's
+                      approval in the drawer, in every session (default none; feature T11)
+TASKOS_ASK_FIRST_WRITES  1/true: every session asks before write_file and any tool marked
+                      destructive (it deletes or overwrites) (default off)
+TASKOS_APPROVAL_TIMEOUT_S  seconds after which an undecided call is denied, the model told
+                      why (default none: it waits for a person)
 TASKOS_SIM_LATENCY_MS    how long the simulated model takes per answer (default 0; the
                       `taskos` run command sets 200 so a run can be watched; at most 60000)
 TASKOS_MODEL_HOSTS    comma-separated hosts a model profile's base URL may name: `public`,
@@ -217,6 +223,13 @@ TASKOS_MAX_INPUT_CHARS = int(os.environ.get("TASKOS_MAX_INPUT_CHARS", 100_000))
 # session may start over its life.
 TASKOS_MAX_DELEGATION_DEPTH = int(os.environ.get("TASKOS_MAX_DELEGATION_DEPTH", 2))
 TASKOS_MAX_CHILDREN = int(os.environ.get("TASKOS_MAX_CHILDREN", 8))
+# Ask before a tool acts (feature T11, taskos/runs/approvals.py).
+TASKOS_ASK_FIRST = [name.strip() for name in os.environ.get("TASKOS_ASK_FIRST", "").split(",")
+                    if name.strip()]
+TASKOS_ASK_FIRST_WRITES = os.environ.get("TASKOS_ASK_FIRST_WRITES", "").lower() in (
+    "1", "true", "yes", "on")
+TASKOS_APPROVAL_TIMEOUT_S = float(os.environ["TASKOS_APPROVAL_TIMEOUT_S"]) \
+    if os.environ.get("TASKOS_APPROVAL_TIMEOUT_S") else None
 # The simulated model answers in well under a millisecond, so a whole demo run is over
 # before the drawer's first refresh; a real model takes seconds a call.
 TASKOS_SIM_LATENCY_MS = min(60_000.0, max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0))))

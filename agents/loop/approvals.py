@@ -28,6 +28,7 @@ from agents.tools.workspace import open_in_workspace
 # Archive role of a decision's row (the call's own result row follows it).
 APPROVAL_ROLE = "approval"
 MAX_PREVIEW_CHARS = 20_000
+MAX_DIFFED_CHARS = 2_000_000  # a longer file is not diffed: what the call writes is shown
 
 
 def write_preview(arguments: dict[str, Any], ctx: ToolContext) -> str:
@@ -37,16 +38,30 @@ def write_preview(arguments: dict[str, Any], ctx: ToolContext) -> str:
         return ""
     try:
         with open_in_workspace(ctx.workspace, path, "r", newline="") as handle:
-            before = handle.read(MAX_PREVIEW_CHARS * 4)
+            before = handle.read(MAX_DIFFED_CHARS + 1)
     except (ToolError, OSError, UnicodeDecodeError):
         before = ""  # a new file (or one the write itself would refuse): all added
+    if len(before) > MAX_DIFFED_CHARS:
+        verb = "appends" if arguments.get("append") else "replaces"
+        return (f"{path} is longer than {MAX_DIFFED_CHARS:,} characters, too long to diff "
+                f"here; this call {verb} it with {len(content):,} characters:\n"
+                + content[:MAX_PREVIEW_CHARS])
     after = before + content if arguments.get("append") else content
-    diff = "".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
-    if len(diff) > MAX_PREVIEW_CHARS:
-        diff = diff[:MAX_PREVIEW_CHARS] + "\n… (diff cut here)"
-    return diff or f"No change to {path}."
+    lines = list(difflib.unified_diff(before.splitlines(keepends=True),
+                                      after.splitlines(keepends=True),
+                                      fromfile=f"a/{path}", tofile=f"b/{path}"))
+    if not lines:
+        return f"No change to {path}."
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if len(diff) > MAX_PREVIEW_CHARS:  # both ends: a replaced file's new text is at the end
+        removed = sum(1 for line in lines[2:] if line.startswith("-"))
+        added = sum(1 for line in lines[2:] if line.startswith("+"))
+        half = MAX_PREVIEW_CHARS // 2
+        diff = (diff[:half].rsplit("\n", 1)[0]
+                + f"\n… {len(diff) - 2 * half:,} characters of the diff not shown "
+                  f"({removed} lines removed, {added} added in all) …\n"
+                + diff[-half:].split("\n", 1)[-1])
+    return diff
 
 
 # Tools whose change can be shown before it is made, by name.

@@ -17,7 +17,8 @@ from django.utils.html import format_html, format_html_join
 
 from agents import CheckFailed, ConfigError, check_model, list_scenarios
 
-from .models import Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent, Task
+from .models import (Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent,
+                     Task, ToolApproval)
 from .services import SessionError, checked_config, checked_scenario, checked_window
 
 
@@ -174,7 +175,7 @@ class SessionAdmin(admin.ModelAdmin):
                        "compactions", "cost", "final_answer", "error", "celery_task_id",
                        "parent", "created_at", "started_at", "finished_at")
     fields = ("goal", "scenario", "owner", "profile", "window", "context_settings",
-              "cancel_requested", "compact_request") + readonly_fields
+              "ask_first", "cancel_requested", "compact_request") + readonly_fields
     inlines = [AnchorInline, TaskInline]
 
     @admin.display(description="goal")
@@ -350,3 +351,19 @@ class PendingMessageAdmin(ReadOnlyAdmin):
     @admin.display(description="text")
     def short_text(self, obj: PendingMessage) -> str:
         return obj.text[:100]
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(admin.ModelAdmin):
+    """Ask-first calls (T11) and their decisions: a record, decided in the drawer."""
+
+    list_display = ("id", "session", "tool", "turn", "status", "decided_by", "decided_how",
+                    "requested_at", "decided_at")
+    list_filter = ("status", "tool")
+    readonly_fields = [field.name for field in ToolApproval._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

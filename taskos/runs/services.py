@@ -11,6 +11,7 @@ from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, check_num
                     default_registry, list_scenarios, load_scenario, storable_text)
 
 from . import queue
+from .approvals import deny_for_cancel
 from .delegation import cancel_tree
 from .models import ModelProfile, PendingMessage, Session, input_too_long
 
@@ -125,7 +126,7 @@ def request_cancel(session: Session) -> None:
     """Ask the agent to stop at its next turn; a session not yet started stops at once.
     Its sub-agents are cancelled with it (feature T6)."""
     _require_active(session, "cancel")
-    cancel_tree(session)
+    deny_for_cancel(cancel_tree(session))  # a call waiting for approval (T11) asks no more
     session.refresh_from_db(fields=["cancel_requested", "status", "finished_at"])
 
 

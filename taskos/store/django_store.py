@@ -22,10 +22,11 @@ from django.utils.dateparse import parse_datetime
 
 from agents import (AnchorRecord, ArchiveHit, ChildRecord, TaskRecord, storable_text,
                     storable_value)
+from taskos.runs import approvals
 from taskos.runs.edits import engine_writes
 from taskos.runs.models import (Anchor, ArchivedTurn, EngineStateChunk, ModelProfile,
-                                PendingMessage, Session, SessionEvent, Task, WorkspaceFile,
-                                search_terms)
+                                PendingMessage, Session, SessionEvent, Task, ToolApproval,
+                                WorkspaceFile, search_terms)
 
 from . import batch_writes, search, sqlite_checkpoint, state_chunks, turn_sql
 from .call_messages import remember_archived
@@ -507,6 +508,9 @@ class DjangoStore:
             Session.objects.filter(parent_id=pk, parent_turn__gte=from_turn,
                                    status=Session.Status.QUEUED, enqueued_at__isnull=True
                                    ).delete()
+            # Approvals the undone turn asked for and nobody decided: asked again.
+            ToolApproval.objects.filter(session_id=pk, turn__gte=from_turn,
+                                        status=ToolApproval.Decision.PENDING).delete()
         return {"archive_rows": removed, "messages": returned}
 
     def undo_uncommitted_anchors(self, session_id) -> None:
@@ -587,6 +591,22 @@ class DjangoStore:
                 peak_input_tokens=child.peak_input_tokens,
                 cost=child.cost_with_children()))
         return out
+
+    # --- ask before a tool acts (feature T11; taskos/runs/approvals.py)
+    def request_approval(self, session_id, request) -> None:
+        self._check_lease()
+        with self._fenced():
+            ToolApproval.objects.get_or_create(
+                session_id=session_pk(session_id), call_id=request.call_id[:200],
+                defaults={"tool": request.tool[:200], "turn": request.turn,
+                          "arguments": storable_text(request.arguments),
+                          "preview": storable_text(request.preview)})
+
+    def approvals(self, session_id, call_ids) -> dict[str, Any]:
+        rows = ToolApproval.objects.filter(session_id=session_pk(session_id),
+                                           call_id__in=list(call_ids)).select_related(
+                                               "decided_by")
+        return {row.call_id: approvals.record_of(row) for row in rows}
 
     def delegation_depth(self, session_id) -> int:
         depth, parent = 0, Session.objects.filter(pk=session_pk(session_id)).values_list(

@@ -107,12 +107,17 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
         required=False, widget=forms.CheckboxSelectMultiple,
         help_text="Tools offered to the model; none ticked: all (or the scenario's). Every "
                   "schema costs window: all 16 take about 1,900 tokens, half of a 4k window.")
+    ask_first = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Ask before",
+        help_text="Tools whose every call waits for your approval in the drawer (Approve, or "
+                  "Deny with a reason the model reads); the session holds no worker meanwhile.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
             (name, scenario_label(name)) for name in list_scenarios()]
         self.fields["tools"].choices = [(name, name) for name in default_registry().names()]
+        self.fields["ask_first"].choices = self.fields["tools"].choices
         simulated = next((p for p in self.fields["profile"].queryset if p.simulated), None)
         if simulated is not None:
             self.fields["profile"].initial = simulated.pk

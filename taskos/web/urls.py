@@ -1,7 +1,7 @@
 """Dashboard URLs; every view requires sign-in and shows only the person's own sessions."""
 from django.urls import path
 
-from taskos.web import actions, exports, replays, views, workspace_views
+from taskos.web import actions, approval_views, exports, replays, views, workspace_views
 
 app_name = "web"
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("sessions/new", views.new_session, name="new"),
     path("sessions/<int:pk>/", views.session_page, name="session"),
     path("sessions/<int:pk>/cancel", actions.cancel, name="cancel"),
+    path("sessions/<int:pk>/approvals/<int:approval_id>", approval_views.decide_view,
+         name="approval_decide"),
     path("sessions/<int:pk>/message", actions.message, name="message"),
     path("sessions/<int:pk>/compact", actions.compact, name="compact"),
     path("sessions/<int:pk>/pin", actions.pin, name="pin"),

@@ -65,6 +65,9 @@ def new_session(request: HttpRequest) -> HttpResponse:
                 session = create_session(request.user, data["goal"], data["scenario"],
                                          data["profile"], data["window"],
                                          form.context_settings())
+                if data.get("ask_first"):  # calls that wait for a person's approval (T11)
+                    session.ask_first = list(data["ask_first"])
+                    session.save(update_fields=["ask_first"])
                 store_start_files(request, form, session)
                 start_session(session)
         except SessionError as exc:

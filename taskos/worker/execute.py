@@ -15,7 +15,7 @@ from agents import (ContextConfig, EventType, SessionSpec, advise, error_event, 
                     storable_text)
 from taskos.live.sending import GroupSender
 from taskos.replays.sessions import replay_engine
-from taskos.runs import delegation
+from taskos.runs import approvals, delegation
 from taskos.runs.models import Session, SessionEvent, max_input_chars
 from taskos.store.django_store import DjangoStore, relaxed_commits
 from taskos.store.event_log import EventLog
@@ -33,6 +33,8 @@ ENDED_WITHOUT_ANSWER = {Session.Status.FAILED, Session.Status.UNUSABLE_ANSWER}
 # command gives up soon, a person is waiting at the terminal.
 WORKER_PATIENCE_S = 3600.0
 HEADLESS_PATIENCE_S = 10.0
+# A run that stopped to wait: for its sub-agents (T6) or for a person's approval (T11).
+WAITS = (Session.Status.WAITING, Session.Status.WAITING_FOR_APPROVAL)
 RESUMING = "resuming"  # a run cut by a database server that went away, which is back
 
 
@@ -82,7 +84,8 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
                 goal=session.goal, scenario=session.scenario or None,
                 profile=session.profile.to_engine(context_size=session.window),
                 config=ContextConfig.from_dict(session.context_settings), summarizer=summarizer,
-                max_input_chars=max_input_chars(), delegation=delegation.limits())
+                max_input_chars=max_input_chars(), delegation=delegation.limits(),
+                ask_first=approvals.ask_first_of(session))
             notice = session.profile.tools_off_notice() if spec.config.tools_off else ""
             if notice:  # why, beside the engine's own line on it (SESSION_STARTED)
                 spec.profile.warnings.append(notice)
@@ -110,8 +113,8 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
         raise
     report = dict(result.report or {})
     session.profile.learn_token_ratio(report)
-    if result.status == Session.Status.WAITING:  # for sub-agents: no worker holds it now
-        values = {"status": Session.Status.WAITING, "turns": result.turns}
+    if result.status in WAITS:  # for sub-agents or a person's approval: no worker holds it
+        values = {"status": result.status, "turns": result.turns}
         if lease is not None:
             lease.fenced_update(**values)
         else:

@@ -24,7 +24,7 @@ from django.db import close_old_connections, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from taskos.runs import queue
+from taskos.runs import approvals, queue
 from taskos.runs.delegation import resume_if_done, stranded_parents
 from taskos.runs.models import Session
 from taskos.store.storage_errors import storage_problem
@@ -118,6 +118,10 @@ def sweep(send=None, now: dt.datetime | None = None) -> list[int]:
     for pk in stranded_parents():  # every sub-agent ended, but nobody woke the parent
         if resume_if_done(pk, send):
             sent.append(pk)
+    # Ask-first calls (T11): past the timeout they are denied; a session whose calls are
+    # all decided but was never woken is queued again.
+    approvals.deny_overdue(now, send)
+    sent += approvals.stranded_waits(send)
     if sent:
         log.info("Queued again %d session(s) no worker was running: %s", len(sent), sent)
     return sent

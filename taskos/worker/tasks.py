@@ -9,7 +9,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from agents import redact
-from taskos.runs import delegation, queue
+from taskos.runs import approvals, delegation, queue
 from taskos.runs.models import Session
 from taskos.store.storage_errors import storage_problem
 
@@ -42,6 +42,7 @@ def run_session(self, session_id: int) -> dict:
     finally:
         try:
             delegation.after_run(session_id)
+            approvals.wake_if_decided(session_id)  # decided while this run was stopping
         except Exception as exc:  # noqa: BLE001 - the sweeper wakes a stranded parent later
             problem = storage_problem(exc)
             if problem is None:

@@ -152,3 +152,19 @@ def test_pending_survives_a_lost_worker(tmp_path):
         store.decide_approval("s", call_id, approve=True)
     assert once(store, ListSink(), tmp_path / "ws").status == "finished"
     assert (tmp_path / "ws" / "draft.md").read_text() == "replaced\n"
+
+
+def test_a_long_diff_keeps_both_ends(tmp_path):
+    from agents.loop.approvals import MAX_PREVIEW_CHARS, write_preview
+    from agents.tools.base import ToolContext
+    (tmp_path / "big.csv").write_text("".join(f"row {i},{'x' * 60}\n" for i in range(2000)))
+    (tmp_path / "huge.txt").write_text("y" * 2_000_001)
+    ctx = ToolContext(session_id="s", store=MemoryStore(), workspace=tmp_path)
+    diff = write_preview({"path": "big.csv", "content": "replaced\n"}, ctx)
+    assert diff.startswith("--- a/big.csv") and diff.rstrip().endswith("+replaced")
+    assert "2000 lines removed, 1 added in all" in diff
+    assert len(diff) < MAX_PREVIEW_CHARS + 200
+    huge = write_preview({"path": "huge.txt", "content": "z"}, ctx)
+    assert huge.startswith("huge.txt is longer than 2,000,000 characters") and huge.endswith("z")
+    appended = write_preview({"path": "new.md", "content": "a\nb", "append": True}, ctx)
+    assert appended.splitlines()[-2:] == ["+a", "+b"]
