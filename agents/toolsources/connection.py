@@ -188,7 +188,7 @@ class McpConnection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         client = await self._start()
-        timeout, since = self.spec.call_timeout_s, self._stderr_offset()
+        timeout, since = self.spec.call_timeout(tool), self._stderr_offset()
         try:
             return await asyncio.wait_for(client.call_tool(tool, arguments), timeout)
         except TimeoutError:

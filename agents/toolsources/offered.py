@@ -107,7 +107,7 @@ class SourceSet:
 
         return Tool(name=offered_as, description=f"[{spec.name}] {description}",
                     parameters=parameters, func=call, boundary=spec.boundary(name),
-                    timeout_s=spec.start_timeout_s + spec.call_timeout_s + LOOP_GRACE_S,
+                    timeout_s=spec.start_timeout_s + spec.call_timeout(name) + LOOP_GRACE_S,
                     ask_first=spec.asks_first(name),
                     # The server's own hint (MCP tool annotations): asked first where a
                     # session asks before writes (T11).
@@ -117,7 +117,7 @@ class SourceSet:
         spec = connection.spec
         try:
             result = self.loop.run(connection.call(name, arguments),
-                                   spec.start_timeout_s + spec.call_timeout_s + LOOP_GRACE_S)
+                                   spec.start_timeout_s + spec.call_timeout(name) + LOOP_GRACE_S)
         except SourceFault as exc:
             raise ToolError(str(exc)) from None
         except SourceConfigError as exc:

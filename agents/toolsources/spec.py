@@ -34,6 +34,7 @@ class ToolSettings:
     max_result_length: int | None = None
     summary_mode: str | None = None
     ask_first: bool | None = None
+    call_timeout_s: float | None = None
 
 
 @dataclass
@@ -76,6 +77,10 @@ class SourceSpec:
         return ToolBoundary(max_result_rows=int(pick("max_result_rows")),
                             max_result_length=int(pick("max_result_length")),
                             summary_mode=mode if mode in SUMMARY_MODES else "head_tail")
+
+    def call_timeout(self, tool: str) -> float:
+        override = self.tools.get(tool, ToolSettings()).call_timeout_s
+        return float(override if override is not None else self.call_timeout_s)
 
     def asks_first(self, tool: str) -> bool:
         override = self.tools.get(tool, ToolSettings()).ask_first

@@ -353,6 +353,9 @@ class PendingMessageAdmin(ReadOnlyAdmin):
         return obj.text[:100]
 
 
+from .admin_tool_sources import ToolSourceAdmin  # noqa: E402,F401 - tool sources (T10)
+
+
 @admin.register(ToolApproval)
 class ToolApprovalAdmin(admin.ModelAdmin):
     """Ask-first calls (T11) and their decisions: a record, decided in the drawer."""

@@ -9,6 +9,7 @@ from django import forms
 from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
                     list_scenarios, load_scenario, storable_text)
 from taskos.runs.models import ModelProfile, input_too_long
+from taskos.runs.tool_sources import ToolSource
 from taskos.workspaces.forms import StartFilesForm
 
 MIN_WINDOW, MAX_WINDOW = int(WINDOW.low), int(WINDOW.high)  # the engine's range (issue 25)
@@ -112,8 +113,15 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
         help_text="Tools whose every call waits for your approval in the drawer (Approve, or "
                   "Deny with a reason the model reads); the session holds no worker meanwhile.")
 
+    tool_sources = forms.ModelMultipleChoiceField(
+        queryset=ToolSource.objects.none(), required=False,
+        widget=forms.CheckboxSelectMultiple, label="Tool sources",
+        help_text="MCP servers whose tools are offered beside the built-ins (T10); only the "
+                  "ones open to you are listed. Their schemas count in the window.")
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["tool_sources"].queryset = ToolSource.objects.usable_by(self.owner)
         self.fields["scenario"].choices = [("", "— none: use the goal —")] + [
             (name, scenario_label(name)) for name in list_scenarios()]
         self.fields["tools"].choices = [(name, name) for name in default_registry().names()]

@@ -68,6 +68,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
                 if data.get("ask_first"):  # calls that wait for a person's approval (T11)
                     session.ask_first = list(data["ask_first"])
                     session.save(update_fields=["ask_first"])
+                session.tool_sources.set(data.get("tool_sources") or [])  # T10
                 store_start_files(request, form, session)
                 start_session(session)
         except SessionError as exc:

@@ -89,6 +89,8 @@ def _execute_once(session: Session, progress, lease: Lease | None, summarizer: s
             notice = session.profile.tools_off_notice() if spec.config.tools_off else ""
             if notice:  # why, beside the engine's own line on it (SESSION_STARTED)
                 spec.profile.warnings.append(notice)
+            # The MCP servers the person picked (T10), reconnected at every run, a resume too.
+            spec.tool_sources = [source.to_engine() for source in session.tool_sources.all()]
         except agents.ConfigError as exc:
             result = cannot_run(session, sink, exc)
         else:

@@ -27,7 +27,7 @@ START_S = 120.0  # generous: the machine may be busy; a silent server is timed a
 
 def stdio_spec(mode: str = "", **settings) -> SourceSpec:
     settings.setdefault("start_timeout_s", START_S)
-    settings.setdefault("call_timeout_s", 30.0)
+    settings.setdefault("call_timeout_s", 300.0)
     return SourceSpec(name="fx", command=sys.executable,
                       args=[SERVER, *(["--mode", mode] if mode else [])], **settings)
 
@@ -53,9 +53,12 @@ def stdio_sources(stdio_workspace):
     monkey = pytest.MonkeyPatch()
     monkey.setenv("FX_ALLOWED", "passed by name")
     monkey.setenv("FX_SECRET", "never passed")
-    spec = stdio_spec(env_allow=["FX_ALLOWED"], call_timeout_s=8.0,
+    # Generous for every call (10 MB takes a while on a busy machine), short for the one
+    # that hangs: a per-tool timeout.
+    spec = stdio_spec(env_allow=["FX_ALLOWED"], call_timeout_s=300.0,
                       defaults=ToolSettings(max_result_length=3000),
-                      tools={"huge": ToolSettings(max_result_length=1500)})
+                      tools={"huge": ToolSettings(max_result_length=1500),
+                             "hang": ToolSettings(call_timeout_s=8.0)})
     sources = SourceSet.open([spec], stdio_workspace, taken={"read_file"})
     yield sources
     sources.close()
@@ -234,8 +237,9 @@ def http_spec(url: str, **settings) -> SourceSpec:
 def test_http_source_lists_calls_bounds_and_sees_a_changed_list(http_server, workspace, ctx,
                                                                   monkeypatch):
     monkeypatch.setenv("FX_TOKEN", "t0ken")
-    spec = http_spec(http_server[1], headers={"X-Token": "FX_TOKEN"}, call_timeout_s=4.0,
-                     defaults=ToolSettings(max_result_length=2000))
+    spec = http_spec(http_server[1], headers={"X-Token": "FX_TOKEN"}, call_timeout_s=300.0,
+                     defaults=ToolSettings(max_result_length=2000),
+                     tools={"hang": ToolSettings(call_timeout_s=4.0)})
     sources = SourceSet.open([spec], workspace)
     try:
         assert sources.warnings == []
@@ -265,7 +269,7 @@ def test_http_header_from_a_missing_variable_is_a_warning(http_server, workspace
 
 def test_http_server_that_crashes_is_a_tool_error(http_server, workspace, ctx):
     # Last in the module: it ends the shared HTTP server.
-    sources = SourceSet.open([http_spec(http_server[1], call_timeout_s=20.0)], workspace)
+    sources = SourceSet.open([http_spec(http_server[1], call_timeout_s=300.0)], workspace)
     try:
         registry = registry_of(sources)
         crash = run(registry, ctx, "web__crash")

@@ -1,0 +1,158 @@
+"""Tool sources on the database (T10): a session using the example MCP server that ships
+with TaskOS runs end to end on the simulated model, which calls the source's tools; a
+source that cannot start leaves the session running on; only staff change sources, and a
+person picks only the ones open to them."""
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from taskos.runs import queue, services
+from taskos.runs.models import ArchivedTurn, SessionEvent, ToolSource, ToolSourceTool
+from taskos.web.forms import NewSessionForm
+from taskos.worker.execute import execute_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EXAMPLE = ["-m", "taskos.mcp_servers.workspace_tools"]
+
+
+def example_source(**fields) -> ToolSource:
+    fields.setdefault("command", sys.executable)
+    fields.setdefault("args", EXAMPLE)
+    return ToolSource.objects.create(name="workspace", start_timeout_s=180.0, **fields)
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("ann", password="ann-secret-42")
+
+
+def start(owner, profile, source: ToolSource | None):
+    session = services.create_session(owner, "", "workspace-tools", profile, None, {})
+    if source is not None:
+        session.tool_sources.add(source)
+    execute_session(session)
+    session.refresh_from_db()
+    return session
+
+
+def results_of(session, tool: str) -> list[str]:
+    return list(ArchivedTurn.objects.filter(session=session, tool_name=tool)
+                .order_by("id").values_list("content", flat=True))
+
+
+def test_a_session_calls_the_example_source_end_to_end(owner, sim_profile):
+    source = example_source()
+    ToolSourceTool.objects.create(source=source, tool_name="column_total",
+                                  max_result_length=500)
+    session = start(owner, sim_profile, source)
+    assert session.status == "finished", session.error
+    [total] = results_of(session, "workspace__column_total")
+    assert total.startswith("revenue: total ") and "over 456 rows (4 empty" in total
+    assert results_of(session, "workspace__calculate") == ["8.24"]
+    # The source's tool schemas went out with the model's requests, beside the built-ins.
+    started = SessionEvent.objects.get(session=session, type="SESSION_STARTED").payload
+    assert not [w for w in started.get("warnings", []) if "tool source" in w]
+    assert (session.workspace / "totals.md").is_file()
+
+
+def test_a_source_that_cannot_start_leaves_the_session_running_on(owner, sim_profile):
+    source = example_source(command="/no/such/mcp-server", args=[])
+    session = start(owner, sim_profile, source)
+    assert session.status == "finished", session.error
+    warnings = SessionEvent.objects.get(session=session, type="SESSION_STARTED") \
+        .payload["warnings"]
+    assert any("tool source 'workspace'" in w and "could not be started" in w
+               for w in warnings), warnings
+    [answer] = results_of(session, "workspace__column_total")
+    assert answer.startswith("Unknown tool 'workspace__column_total'")
+
+
+def test_to_engine_carries_the_defaults_overrides_and_ask_first():
+    source = ToolSource.objects.create(name="crm", kind="http", url="http://crm.example/mcp",
+                                       headers={"Authorization": "CRM_TOKEN"},
+                                       max_result_length=900, ask_first=False)
+    ToolSourceTool.objects.create(source=source, tool_name="delete_contact", ask_first=True,
+                                  summary_mode="stats")
+    spec = source.to_engine()
+    assert spec.kind == "http" and spec.headers == {"Authorization": "CRM_TOKEN"}
+    assert spec.boundary("find").max_result_length == 900
+    assert spec.boundary("delete_contact").summary_mode == "stats"
+    assert spec.asks_first("delete_contact") and not spec.asks_first("find")
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"name": "bad name!", "command": "python"}, "name"),
+    ({"name": "ok", "command": ""}, "command"),
+    ({"name": "ok", "kind": "http"}, "url"),
+    ({"name": "ok", "command": "python", "env_allow": ["NOT A NAME"]}, "env_allow"),
+    ({"name": "ok", "kind": "http", "url": "http://x/mcp", "headers": {"X": "$TOKEN"}},
+     "headers"),
+])
+def test_a_misconfigured_source_is_refused_by_its_field(fields, field):
+    with pytest.raises(ValidationError) as refused:
+        ToolSource(**fields).full_clean()
+    assert field in refused.value.message_dict
+
+
+def test_a_person_picks_only_the_sources_open_to_them(owner, django_user_model):
+    staff = django_user_model.objects.create_user("sam", password="sam-secret-42",
+                                                  is_staff=True)
+    mine = ToolSource.objects.create(name="mine", command="python")
+    team = ToolSource.objects.create(name="team", command="python")
+    ToolSource.objects.create(name="public", command="python", open_to_everyone=True)
+    ToolSource.objects.create(name="closed", command="python")
+    ToolSource.objects.create(name="off", command="python", open_to_everyone=True,
+                              enabled=False)
+    mine.allowed_users.add(owner)
+    group = Group.objects.create(name="analysts")
+    owner.groups.add(group)
+    team.allowed_groups.add(group)
+    names = sorted(ToolSource.objects.usable_by(owner).values_list("name", flat=True))
+    assert names == ["mine", "public", "team"]
+    assert "closed" in ToolSource.objects.usable_by(staff).values_list("name", flat=True)
+    closed = ToolSource.objects.get(name="closed")
+    form = NewSessionForm({"scenario": "workspace-tools", "tool_sources": [closed.pk]},
+                          owner=owner)
+    assert not form.is_valid() and "tool_sources" in form.errors
+
+
+def test_the_start_form_records_the_picked_sources(client, owner, sim_profile, monkeypatch):
+    monkeypatch.setattr(queue, "run_session", lambda pk: SimpleNamespace(id="queued"))
+    source = ToolSource.objects.create(name="public", command="python", open_to_everyone=True)
+    client.force_login(owner)
+    page = client.get(reverse("web:new")).content.decode()
+    assert 'name="tool_sources"' in page and "public" in page
+    form = NewSessionForm(owner=owner)
+    data = {name: field.initial for name, field in form.fields.items()
+            if field.initial is not None and name not in ("tools", "ask_first")}
+    data.update(scenario="workspace-tools", profile=sim_profile.pk, tool_sources=[source.pk])
+    response = client.post(reverse("web:new"), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert list(source.sessions.values_list("owner__username", flat=True)) == ["ann"]
+
+
+def test_only_staff_reach_the_tool_source_admin(client, owner, django_user_model):
+    add = reverse("admin:runs_toolsource_add")
+    client.force_login(owner)
+    assert client.get(add).status_code == 302  # to the admin's login: not staff
+    admin = django_user_model.objects.create_superuser("root", password="root-secret-42")
+    client.force_login(admin)
+    assert client.get(add).status_code == 200
+    response = client.post(add, {
+        "name": "calc", "kind": "stdio", "command": sys.executable,
+        "args": '["-m", "taskos.mcp_servers.workspace_tools"]', "env_allow": "[]",
+        "url": "", "headers": "{}", "call_timeout_s": "30", "start_timeout_s": "60",
+        "max_schema_tokens": "2000", "summary_mode": "", "enabled": "on",
+        "tool_settings-TOTAL_FORMS": "1", "tool_settings-INITIAL_FORMS": "0",
+        "tool_settings-0-tool_name": "calculate", "tool_settings-0-ask_first": "true",
+        "tool_settings-0-summary_mode": ""})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    source = ToolSource.objects.get(name="calc")
+    assert source.to_engine().asks_first("calculate")
