@@ -302,6 +302,10 @@ class Audit(Event):
     unsupported_names: list[str] = _listed()  # names no archived message holds
     # Goal-and-constraints items of the summary that only a tool result stated (C19)
     tool_text_in_constraints: list[str] = _listed()
+    # The person's words check of the same request (agents/compaction/words_check.py)
+    words_missing: list[str] = _listed()  # sentences of the person's the request lacked
+    superseded_listed: list[str] = _listed()
+    quoted_promoted: list[str] = _listed()
 
 
 @dataclass(kw_only=True, eq=False)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.compaction.numbers import numbers_in
+from agents.compaction.source_audit import PERSON_SOURCES
+from agents.compaction.words_check import person_sentences
 from agents.config import ModelProfile
 from agents.counting.pricing import CostMeter
 from agents.events import Audit, Compaction, Event, EventSink, ModelCall, ToolResult, UserMessage
@@ -55,6 +57,12 @@ class ReportSink:
         # that shows up here must be in `flagged`.
         self.summary_figures: set[str] = set()
         self._noted = ""  # the summary text last read for figures: it changes per compaction
+        # The person's words check (C19): their sentences, those any request lacked, and
+        # the requests that listed superseded, quoted or tool text as their constraints.
+        self.person_sentences: set[str] = set()
+        self.words_lost: set[str] = set()
+        self.words_flags = {"superseded_listed": 0, "quoted_promoted": 0,
+                            "tool_text_in_constraints": 0}
         self._figures_list: list[str] | None = None
 
     def emit(self, event: Event) -> None:
@@ -90,11 +98,16 @@ class ReportSink:
             self._note_figures(event.summary_after or "")
         elif isinstance(event, Audit):
             self.audit_failures += not event.ok
+            self.words_lost.update(event.words_missing or ())
+            for name in self.words_flags:
+                self.words_flags[name] += bool(getattr(event, name))
             self.flagged += [f for f in event.unsupported_figures or []
                              if f not in self.flagged]
             self.flagged_names += [n for n in event.unsupported_names or []
                                    if n not in self.flagged_names]
         elif isinstance(event, UserMessage):
+            if event.source in PERSON_SOURCES:
+                self.person_sentences.update(person_sentences(event.text))
             for expected in self.expect:
                 if expected in event.text and expected not in self.stated_turn:
                     self.stated_turn[expected] = event.turn
@@ -172,6 +185,8 @@ class ReportSink:
                 "agent_inputs": self.agent_inputs,  # ints, a few kB at 1000 turns
                 "audit_failures": self.audit_failures,
                 "flagged": self.flagged, "flagged_names": self.flagged_names,
+                "person_words": [sorted(self.person_sentences), sorted(self.words_lost),
+                                 self.words_flags],
                 "summary_figures": self._figures_saved(),
                 "clears": self.clears, "unused_summaries": [self.unused_summaries,
                                                             self.pending_summaries]}
@@ -202,6 +217,9 @@ class ReportSink:
         self.audit_failures = int(state.get("audit_failures", 0))
         self.flagged = list(state.get("flagged", []))
         self.flagged_names = list(state.get("flagged_names", []))
+        said, lost, flags = state.get("person_words") or ([], [], {})
+        self.person_sentences, self.words_lost = set(said), set(lost)
+        self.words_flags = {name: int(flags.get(name, 0)) for name in self.words_flags}
         self.summary_figures = set(state.get("summary_figures", []))
         self._figures_list = None
         for key, pair in state.get("present", {}).items():
@@ -211,6 +229,14 @@ class ReportSink:
         for name, value in (state.get("cost") or {}).items():
             if name in self.meter.totals:
                 self.meter.totals[name] = float(value)
+
+    def person_words_kept(self) -> float | None:
+        """The share of the person's sentences present in every agent request after they
+        wrote them (None when they wrote nothing)."""
+        if not self.person_sentences:
+            return None
+        lost = len(self.words_lost & self.person_sentences)
+        return round(1 - lost / len(self.person_sentences), 4)
 
     def anchor_survival(self) -> float | None:
         if not self.expect:
@@ -235,6 +261,7 @@ class ReportSink:
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),
                 "unsupported_names": len(self.flagged_names),
+                "person_words_kept": self.person_words_kept(), **self.words_flags,
                 **({"children": self.children_report()} if self.delegated else {})}
 
     def children_report(self) -> dict[str, Any]:

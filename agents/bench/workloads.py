@@ -255,6 +255,12 @@ TARGETS = [
     ("long-200", "over_window_requests", "<=", 0),
     ("long-200", "anchor_survival", ">=", 1.0),
     ("long-200", "summary_calls", "<=", 20),
+    # The person's words (C19): every sentence in every later request, nothing listed as
+    # theirs that was superseded, quoted or a tool's.
+    *((name, key, check, limit) for name in ("retrieval-6x1600", "sales-report", "long-200")
+      for key, check, limit in (("person_words_kept", ">=", 1.0), ("superseded_listed", "<=", 0),
+                                ("quoted_promoted", "<=", 0),
+                                ("tool_text_in_constraints", "<=", 0))),
     ("long-1000", "engine_tenth_ratio", "<=", 1.2),
     ("long-1000", "engine_ms_per_call", "<=", 4.0),
     # Compaction turns cheap and plain turns flat, in CPU time (wall time moves with load).

@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from agents.compaction.numbers import numbers_in, values_in
+from agents.compaction.words_check import WordsCheck
 from agents.events import (AnchorChanged, AssistantMessage, Audit, Compaction, Event, ModelCall,
                            ToolResult, UserMessage)
 from agents.words.marks import marks, plain
@@ -154,6 +155,7 @@ class SourceAudit:
         self.source_marks: set[str] = set()
         self.person_marks: set[str] = set()  # of the person's messages and edits alone
         self.pending: dict[str, Any] | None = None  # a compaction waiting for its request
+        self.words = WordsCheck()  # the person's words, checked in every request (C19)
         self.failures = 0
         self.flagged: list[str] = []  # every figure ever flagged, in order
         self.flagged_names: list[str] = []  # every name ever flagged, in order
@@ -165,12 +167,16 @@ class SourceAudit:
         if isinstance(event, UserMessage) and event.ref:
             person = event.source in PERSON_SOURCES
             self.unread.append([event.ref, "person" if person else "raw"])
+            if person:  # read back at once: every later request is checked against it
+                self.words.add_message(self.store.read_ref(self.session_id, event.ref) or "")
         elif isinstance(event, ToolResult) and event.ref:
             self.unread.append([event.ref, "raw" if event.error else "result"])
         elif isinstance(event, AssistantMessage) and event.ref:
             self.unread.append([event.ref, "raw"])
         elif isinstance(event, AnchorChanged) and event.source == "admin":
             self._retire_edited(event)
+            if event.old and event.action in ("changed", "removed") and event.old != event.new:
+                self.words.add_superseded(event.old)
         elif isinstance(event, Compaction) and event.kind == "clear":
             # Digests are the engine's lines about archived results (C20): their figures
             # (a result's size) are known; nothing the person said or a summary held moved.
@@ -181,10 +187,11 @@ class SourceAudit:
             self.read_archive()
             self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,
                             "summary": event.summary_after or ""}
-        elif (isinstance(event, ModelCall) and event.kind == "agent" and not event.refused
-              and self.pending is not None):
-            self.read_archive()
-            self._audit(event)
+        elif isinstance(event, ModelCall) and event.kind == "agent" and not event.refused:
+            self._check_words(event)
+            if self.pending is not None:
+                self.read_archive()
+                self._audit(event)
 
     def read_archive(self) -> None:
         """Read every row archived since the last look, by its ref, from the Store."""
@@ -248,6 +255,20 @@ class SourceAudit:
                         unsupported_names=names[:MAX_FLAGGED],
                         tool_text_in_constraints=tool_stated[:MAX_FLAGGED], turn=call.turn))
 
+    def _check_words(self, call: ModelCall) -> None:
+        """Every agent request: the person's words check, an AUDIT event of its own (no
+        compaction_seq) only when it fails, so the call it names is marked; written before
+        a compaction's audit of the same request."""
+        words = self.words.check(call.messages or [])
+        if words.ok:
+            return  # `failures` counts the compaction audits; the report counts both
+        self.emit(Audit(compaction_seq=0, compaction_turn=call.turn, call=call.call, ok=False,
+                        statements_checked=len(self.words.sentences),
+                        tool_text_in_constraints=words.tool_text[:MAX_FLAGGED],
+                        words_missing=words.missing[:MAX_FLAGGED],
+                        superseded_listed=words.superseded[:MAX_FLAGGED],
+                        quoted_promoted=words.quoted[:MAX_FLAGGED], turn=call.turn))
+
     def tool_stated(self, summary: str) -> list[str]:
         """Items of the summary's goal-and-constraints section that a tool result stated
         and the person never did: most of the item's marks are in the raw results and
@@ -277,7 +298,7 @@ class SourceAudit:
                 "source_marks": self._names_saved[1], "person_marks": self._names_saved[2],
                 "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged,
-                "flagged_names": self.flagged_names}
+                "flagged_names": self.flagged_names, "words": self.words.to_state()}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
@@ -291,3 +312,4 @@ class SourceAudit:
         self.failures = int(state.get("failures", 0))
         self.flagged = list(state.get("flagged", []))
         self.flagged_names = list(state.get("flagged_names", []))
+        self.words.from_state(state.get("words") or {})

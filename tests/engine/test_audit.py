@@ -41,7 +41,7 @@ class Harness:
         self.feed(EventType.COMPACTION, {"trigger": "budget", "summary_after": summary}, turn)
 
     def request(self, *contents: str, summary: str = "", turn: int = 1) -> dict:
-        messages = [{"role": "system", "zone": "system", "content": c} for c in contents]
+        messages = [{"role": "system", "zone": "snapshot", "content": c} for c in contents]
         if summary:
             messages.append({"role": "system", "zone": "summary", "content": summary})
         self.feed(EventType.MODEL_CALL, {"call": 1, "kind": "agent", "messages": messages}, turn)
@@ -118,7 +118,7 @@ def test_a_figure_only_an_earlier_summary_holds_stays_flagged_until_it_is_gone()
 def test_no_audit_without_a_compaction_and_refused_requests_are_not_audited():
     h = Harness()
     h.person("Never email the customer.")
-    assert h.request("nothing") == {}
+    assert h.request("Never email the customer.") == {}  # the person's words are there
     h.compaction("s")
     h.feed(EventType.MODEL_CALL, {"kind": "agent", "refused": True, "messages": []})
     assert h.sink.of_type(EventType.AUDIT) == []

@@ -46,11 +46,15 @@ def test_targets_name_what_is_met_and_what_is_missed():
     from agents.bench.workloads import targets
     results = {"long-200": {"cost_ratio": {"openai-like": 0.2, "anthropic-like": 0.6},
                             "peak_window_share": 0.2, "over_window_requests": 0,
-                            "anchor_survival": 1.0, "summary_calls": 21}}
+                            "anchor_survival": 1.0, "summary_calls": 21,
+                            "person_words_kept": 1.0, "superseded_listed": 0,
+                            "quoted_promoted": 1, "tool_text_in_constraints": 0}}
     verdicts = {row["key"]: row["met"] for row in targets(results)}
     assert verdicts == {"cost_ratio.openai-like": True, "cost_ratio.anthropic-like": False,
                         "peak_window_share": True, "over_window_requests": True,
-                        "anchor_survival": True, "summary_calls": False}
+                        "anchor_survival": True, "summary_calls": False,
+                        "person_words_kept": True, "superseded_listed": True,
+                        "quoted_promoted": False, "tool_text_in_constraints": True}
 
 
 def test_bench_plot_draws_a_png(tmp_path):

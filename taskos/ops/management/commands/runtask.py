@@ -124,7 +124,9 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
         for key in ("total_input_tokens", "peak_input_tokens", "compactions",
                     "over_window_requests", "anchor_survival", "audit_failures",
-                    "unsupported_figures", "engine_ms_per_call", "count_source", "token_ratio",
+                    "unsupported_figures", "person_words_kept", "superseded_listed",
+                    "quoted_promoted", "tool_text_in_constraints",
+                    "engine_ms_per_call", "count_source", "token_ratio",
                     "token_overheads", "summaries"):
             self.stdout.write(f"  {key:22} {report.get(key)}")
         for probe in report.get("probe_recovery") or ():

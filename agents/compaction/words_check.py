@@ -1,0 +1,113 @@
+"""The person's words, checked in every agent request against the archive (feature C19).
+
+The E3 audit (source_audit) looks at the first request after a compaction. This check
+looks at every agent request, cheaply and by plain text comparison, never through the
+anchor book or the words block that produced the request:
+
+- person_words: each sentence of each message the person wrote (read back from the
+  archive by its ref: goal, follow-ups, admin edits, pins) is in the request's person's
+  words block, its snapshot, or a message of the person's in its recent history, case
+  and spacing aside. A copy inside a tool result does not count.
+- superseded_listed: the snapshot's "Hard constraints (never drop)" lists a text a
+  person's edit replaced or removed.
+- quoted_promoted: it lists a text that only pasted material of the person's holds (an
+  e-mail, a quote, a fenced block; agents.words.quoted).
+- tool_text_in_constraints: it lists a text that no message of the person's holds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.words.anchors import sentences
+from agents.words.quoted import own_text
+
+HARD_HEADING = "Hard constraints (never drop):"
+PERSON_ZONES = ("words", "snapshot")
+
+
+def flat(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def person_sentences(text: str) -> list[str]:
+    """The sentences of a message of the person's, each once, flattened."""
+    found: dict[str, None] = {}
+    for sentence in sentences(text or ""):
+        if (line := flat(sentence)):
+            found[line] = None
+    return list(found)
+
+
+def listed_in_force(snapshot: str) -> list[str]:
+    """The items of a snapshot's "Hard constraints (never drop)" section, flattened."""
+    items: list[str] = []
+    inside = False
+    for line in snapshot.splitlines():
+        if line == HARD_HEADING:
+            inside = True
+        elif inside and line.startswith("- "):
+            items.append(flat(line[2:].rstrip("…")))
+        else:
+            inside = False
+    return items
+
+
+@dataclass
+class WordsFindings:
+    missing: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    quoted: list[str] = field(default_factory=list)
+    tool_text: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.superseded or self.quoted or self.tool_text)
+
+
+class WordsCheck:
+    """What the person wrote (from the archive) and the check of one request against it."""
+
+    def __init__(self) -> None:
+        self.sentences: list[str] = []  # every sentence of the person's, in order
+        self.own: list[str] = []  # per message: its own text (no pasted material), flat
+        self.whole: list[str] = []  # per message: all of it, flat
+        self.superseded: list[str] = []  # texts a person's edit replaced or removed, flat
+
+    def add_message(self, text: str) -> None:
+        self.sentences += [s for s in person_sentences(text) if s not in self.sentences]
+        self.own.append(flat(own_text(text)))
+        self.whole.append(flat(text))
+
+    def add_superseded(self, text: str) -> None:
+        if (line := flat(text)) and line not in self.superseded:
+            self.superseded.append(line)
+
+    def check(self, messages: list[dict[str, Any]]) -> WordsFindings:
+        held = flat("\n".join(
+            str(m.get("content") or "") for m in messages
+            if m.get("zone") in PERSON_ZONES
+            or (m.get("role") == "user" and m.get("zone") == "history")))
+        found = WordsFindings(missing=[s for s in self.sentences if s not in held])
+        snapshot = "\n".join(str(m.get("content") or "") for m in messages
+                             if m.get("zone") == "snapshot")
+        for item in listed_in_force(snapshot):
+            if any(old == item or old in item for old in self.superseded):
+                found.superseded.append(item)
+            elif any(item in own for own in self.own):
+                continue
+            elif any(item in whole for whole in self.whole):
+                found.quoted.append(item)
+            else:
+                found.tool_text.append(item)
+        return found
+
+    def to_state(self) -> dict[str, Any]:
+        return {"sentences": self.sentences, "own": self.own, "whole": self.whole,
+                "superseded": self.superseded}
+
+    def from_state(self, state: dict[str, Any]) -> None:
+        self.sentences = list(state.get("sentences", []))
+        self.own = list(state.get("own", []))
+        self.whole = list(state.get("whole", []))
+        self.superseded = list(state.get("superseded", []))
