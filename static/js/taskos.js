@@ -9,6 +9,9 @@
 
   function setConnection(text, state) {
     var el = document.getElementById("ws-state");
+    // Once the session ended the feed has nothing more to bring: "live" or
+    // "reconnecting…" would promise updates that never come.
+    if (document.body.classList.contains("session-ended")) { text = "finished"; state = "ended"; }
     if (el) { el.textContent = text; el.dataset.state = state; }
   }
 
@@ -129,6 +132,7 @@
     if (status) {
       var ended = status.dataset.ended === "true";  // the server's list of final statuses
       document.body.classList.toggle("session-ended", ended);
+      if (ended) { setConnection("finished", "ended"); }
       // "Cancel requested…" and the like are about a running session: gone once it ended.
       var flash = document.getElementById("flash");
       if (ended && flash) { flash.textContent = ""; }
@@ -175,14 +179,56 @@
 
   // Pins (issue 13): a sentence selected in the transcript goes into the drawer's pin
   // form, ready to be made a hard constraint with one click.
+  // Only the words of the entries count: a selection across entries also covers their
+  // labels ("fetch_document result 1,632 tokens · …"), which are in no message, and the
+  // texts of several entries joined are in none either. So the pin is the selected text
+  // of one entry (the longest part), and the form says so when the selection crossed more.
+  var ENTRY_TEXT = "#transcript article .text, #transcript article pre.preview";
+
+  function rangeText(range) {  // line breaks (<br>) as spaces, as the server compares
+    var holder = document.createElement("div");
+    holder.appendChild(range.cloneContents());
+    holder.querySelectorAll("br").forEach(function (br) { br.replaceWith(" "); });
+    return holder.textContent.replace(/\s+/g, " ").trim();
+  }
+
+  function selectedEntryTexts(selection) {
+    var parts = [];
+    for (var i = 0; i < selection.rangeCount; i++) {
+      var range = selection.getRangeAt(i);
+      document.querySelectorAll(ENTRY_TEXT).forEach(function (el) {
+        if (!range.intersectsNode(el)) { return; }
+        var piece = document.createRange();
+        piece.selectNodeContents(el);
+        if (range.compareBoundaryPoints(Range.START_TO_START, piece) > 0) {
+          piece.setStart(range.startContainer, range.startOffset);
+        }
+        if (range.compareBoundaryPoints(Range.END_TO_END, piece) < 0) {
+          piece.setEnd(range.endContainer, range.endOffset);
+        }
+        var text = rangeText(piece);
+        if (text) { parts.push(text); }
+      });
+    }
+    return parts;
+  }
+
   document.addEventListener("mouseup", function () {
     var transcript = document.getElementById("transcript");
     var input = document.querySelector("form.pin-sentence input[name=text]");
+    var note = document.querySelector("form.pin-sentence .pin-note");
     var selection = window.getSelection();
     if (!transcript || !input || !selection || selection.isCollapsed) { return; }
     if (!transcript.contains(selection.anchorNode)) { return; }
-    var text = selection.toString().replace(/\s+/g, " ").trim();
-    if (text) { input.value = text.slice(0, 500); }
+    var parts = selectedEntryTexts(selection);
+    if (!parts.length) { return; }  // only labels selected: nothing a message said
+    var longest = parts.reduce(function (a, b) { return b.length > a.length ? b : a; });
+    input.value = longest.slice(0, 500);
+    if (note) {
+      note.hidden = parts.length < 2;
+      note.textContent = parts.length < 2 ? "" : "Your selection crossed " + parts.length +
+        " entries: a pin is one entry's words, so it holds the longest part, shown here.";
+    }
   });
 
   // Below 900 px the drawer is a bottom sheet: the floating tab opens it from anywhere on

@@ -1,6 +1,8 @@
 """Drawer panels: the context each builds from stored events, and the HTML it renders."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from taskos.drawer.base import render_panel
@@ -57,11 +59,23 @@ def test_curve_scale_fits_the_data_and_the_full_window_is_an_option(session):
 
 
 def test_a_zone_over_its_budget_is_flagged_with_a_reason(session):
+    add_events(session, budget(window=6000, summary=1400))
+    context, html = panel_view(BudgetPanel(), session)
+    summary = next(s for s in context["budget"]["segments"] if s["zone"] == "summary")
+    assert summary["over"] == "summary 1,400 / 1,000: the rolling summary grew past its share."
+    assert 'class="over"' in html and html.count('class="over-reason"') == 1
+
+
+def test_the_system_zone_is_fixed_not_over_budget(session):
+    """No compaction changes the system prompt and tool schemas: past its default share
+    (1 957 of 375 on sales-report at 6 000) it is shown as fixed with its size, not red."""
     add_events(session, budget(window=6000, system=1957))
     context, html = panel_view(BudgetPanel(), session)
     system = next(s for s in context["budget"]["segments"] if s["zone"] == "system")
-    assert system["over"].startswith("system 1,957 / 375: the system prompt and tool schemas")
-    assert 'class="over"' in html and html.count('class="over-reason"') == 1
+    assert system["over"] == "" and system["fixed"].startswith("the system prompt and tool")
+    assert "over budget" not in html and 'class="over"' not in html
+    row = re.search(r'<tr><td><i class="swatch zone-system"></i>system(.*?)</tr>', html).group(1)
+    assert 'class="tag fixed"' in row and "1,957" in row and ">fixed<" in row
 
 
 def test_anchor_tiers_are_explained(session):

@@ -10,9 +10,16 @@ from taskos.drawer.base import Panel
 INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
 
 
+# Parts of every request no compaction can change: shown as fixed with their size, never
+# flagged over a budget (a person cannot act on it; the default share of the system zone
+# is smaller than the tool schemas of four bundled scenarios).
+FIXED_ZONES = {
+    "system": "the system prompt and tool schemas: sent whole in every request, no "
+              "compaction changes them; the other zones share the rest of the window",
+}
+
 # Why a zone can hold more than its budget, in one line each.
 OVER_REASONS = {
-    "system": "the system prompt and tool schemas are fixed; no compaction can shrink them",
     "snapshot": "the task snapshot (anchors and tasks) grew past its share",
     "summary": "the rolling summary grew past its share",
     "history": "recent turns past their share: compaction moves the oldest out at the trigger",
@@ -22,8 +29,8 @@ OVER_REASONS = {
 
 
 def over_budget(zone: str, tokens: int, budget: Any) -> str:
-    """One line on a zone over its budget (empty when it is not)."""
-    if not budget or tokens <= int(budget):
+    """One line on a zone over its budget (empty when it is not, or when it is fixed)."""
+    if zone in FIXED_ZONES or not budget or tokens <= int(budget):
         return ""
     reason = OVER_REASONS.get(zone, "past its share")
     return f"{zone} {tokens:,} / {int(budget):,}: {reason}."
@@ -60,7 +67,8 @@ class BudgetPanel(Panel):
         reserve = int(zones.get("reserve", 0))
         segments = [{"zone": zone, "tokens": int(zones.get(zone, 0)),
                      "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window),
-                     "over": over_budget(zone, int(zones.get(zone, 0)), budgets.get(zone))}
+                     "over": over_budget(zone, int(zones.get(zone, 0)), budgets.get(zone)),
+                     "fixed": FIXED_ZONES.get(zone, "")}
                     for zone in INPUT_ZONES]
         trigger, warning = latest.trigger_line, latest.warning_line
         return {
