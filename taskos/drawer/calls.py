@@ -17,6 +17,7 @@ from typing import Any
 # ANNOTATIONS: the engine's keys on a stored message, never part of what was sent.
 from agents import ANNOTATIONS, REPLY_PRIMING, EventType, ModelCall, TokenCounter, canonical_keys
 from taskos.drawer.events import load_call
+from taskos.drawer.tool_costs import schema_part
 from taskos.runs.models import Session, SessionEvent
 
 # The order in which openai's chat.completions.create lays out the body (the keys TaskOS
@@ -136,9 +137,8 @@ def token_parts(session: Session, call: ModelCall,
     counter = TokenCounter(profile.model, profile.encoding)
     parts: list[dict[str, Any]] = []
     tools = (body or {}).get("tools")
-    if tools:
-        parts.append({"part": "tools", "label": f"{len(tools)} tool schemas",
-                      "tokens": counter.tools(tools)})
+    if tools:  # a tool source's (T10) told apart from the built-ins' in its label
+        parts.append(schema_part(tools, counter.tools))
     for message in call.messages:
         tokens = message.get("tokens")
         if not tokens:  # probe requests (and summary requests stored before their parts

@@ -12,6 +12,10 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
+from taskos.drawer.base import render_panel
+from taskos.drawer.events import load_events
+from taskos.drawer.panels import CostPanel
+from taskos.drawer.panels.inspector import read_call_detail
 from taskos.runs import queue, services
 from taskos.runs.models import ArchivedTurn, SessionEvent, ToolSource, ToolSourceTool
 from taskos.web.forms import NewSessionForm
@@ -60,6 +64,21 @@ def test_a_session_calls_the_example_source_end_to_end(owner, sim_profile):
     started = SessionEvent.objects.get(session=session, type="SESSION_STARTED").payload
     assert not [w for w in started.get("warnings", []) if "tool source" in w]
     assert (session.workspace / "totals.md").is_file()
+    # The drawer: the cost panel's tokens per source and per tool, the inspector's schemas
+    # of the source apart from the built-ins'.
+    panel = CostPanel()
+    cost = panel.get_context(session, load_events(session, panel.event_types))
+    by_source = {row["source"]: row for row in cost["source_rows"]}
+    assert by_source["workspace"]["calls"] == 2 and by_source["workspace"]["kept"] > 0
+    assert by_source["built-in"]["calls"] == 2
+    assert {r["tool"] for r in cost["tool_rows"] if r["source"] == "workspace"} == \
+        {"workspace__calculate", "workspace__column_total"}
+    assert "Tools, by source" in render_panel(panel, session,
+                                              load_events(session, panel.event_types))
+    detail = read_call_detail(session, 1)
+    assert "3 from workspace" in detail["tools_part"]["label"]
+    assert sum(row["tokens"] for row in detail["tools_part"]["by_source"]) == \
+        detail["tools_part"]["tokens"]
 
 
 def test_a_source_that_cannot_start_leaves_the_session_running_on(owner, sim_profile):

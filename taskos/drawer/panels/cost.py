@@ -7,6 +7,7 @@ from typing import Any
 from agents import Compaction, Event, EventType, ModelCall
 from taskos.drawer.base import Panel
 from taskos.drawer.panels.budget import INPUT_ZONES
+from taskos.drawer.tool_costs import tool_costs
 
 TURNS_SHOWN = 8
 
@@ -55,7 +56,7 @@ class CostPanel(Panel):
     name = "cost"
     title = "Cost"
     template = "drawer/panels/cost.html"
-    event_types = (EventType.MODEL_CALL, EventType.COMPACTION)
+    event_types = (EventType.MODEL_CALL, EventType.COMPACTION, EventType.TOOL_RESULT)
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         profile = session.profile
@@ -100,6 +101,7 @@ class CostPanel(Panel):
             "simulated": bool(profile and profile.simulated),
             "priced": bool(price_in or price_cached or price_out),
             "profile": profile,
+            **tool_costs(events),  # per tool and per tool source (T10)
         }
 
     def badge(self, context: dict[str, Any]) -> str:
