@@ -159,3 +159,29 @@ def residue(units: list[Unit]) -> int:
     """Tokens of the rounds whose every result was cleared: what clearing cannot shrink
     any further, and what a summary folds."""
     return sum(u.tokens for u in units if all_cleared(u))
+
+
+class HistoryView:
+    """One history's units with what the triggers read of them, in one pass over its
+    messages: the rounds not wholly cleared, the residue (residue()) and the tokens a batch
+    could free before each unit (clearable_tokens())."""
+
+    def __init__(self, key: tuple[Msg, ...], units: list[Unit]) -> None:
+        self.key, self.units = key, units
+        live = residue = clearable = 0
+        self._clearable = running = [0]
+        for unit in units:
+            results = [m for m in unit.messages if m.data.get("role") == "tool"]
+            cleared = [is_cleared(m) for m in results]
+            if results and all(cleared):
+                residue += sum(m.tokens for m in unit.messages)
+            elif results:
+                live += 1
+            clearable += sum(m.tokens for m, done in zip(results, cleared)
+                             if m.ref and not done)
+            running.append(clearable)
+        self.live_rounds, self.residue = live, residue
+
+    def clearable(self, keep_from: int) -> int:
+        """clearable_tokens(self.units, keep_from)."""
+        return self._clearable[max(0, min(keep_from, len(self.units)))]

@@ -65,6 +65,9 @@ _COMMON = set("must never only always least most more less than with that this f
 # reading a tool result quadratic in its longest run (a third of this regex's time).
 _NAME_RUN = r"[^\s\"'`()\[\]{}<>|,;:「」『』《》“”‘’«»（），；：]"
 _FILE_NAME = re.compile(rf"(?<!{_NAME_RUN}){_NAME_RUN}+\.[^\W\d_]\w{{1,5}}\b")
+# Every file name has a dot followed by a letter: a text without one (most tool results,
+# whose sentences end in a dot and a space) has none, found without trying every run.
+_EXTENSION_START = re.compile(r"\.[^\W\d_]")
 _QUOTED = re.compile(r"[\"“«「『《‘`]([^\"“”«»「」『』《》‘’`\n]{2,80})[\"”»」』》’`]"
                      r"|(?<![\w'])'([^'\n]{2,80})'(?![\w'])")
 # A capitalised word after another word: a name in the scripts that have capitals. The
@@ -98,7 +101,8 @@ def _item_names(item: str) -> tuple[str, ...]:
 def _name_marks(text: str, text_marks: set[str] | None = None) -> set[str]:
     """What a name is checked by: its file names whole, and its marks (`text_marks`:
     marks(text), when the caller has them)."""
-    return ({n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)}
+    files = (_FILE_NAME.findall(text) if _EXTENSION_START.search(text) else ())
+    return ({n.casefold().rstrip(".") for n in files}
             | (marks(text) if text_marks is None else text_marks))
 
 

@@ -131,10 +131,18 @@ def material_copy(items: list[str], material: str, ignore: tuple[str, ...] = (),
     request's texts), else None. The material's lines are the facts it states, read as a
     summary's are (`prose_items`: not its labels, its headings or `ignore`'s wording), less
     the notes written `earlier`, which the request asks to keep."""
+    said = [_flat(item) for item in items if item.strip()]
+    if not said:
+        return None
+    # A line of the material, flattened, is a piece of the whole material flattened: an
+    # item found nowhere in it is no copied line, and a summary that is no copy is told
+    # apart without cutting tens of kB of material into lines.
+    flat = _flat(material)
+    if sum(item in flat for item in said) < COPIED_ITEMS * len(said):
+        return None
     lines = ({_flat(line) for line in prose_items(material, ignore)}
              - {_flat(line) for line in prose_items(earlier)})
-    said = [_flat(item) for item in items if item.strip()]
-    if len(lines) < MIN_MATERIAL_LINES or not said:
+    if len(lines) < MIN_MATERIAL_LINES:
         return None
     copied = [item for item in said if item in lines]
     if len(copied) < COPIED_ITEMS * len(said) or len(set(copied)) < COPIED_MATERIAL * len(lines):

@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from agents.compaction.clearing import (Clearing, all_cleared, clearable_tokens, plan_clearing,
-                                        residue)
+from agents.compaction.clearing import Clearing, HistoryView, plan_clearing
 from agents.compaction.compactor import CompactionOutcome, Compactor
 from agents.compaction.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.compaction.probes import ask_probes
@@ -57,6 +56,7 @@ class ContextKeeper:
         self.compactor = Compactor(self.ctx, self._summarize,
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
+        self._view: HistoryView | None = None  # the triggers' reading of the history
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
         self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
@@ -178,10 +178,9 @@ class ContextKeeper:
         projected = sum(v for k, v in zones.items() if k != "reserve")
         if projected >= budget.trigger_line or projected >= budget.budget_line:
             return "budget"
-        units = ctx.units()
         # Rounds whose results were all cleared are a digest line each: they count in
         # tokens, not as rounds kept.
-        rounds = sum(1 for u in units if u.is_round and not all_cleared(u))
+        rounds = self._history_view().live_rounds
         # The tail ("since then") rides on the same request: it is paid from the history's
         # allowance, so a request stays within the sum of the zone budgets.
         # The words zone counts at its claim, not its share (C19): the share is room the
@@ -208,15 +207,16 @@ class ContextKeeper:
         if not ctx.config.clear_tool_results:
             return trigger
         budget = ctx.budget()
-        history = sum(m.tokens for m in ctx.history)
+        history = ctx.history_tokens()
         line = int(budget.history * CLEAR_LINE)
         if trigger is None and history <= line:
             return None
-        units = ctx.units()
-        if trigger is None and residue(units) > budget.summary_cap * RESIDUE_FOLD:
+        view = self._history_view()
+        units = view.units
+        if trigger is None and view.residue > budget.summary_cap * RESIDUE_FOLD:
             return "rolling"  # the digests outgrew what a summary of them takes: fold
         keep_from = self._keep_from(units)
-        if trigger is None and clearable_tokens(units, keep_from) < line * CLEAR_BATCH:
+        if trigger is None and view.clearable(keep_from) < line * CLEAR_BATCH:
             return None  # not a batch yet: no digest is written until one is
         plan = plan_clearing(units, keep_from, self._retention, ctx.counter)
         if trigger is not None:
@@ -234,11 +234,22 @@ class ContextKeeper:
             self._clear(plan, "rolling")
         return None
 
+    def _history_view(self) -> HistoryView:
+        """The history's units and what the triggers read of them, worked out again only
+        when the history changed (its messages are never changed in place, so the tuple
+        of them tells, as it does for the working context's own caches): the triggers and
+        the clearing tier read them several times a turn, and most turns add a round to a
+        history of dozens."""
+        key = tuple(self.ctx.history)
+        if self._view is None or self._view.key != key:
+            self._view = HistoryView(key, self.ctx.units())
+        return self._view
+
     def _clearing_plan(self, emergency: bool = False) -> Clearing | None:
         ctx = self.ctx
         if not ctx.config.clear_tool_results:
             return None
-        units = ctx.units()
+        units = self._history_view().units
         return plan_clearing(units, self._keep_from(units, emergency), self._retention,
                              ctx.counter)
 

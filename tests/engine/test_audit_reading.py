@@ -1,0 +1,111 @@
+"""The source audit reads every archived row once per compaction, so its text readers take
+shortcuts (agents/words/marks.py's ASCII path, agents/compaction/source_audit.py's file
+name pre-check); each must find exactly what the general reader finds, and the audit must
+still fail a summary whose names or figures no archived row holds."""
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from agents.compaction.source_audit import _FILE_NAME, SourceAudit, _name_marks
+from agents.events import Compaction, ModelCall, ToolResult
+from agents.store.memory import MemoryStore
+from agents.words.marks import _COMMON, _CJK_RUN, _MARK, marks
+
+ASCII_PIECES = st.lists(st.sampled_from([
+    "Solar", "YIELD", "the", "And", "x_y", "__init__", "ab", "abc", "A1b2", "12", "7", "3.5",
+    "2026-Q3", "sales_2026.csv", "e.g.", "1204.50", "Report.XLSX", "v2.py", "a.b", " ", "\n",
+    ".", ",", "'quoted'", "\"name\"", "-", "%", "THE", "FOR", "is"]), max_size=40)
+
+
+def general_marks(text: str) -> set[str]:
+    """marks() without its ASCII shortcut: the rule as written for every script."""
+    found = {m.casefold() for m in _MARK.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        found.update(run[i:i + 2] for i in range(len(run) - 1))
+    return found - _COMMON
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(ASCII_PIECES.map("".join), ASCII_PIECES.map(" ".join),
+                 st.text(alphabet=st.characters(max_codepoint=127), max_size=80)))
+@example("Fact 1: solar yield #0 installed capacity in the East region was 727.3 MW")
+def test_ascii_marks_are_the_general_marks(text):
+    assert text.isascii()
+    assert marks(text) == general_marks(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+@example("İstanbul Straße 报告数据 ÉCOLE")  # casefolding changes lengths outside ASCII
+def test_other_scripts_keep_the_general_rule(text):
+    assert marks(text) == general_marks(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ASCII_PIECES.map("".join) | ASCII_PIECES.map(" ".join) | st.text(max_size=60))
+@example("see sales_2026.csv and 报告.xlsx.")
+def test_file_names_are_found_as_by_the_full_pattern(text):
+    expected = {n.casefold().rstrip(".") for n in _FILE_NAME.findall(text)} | marks(text)
+    assert _name_marks(text) == expected
+
+
+def test_file_names_still_found():
+    assert {"sales_2026.csv", "报告.xlsx"} <= _name_marks("see sales_2026.csv and 报告.xlsx.")
+    assert not any("." in n for n in _name_marks("Revenue rose 12.5%. Costs fell."))
+
+
+def audit_of(summary: str, result: str) -> list:
+    store, emitted = MemoryStore(), []
+    audit = SourceAudit(store, "s", emitted.append)
+    ref = store.archive("s", 1, "tool", result)
+    audit.observe(ToolResult(call_id="c1", name="fetch_document", ref=ref, turn=1))
+    audit.observe(Compaction(trigger="rolling", summary_after=summary, turn=2))
+    audit.observe(ModelCall(call=3, kind="agent", turn=2, messages=[
+        {"role": "system", "content": summary, "zone": "summary"}]))
+    return emitted
+
+
+def test_the_audit_still_fails_a_summary_the_archive_does_not_hold():
+    result = "Fact 1: capacity in the East region was 727.3 MW, see yields_east.csv."
+    good = audit_of("## Findings\n- East capacity 727.3 MW (yields_east.csv)", result)
+    assert [a.ok for a in good] == [True]
+    bad = audit_of("## Findings\n- East capacity 912.4 MW (yields_west.csv, Oberland)", result)
+    assert [a.ok for a in bad] == [False]
+    assert bad[0].unsupported_figures == ["912.4"]
+    assert set(bad[0].unsupported_names) == {"yields_west.csv", "Oberland"}
+
+
+# The summary's copy check (agents/compaction/summary_text.py) tells most summaries apart
+# by looking their items up in the flattened material before cutting it into lines.
+LINES = st.lists(st.sampled_from([
+    "- Revenue in the East region was 1,204.5 MW in 2026-Q3.", "* Failure rate: 8.4 per 1000 h",
+    "1. Utilisation rose to 44.6 %.", "## Findings", "message: Costs fell by 3 % year on year.",
+    "Fact 7: the  South   region  closed two plants.", "Straße ΑΣ capacity 12 GW",
+    "Here is a summary of the conversation:", "short", "Open questions:",
+    "The grid operator reported 17 outages.  The regulator fined it 2.1M."]), max_size=30)
+
+
+def copy_without_precheck(items, material, ignore=(), earlier=""):
+    from agents.compaction.summary_text import (COPIED_ITEMS, COPIED_MATERIAL,
+                                                MIN_MATERIAL_LINES, _flat, prose_items)
+    lines = ({_flat(line) for line in prose_items(material, ignore)}
+             - {_flat(line) for line in prose_items(earlier)})
+    said = [_flat(item) for item in items if item.strip()]
+    if len(lines) < MIN_MATERIAL_LINES or not said:
+        return None
+    copied = [item for item in said if item in lines]
+    if len(copied) < COPIED_ITEMS * len(said) or len(set(copied)) < COPIED_MATERIAL * len(lines):
+        return None
+    return len(set(copied)), len(lines)
+
+
+@settings(max_examples=400, deadline=None)
+@given(LINES, LINES, LINES)
+def test_the_copy_check_finds_what_it_found_without_its_precheck(material, items, earlier):
+    from agents.compaction.summary_text import material_copy, prose_items
+
+    text = "\n".join(material * 3)
+    said = [item for line in items for item in prose_items(line)] + items
+    for candidate in (said, prose_items(text), prose_items(text)[:-1]):
+        assert (material_copy(candidate, text, (), "\n".join(earlier))
+                == copy_without_precheck(candidate, text, (), "\n".join(earlier)))
