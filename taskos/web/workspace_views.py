@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import tempfile
 import zipfile
 
@@ -105,10 +106,10 @@ def preview(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     path = _file_path(request)
     with _open(session, path) as handle:
+        size = os.fstat(handle.fileno()).st_size  # of the file opened, never through a link
         raw = handle.read(PREVIEW_BYTES + 1)
     truncated = len(raw) > PREVIEW_BYTES
     raw = raw[:PREVIEW_BYTES]
-    size = session.workspace.joinpath(path).stat().st_size
     return render(request, "web/workspace_preview.html", {
         "session": session, "path": path, "size": size, "shown_size": megabytes(size),
         "truncated": truncated, **preview_of(raw, path, truncated)})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from .pages import signed_in_page
-from .stack import Stack
+from .stack import running_stack
 
 CHROMIUM = os.environ.get("TASKOS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -15,15 +15,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    running = Stack(tmp_path_factory.mktemp("stack"))
-    try:
-        running.start()
-    except Exception:
-        running.stop()
-        print(running.logs())
-        raise
-    yield running
-    running.stop()
+    yield from running_stack(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

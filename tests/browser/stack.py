@@ -173,3 +173,18 @@ class Stack:
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
                          for p in sorted(self.folder.glob("*.log")))
+
+
+def running_stack(tmp_path_factory, **env: str) -> Iterator[Stack]:
+    """A started Stack (with `env` on top of its own), stopped after; for a module's
+    `stack` fixture (a module may set its own environment, e.g. smaller limits)."""
+    running = Stack(tmp_path_factory.mktemp("stack"))
+    running.env.update(env)
+    try:
+        running.start()
+    except Exception:
+        running.stop()
+        print(running.logs())
+        raise
+    yield running
+    running.stop()

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 from playwright.sync_api import Page, expect
 
-from .stack import Stack
+from .stack import Stack, running_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
@@ -22,16 +22,7 @@ CSV = b"region,revenue\nNorth,120\nSouth,80\n"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    running = Stack(tmp_path_factory.mktemp("stack"))
-    running.env["TASKOS_UPLOAD_MAX_FILE_MB"] = "0.05"  # 51 KB a file
-    try:
-        running.start()
-    except Exception:
-        running.stop()
-        print(running.logs())
-        raise
-    yield running
-    running.stop()
+    yield from running_stack(tmp_path_factory, TASKOS_UPLOAD_MAX_FILE_MB="0.05")  # 51 KB
 
 
 def payload(name: str, data: bytes, mime: str = "text/plain") -> dict:
