@@ -25,6 +25,7 @@ class Subject:
     post_message: Callable[[str], None]
     request_compaction: Callable[[str], None]
     cancel: Callable[[], None]
+    add_file: Callable[[str, int], None]  # a person's upload into the workspace (T9)
 
 
 @pytest.fixture(params=["memory", "django"])
@@ -37,13 +38,16 @@ def subject(request) -> Subject:
 
         return Subject(store, "s1", "s2",
                        post_message=lambda text: store.user_messages["s1"].append(text),
-                       request_compaction=compact, cancel=lambda: store.cancelled.add("s1"))
+                       request_compaction=compact, cancel=lambda: store.cancelled.add("s1"),
+                       add_file=lambda path, size: store.add_workspace_file("s1", path, size))
     make_session = request.getfixturevalue("make_session")
     session, other = make_session(status="running"), make_session(status="running")
     return Subject(DjangoStore(), str(session.pk), str(other.pk),
                    post_message=lambda text: services.post_message(session, text),
                    request_compaction=lambda text: services.request_compaction(session, text),
-                   cancel=lambda: services.request_cancel(session))
+                   cancel=lambda: services.request_cancel(session),
+                   add_file=lambda path, size: session.workspace_files.create(path=path,
+                                                                              size=size))
 
 
 def test_archive_returns_a_ref_that_reads_back_the_whole_content(subject):
@@ -225,6 +229,20 @@ def test_an_uncommitted_turn_is_undone_and_its_messages_given_back(subject):
     assert [h.ref for h in store.search_archive(sid, "result")] == [kept]
     assert store.take_user_messages(sid, turn=3) == ["taken by the dying turn 3"]
     assert store.discard_uncommitted(sid, 4) == {"archive_rows": 0, "messages": 0}
+
+
+def test_the_persons_files_are_taken_once_and_given_back_by_an_uncommitted_turn(subject):
+    store, sid = subject.store, subject.session_id
+    assert store.take_new_files(sid, turn=1) == []
+    subject.add_file("q1.csv", 120)
+    subject.add_file("blank.txt", 0)
+    assert store.take_new_files(sid, turn=2) == [("q1.csv", 120), ("blank.txt", 0)]
+    assert store.take_new_files(sid, turn=3) == []
+    assert store.take_new_files(subject.other_session_id, turn=3) == []
+    subject.add_file("later.md", 7)
+    assert store.take_new_files(sid, turn=3) == [("later.md", 7)]
+    store.discard_uncommitted(sid, 3)  # turn 3 never committed: told again
+    assert store.take_new_files(sid, turn=3) == [("later.md", 7)]
 
 
 def test_children_are_recorded_listed_and_inherit_the_constraints_given(subject):
