@@ -48,7 +48,7 @@ def start(owner, profile, source: ToolSource | None):
 
 def results_of(session, tool: str) -> list[str]:
     return list(ArchivedTurn.objects.filter(session=session, tool_name=tool)
-                .order_by("id").values_list("content", flat=True))
+                .exclude(role="approval").order_by("id").values_list("content", flat=True))
 
 
 def test_a_session_calls_the_example_source_end_to_end(owner, sim_profile):
@@ -175,3 +175,25 @@ def test_only_staff_reach_the_tool_source_admin(client, owner, django_user_model
     assert response.status_code == 302, response.content.decode()[:3000]
     source = ToolSource.objects.get(name="calc")
     assert source.to_engine().asks_first("calculate")
+
+
+def test_an_ask_first_tool_of_a_source_waits_and_the_resumed_run_reconnects(
+        owner, sim_profile, client, monkeypatch):
+    """A source's tool marked ask-first (T11) stops the run without a worker; approved in
+    the drawer, the next run starts the source's server again and the call runs."""
+    monkeypatch.setattr(queue, "run_session", lambda pk: SimpleNamespace(id="queued"))
+    source = example_source()
+    ToolSourceTool.objects.create(source=source, tool_name="calculate", ask_first=True)
+    session = start(owner, sim_profile, source)
+    assert session.status == "waiting_for_approval", session.error
+    [approval] = session.approvals.all()
+    assert approval.tool == "workspace__calculate"
+    assert results_of(session, "workspace__calculate") == []
+    client.force_login(owner)
+    answer = client.post(reverse("web:approval_decide", args=[session.pk, approval.pk]),
+                         {"decision": "approve"}, HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    execute_session(session)  # what the worker does with the message the approval sent
+    session.refresh_from_db()
+    assert session.status == "finished", session.error
+    assert results_of(session, "workspace__calculate") == ["8.24"]
