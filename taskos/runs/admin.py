@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from agents import CheckFailed, ConfigError, check_model, list_scenarios
 
 from .models import (Anchor, ArchivedTurn, ModelProfile, PendingMessage, Session, SessionEvent,
-                     Task, ToolApproval)
+                     Task, ToolApproval, WorkspaceFile)
 from .services import SessionError, checked_config, checked_scenario, checked_window
 
 
@@ -351,6 +351,17 @@ class PendingMessageAdmin(ReadOnlyAdmin):
     @admin.display(description="text")
     def short_text(self, obj: PendingMessage) -> str:
         return obj.text[:100]
+
+
+@admin.register(WorkspaceFile)
+class WorkspaceFileAdmin(ReadOnlyAdmin):
+    """The person's files (T9): who brought which into which workspace, and when the agent
+    was told; the files themselves are on the session page."""
+
+    list_display = ("session", "path", "size", "origin", "added_by", "after_turn",
+                    "announced_turn", "added_at")
+    list_filter = ("origin",)
+    search_fields = ("path",)
 
 
 from .admin_tool_sources import ToolSourceAdmin  # noqa: E402,F401 - tool sources (T10)

@@ -330,3 +330,14 @@ def test_a_copy_and_an_upload_with_the_same_name_are_refused(ann_client):
     assert response.status_code == 400
     assert "Two files would be named 'q1.csv'" in field_errors(response)[0]
     assert Session.objects.count() == 1
+
+
+def test_the_admin_lists_the_persons_files_read_only(admin_client, ann_client):
+    session = started(ann_client, [upload("q1.csv")])
+    listing = admin_client.get("/admin/runs/workspacefile/").content.decode()
+    assert "q1.csv" in listing and f"#{session.pk}" in listing
+    row = WorkspaceFile.objects.get()
+    assert admin_client.get("/admin/runs/workspacefile/add/").status_code == 403
+    assert admin_client.post(f"/admin/runs/workspacefile/{row.pk}/change/",
+                             {"path": "other.csv"}).status_code == 403
+    assert WorkspaceFile.objects.get().path == "q1.csv"
