@@ -10,7 +10,8 @@ character pairs; figures left out, since a correction usually changes exactly th
 figure) is taken to be about the same thing; the
 snapshot then lists the constraint with that sentence under it and says the later one
 wins, and both stay verbatim in the person's words. Two such constraints of one message
-that state different figures may contradict each other: both are shown, neither dropped.
+that say the same words around different figures may contradict each other: both are
+shown, neither dropped.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ LONG_MARK = 5  # letters of a mark long enough to name what a constraint is abou
 
 @lru_cache(maxsize=4096)
 def topic(text: str) -> frozenset[str]:
-    """The content marks of `text`, figures left out."""
-    return frozenset(m for m in marks(plain(text)) if not m.isdigit())
+    """The content marks of `text`, figures left out ("50k" is its figure and a unit)."""
+    return frozenset(marks(plain(_FIGURE.sub(" ", text))))
 
 
 @lru_cache(maxsize=4096)
@@ -110,8 +111,12 @@ def _contradictions(hard: tuple[tuple[str, int], ...]) -> tuple[tuple[str, str],
     pairs: list[tuple[str, str]] = []
     for i, (a, turn_a) in enumerate(hard):
         for b, turn_b in hard[i + 1:]:
-            if turn_a != turn_b or not figures(a) or not figures(b) or figures(a) == figures(b):
+            fig_a, fig_b = figures(a), figures(b)
+            if turn_a != turn_b or not fig_a or not fig_b or fig_a == fig_b:
                 continue
-            if related(a, b) and related(b, a):
+            # The same words around the figures, and (where a text has several) one figure
+            # in common: "section 6 … 106 words" and "section 6 … 156 words" collide,
+            # "section 5 … 105 words" is another section.
+            if topic(a) == topic(b) and (len(fig_a) == len(fig_b) == 1 or fig_a & fig_b):
                 pairs.append((a, b))
     return tuple(pairs)
