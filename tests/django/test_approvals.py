@@ -2,23 +2,19 @@
 drawer's views, who may decide, the timeout, and a worker restarted while a call waits."""
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import time
 
 import pytest
-from celery.contrib.testing.worker import start_worker
-from celery.signals import task_postrun
 from django.urls import reverse
 from django.utils import timezone
 
-from taskos.celery import app
 from taskos.runs import approvals, queue, services
 from taskos.runs.models import ArchivedTurn, Session, ToolApproval
 from taskos.worker import sweeper
 from taskos.worker.execute import execute_session
-from tests.django.test_celery import _close_worker_connections
+from tests.django.test_celery import on_broker, solo_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -174,30 +170,6 @@ def test_cancel_denies_the_waiting_calls(waiting, sent):
     assert Session.objects.get(pk=waiting.pk).status == "cancelled"
 
 
-@contextlib.contextmanager
-def on_test_broker(broker_url: str):
-    """The app sends to the test broker meanwhile (as tests/django/test_celery.py's
-    fixture does), workers or none."""
-    saved = (app.conf.broker_url, app.conf.result_backend)
-    app.conf.broker_url = app.conf.result_backend = broker_url
-    app._pool = None
-    app.amqp._producer_pool = None
-    task_postrun.connect(_close_worker_connections, weak=False)
-    try:
-        yield app
-    finally:
-        task_postrun.disconnect(_close_worker_connections)
-        app.conf.broker_url, app.conf.result_backend = saved
-        app._pool = None
-        app.amqp._producer_pool = None
-
-
-def celery_worker():
-    """A real solo worker on the app's broker."""
-    return start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                        shutdown_timeout=60)
-
-
 def wait_for(pk: int, statuses: tuple[str, ...], timeout: float = 120) -> Session:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -208,6 +180,13 @@ def wait_for(pk: int, statuses: tuple[str, ...], timeout: float = 120) -> Sessio
     raise AssertionError(f"session {pk} still {Session.objects.get(pk=pk).status}")
 
 
+def released(pk: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while Session.objects.filter(pk=pk).exclude(lease_owner="").exists():
+        assert time.monotonic() < deadline, f"session {pk} still leased"
+        time.sleep(0.2)
+
+
 def test_a_pending_approval_survives_a_worker_restart(tmp_path, sim_profile, client,
                                                       django_user_model, celery_redis_url,
                                                       channels_redis_url):
@@ -215,19 +194,20 @@ def test_a_pending_approval_survives_a_worker_restart(tmp_path, sim_profile, cli
     session = services.create_session(owner, "", scenario_file(tmp_path), sim_profile, None, {})
     session.ask_first = ["write_file"]
     session.save(update_fields=["ask_first"])
-    with on_test_broker(celery_redis_url):
-        with celery_worker():
+    with on_broker(celery_redis_url):
+        with solo_worker():
             services.start_session(session)
             session = wait_for(session.pk, ("waiting_for_approval", "failed", "finished"))
         assert session.status == "waiting_for_approval", session.error
-        assert session.lease_owner == ""  # no worker holds it
+        # No worker holds it: the run ended and let its lease go.
+        released(session.pk)
         # The worker is gone; the decisions are made while none runs.
         client.force_login(owner)
         calls = by_path(session)
         assert post(client, calls["report.md"], decision="approve").status_code == 200
         assert post(client, calls["sales.csv"], decision="deny", reason=REASON).status_code == 200
         assert Session.objects.get(pk=session.pk).status == "queued"
-        with celery_worker():  # a new worker takes the message sent meanwhile
+        with solo_worker():  # a new worker takes the message sent meanwhile
             done = wait_for(session.pk, ("finished", "failed", "cancelled"))
     assert done.status == "finished", done.error
     assert (done.workspace / "report.md").exists()

@@ -1,4 +1,5 @@
 """The Celery task with a real worker on a real Redis broker (features T1, W5)."""
+import contextlib
 import time
 
 import pytest
@@ -20,10 +21,11 @@ def _close_worker_connections(**kwargs):
     connections.close_all()
 
 
-@pytest.fixture
-def worker(celery_redis_url, channels_redis_url):
+@contextlib.contextmanager
+def on_broker(broker_url: str):
+    """The app sends to (and its workers read from) `broker_url` meanwhile."""
     saved = (app.conf.broker_url, app.conf.result_backend)
-    app.conf.broker_url = app.conf.result_backend = celery_redis_url
+    app.conf.broker_url = app.conf.result_backend = broker_url
     # Forget connections made with another broker URL: the connection pool and the
     # producer pool, which keeps its own (a task sent earlier in the process through
     # the default broker left one, and this worker's tasks went there).
@@ -31,14 +33,24 @@ def worker(celery_redis_url, channels_redis_url):
     app.amqp._producer_pool = None
     task_postrun.connect(_close_worker_connections, weak=False)
     try:
-        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                          shutdown_timeout=60):
-            yield app
+        yield app
     finally:
         task_postrun.disconnect(_close_worker_connections)
         app.conf.broker_url, app.conf.result_backend = saved
         app._pool = None
         app.amqp._producer_pool = None
+
+
+def solo_worker():
+    """A real worker in this process, one task at a time, on the app's broker."""
+    return start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                        shutdown_timeout=60)
+
+
+@pytest.fixture
+def worker(celery_redis_url, channels_redis_url):
+    with on_broker(celery_redis_url), solo_worker():
+        yield app
 
 
 def _wait_until_done(pk, timeout=120):
