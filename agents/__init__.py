@@ -21,7 +21,7 @@ from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, TOOLS_OFF_NOTIC
                            ConfigError, ContextConfig, ModelProfile, ProfileInvalid, Setting,
                            check_number, input_too_long, profile_settings)
 from agents.context import ANNOTATIONS
-from agents.counting import REPLY_PRIMING, TokenCounter
+from agents.counting import PRICE_TABLES, REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
 from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent, Compaction,
                            CompactionStarted, ErrorEvent, Event, EventSink, EventType, HintBlock,
@@ -78,7 +78,7 @@ __all__ = [
     # scenarios, replay, the benchmark
     "Scenario", "ScenarioError", "list_scenarios", "load_scenario",
     "Recording", "RecordingError", "build_recording", "replay_runner", "differences",
-    "run_bench", "run_once",
+    "run_bench", "run_once", "PRICE_TABLES",
     # what the drawer shows the engine's way, and keys kept out of everything
     "ANNOTATIONS", "REPLY_PRIMING", "TokenCounter", "canonical_keys",
     "KeyEnvRefused", "RedactingFilter", "check_key_env", "redact",

@@ -9,9 +9,10 @@ import json
 import re
 from typing import Any, Iterator
 
-from agents import (ANNOTATIONS, Audit, Compaction, ErrorEvent, EventType, ModelCall, ReportSink,
-                    ScenarioError, ToolResult, differences, load_scenario)
+from agents import (ANNOTATIONS, PRICE_TABLES, Audit, Compaction, ErrorEvent, EventType, ModelCall,
+                    ReportSink, ScenarioError, ToolResult, differences, load_scenario)
 from taskos.runs.models import ArchivedTurn, Session, SessionEvent
+from taskos.runs.prices import cost_at, unpriced
 from taskos.store.call_messages import MessageResolver
 from taskos.store.stored_events import select, stored_event
 
@@ -44,7 +45,7 @@ def stored_report(session: Session) -> dict[str, Any]:
     rows = SessionEvent.objects.filter(session=session)
     # Only the figures compared are read, in SQL: a call's prompt stays in the database.
     calls = select(rows, ModelCall, ("call", "kind", "input_tokens", "cached_tokens", "cost",
-                                     "over_window"))
+                                     "over_window", "output_tokens", "refused"))
     compactions = select(rows, Compaction, ("noop", "audit"))
     audits = select(rows, Audit, ("ok", "unsupported_figures", "unsupported_names"))
     impossible = select(rows.filter(payload__code=IMPOSSIBLE), ErrorEvent, ("message",))
@@ -72,6 +73,10 @@ def stored_report(session: Session) -> dict[str, Any]:
         "anchor_survival": anchor_survival(session),
         "cached_tokens": cached, "cached_share": round(cached / sum(inputs), 4) if inputs else 0,
         "cost": round(sum(float(c.cost) for c in calls), 6),
+        # What the calls would have cost at each of the benchmark's named tables: the only
+        # money a simulated run (or an unpriced profile) can show.
+        "unpriced": unpriced(session.profile),
+        "costs_at": {name: cost_at(calls, name) for name in PRICE_TABLES},
         # The E3 audit against the archive when the session has it, else the old self-check.
         "audit_failures": sum(1 for a in audits if a.ok is False) if audits
         else sum(1 for c in real if c.audit.get("ok") is False),
@@ -91,12 +96,14 @@ def _canonical(session: Session) -> dict[str, str]:
     return {f"arc:{session.pk}:{pk}": f"arc:#{rank}" for rank, pk in enumerate(ids, 1)}
 
 
-def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, Any]]]]:
-    """(turn, call number, messages as sent) of each agent call, oldest first."""
-    rows = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL,
-                                        payload__kind="agent")
+def requests(session: Session) -> Iterator[tuple[int, int, str, dict[str, Any], int]]:
+    """(turn, call number, kind, request as sent: messages and every other parameter, the
+    provider's input tokens) of each call the provider answered, oldest first. Tool schemas
+    stored once and named by later calls ({"tools_of_call": N}) are read back as sent."""
+    rows = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL)
             .order_by("seq").values_list("seq", "turn", "payload"))
     resolver = MessageResolver(session.pk)  # rows store what is new since the last call
+    schemas: dict[int, Any] = {}  # call number -> the tool schemas it stored
     for seq, turn, payload in rows.iterator(chunk_size=20):
         call = stored_event(EventType.MODEL_CALL, payload, seq=seq, turn=turn)
         # The stored row is what the resolver rebuilds messages from: data, kept as stored.
@@ -105,22 +112,77 @@ def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, 
             continue
         sent = [{k: v for k, v in m.items() if k not in ANNOTATIONS}
                 for m in resolver.messages(seq, payload)]
-        yield turn, call.call, sent
+        params = {k: v for k, v in (call.request or {}).items() if k != "key_orders"}
+        if "tools" in params:
+            params["tools"] = _tools_sent(params["tools"], schemas, call.call)
+        yield turn, call.call, call.kind, {**params, "messages": sent}, call.input_tokens
+
+
+def _tools_sent(tools: Any, schemas: dict[int, Any], number: int) -> Any:
+    """The schemas a call sent: stored as JSON text (a JSONB column loses key order), or as
+    a marker naming the earlier call that stored them (then remembered for later ones)."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            return tools
+    if isinstance(tools, dict) and isinstance(tools.get("tools_of_call"), int):
+        return schemas.get(tools["tools_of_call"], tools)
+    schemas[number] = tools
+    return tools
+
+
+def agent_requests(session: Session) -> Iterator[tuple[int, int, list[dict[str, Any]]]]:
+    """(turn, call number, messages as sent) of each agent call, oldest first."""
+    for turn, number, kind, request, _ in requests(session):
+        if kind == "agent":
+            yield turn, number, request["messages"]
 
 
 def first_difference(source: Session, replay: Session) -> dict[str, Any] | None:
-    """The first agent call (by turn) whose context differs between the two runs."""
+    """Where the two runs' requests part, None only when every request is byte for byte the
+    same and was counted the same. "context": the first call whose request differs (or
+    that one run made and the other did not). "refs": the contexts are the same but the
+    archive refs in them differ (each run numbers its own archive), so the bytes and
+    the counts can differ. "counts": the same bytes, counted differently."""
     maps = (_canonical(source), _canonical(replay))
 
-    def text(messages, refs) -> str:
-        return REF.sub(lambda m: refs.get(m.group(0), m.group(0)),
-                       json.dumps(messages, ensure_ascii=False, sort_keys=True))
+    def text(request, refs=None) -> str:
+        dumped = json.dumps(request, ensure_ascii=False, sort_keys=True)
+        return dumped if refs is None else REF.sub(lambda m: refs.get(m.group(0), m.group(0)),
+                                                  dumped)
 
-    left, right = agent_requests(source), agent_requests(replay)
-    for (turn, call_a, msgs_a), (_, call_b, msgs_b) in zip(left, right):
-        if text(msgs_a, maps[0]) != text(msgs_b, maps[1]):
-            return {"turn": turn, "source_call": call_a, "replay_call": call_b}
-    return None
+    def found(kind: str, turn: int, a, b) -> dict[str, Any]:
+        return {"kind": kind, "turn": turn, "source_call": a[1] if a else None,
+                "replay_call": b[1] if b else None}
+
+    near = None  # the first call that is the same context but not the same bytes/count
+    left, right = requests(source), requests(replay)
+    while True:
+        a, b = next(left, None), next(right, None)
+        if a is None and b is None:
+            return near
+        if a is None or b is None:  # one run made more calls than the other
+            return found("context", (a or b)[0], a, b)
+        if text(a[3], maps[0]) != text(b[3], maps[1]):
+            return found("context", a[0], a, b)
+        if near is None and text(a[3]) != text(b[3]):
+            near = found("refs", a[0], a, b)
+        elif near is None and a[4] != b[4]:
+            near = found("counts", a[0], a, b)
+
+
+def difference_text(first: dict[str, Any] | None) -> str:
+    """`first_difference` in words, for the terminal."""
+    if first is None:
+        return "requests identical at every call, byte for byte"
+    calls = f"call {first['source_call'] or '–'} vs {first['replay_call'] or '–'}"
+    if first["kind"] == "refs":
+        return (f"same contexts, but archive refs differ from turn {first['turn']} ({calls}): "
+                "the bytes and the token counts can differ")
+    if first["kind"] == "counts":
+        return f"same requests, counted differently from turn {first['turn']} ({calls})"
+    return f"contexts first differ at turn {first['turn']} ({calls})"
 
 
 def compare(source: Session, replays: list[Session]) -> dict[str, Any]:

@@ -77,6 +77,21 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def call_page(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """One call in the inspector on a page of its own, styled like the rest (the compare
+    view's "contexts first differ" links open here, not on the bare fragment)."""
+    session = owned_session(request, pk)
+    panel = InspectorPanel()
+    context = panel.get_context(session, load_events(session, panel.event_types), pinned=number)
+    if context["detail"] is None:
+        raise Http404(f"Session #{pk} has no call {number}.")
+    body = render_to_string(panel.template, {**context, "session": session}, request=request)
+    return render(request, "web/call.html", {"session": session, "number": number,
+                                             "body": body, "dom_id": f"{panel.dom_id}-pinned"})
+
+
+@login_required
+@require_GET
 def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     """Inspector export: the request body of call `number`, the very bytes the provider got."""
     session = owned_session(request, pk)

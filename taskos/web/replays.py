@@ -16,9 +16,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from agents import PRICE_TABLES
 from taskos.replays.compare import compare
 from taskos.replays.sessions import changed_settings, create_replay
 from taskos.runs.models import ModelProfile, Session
+from taskos.runs.prices import table_named
 from taskos.runs.services import SessionError, start_session
 from taskos.web.forms import KNOBS, MAX_WINDOW, MIN_WINDOW, NewSessionForm, ProfileChoiceField
 from taskos.web.views import owned_session
@@ -123,6 +125,10 @@ def compare_view(request: HttpRequest, pk: int) -> HttpResponse:
         runs.append({**report, "label": f"#{replay.pk} replay", "row": replay,
                      "changed": changed_settings(replay),
                      "colour": COLOURS[index % len(COLOURS)]})
+    prices = table_named(request.GET.get("prices"))
+    for run in runs:
+        run["cost_at_table"] = (run.get("costs_at") or {}).get(prices)
     return render(request, "web/compare.html", {
         "source": source, "runs": runs, "curves": _curves(runs),
+        "prices": prices, "price_tables": list(PRICE_TABLES),
         "active": any(r.is_active for r in replays)})

@@ -39,7 +39,7 @@ def test_replay_from_a_session_page_then_compare_on_desktop_and_phone(
     # The page reloads itself while the replay runs; its row then has figures and links
     # to the inspector at the first call where the two contexts differ.
     row = page.locator(f"tr[data-session='{replay}']")
-    expect(row.locator("a[href*='/inspect?call=']")).to_have_count(2)
+    expect(row.locator("a[href*='/calls/']")).to_have_count(2)
     expect(row).to_contain_text("window=8000")
     expect(row).to_contain_text("finished")
     expect(page.locator("svg.curve.overlay polyline")).to_have_count(2)
@@ -49,10 +49,18 @@ def test_replay_from_a_session_page_then_compare_on_desktop_and_phone(
     compactions = [int(stack.scalar("SELECT compactions FROM runs_session WHERE id = ?", pk))
                    for pk in (source, replay)]
     assert compactions[1] > compactions[0]  # half the window compacts more
-    href = row.locator("a[href*='/inspect?call=']").last.get_attribute("href")
+    # Simulated runs cost nothing: the money shown is at a named price table.
+    expect(row.locator("td.cost")).to_contain_text("at openai-like prices")
+    page.select_option("form.prices select", "anthropic-like")
+    expect(row.locator("td.cost")).to_contain_text("at anthropic-like prices")
+    # The link opens the call inside the styled page (the stylesheet applied), not a
+    # bare fragment.
+    href = row.locator("a[href*='/calls/']").last.get_attribute("href")
     page.goto(stack.url(href))
-    expect(page.locator("body")).to_contain_text("call")
-    assert page.url.startswith(stack.url(f"/sessions/{replay}/inspect"))
+    assert page.url.startswith(stack.url(f"/sessions/{replay}/calls/"))
+    expect(page.locator("h1")).to_contain_text("Call")
+    expect(page.locator("#panel-inspector .inspector .input-total")).to_be_visible()
+    assert page.evaluate("document.styleSheets.length") >= 1
 
     # The replay's own page leads back to the comparison.
     page.goto(stack.url(f"/sessions/{replay}/"))

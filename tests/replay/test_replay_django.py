@@ -38,7 +38,10 @@ def test_a_replay_with_its_own_settings_reproduces_every_request(sim_profile,
     run_session.apply(args=[replay.pk])  # what the worker does with a queued replay
     replay.refresh_from_db()
     assert replay.status == "finished" and replay.replay_of == recorded
-    assert first_difference(recorded, replay) is None
+    # The same contexts call by call; each run's archive refs are its own, so the bytes
+    # differ there and the comparison says so rather than "identical".
+    first = first_difference(recorded, replay)
+    assert first is None or first["kind"] == "refs", first
     report = compare(recorded, [replay])["replays"][0]
     assert all(d.get("delta", 0) == 0 for d in report["differences"].values())
     summaries = SessionEvent.objects.filter(session=replay, type="MODEL_CALL",
@@ -109,7 +112,8 @@ def test_a_session_that_delegated_replays_with_its_sub_agents_answers_reused(del
     assert replay.status == "finished" and replay.final_answer == delegated.final_answer
     assert not replay.children.exists()  # no sub-agent ran again
     assert Session.objects.count() == 5  # the parent, its three children, the replay
-    assert first_difference(delegated, replay) is None  # the same requests, call by call
+    first = first_difference(delegated, replay)  # the same requests, call by call
+    assert first is None or first["kind"] == "refs", first
     report = compare(delegated, [replay])["replays"][0]
     assert [r["child"] for r in report["reused_children"]] == [str(c.pk) for c in children]
     assert [r["recorded_input_tokens"] for r in report["reused_children"]] == [

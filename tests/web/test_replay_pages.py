@@ -42,9 +42,19 @@ def test_replay_with_a_smaller_window_then_compare_side_by_side(ann_client, reco
     assert html.count("<polyline") == 3  # the overlaid curves, one per run
     assert "<code>window=8000</code> <code>trigger_ratio=0.6</code>" in html
     smaller, same = replays
-    assert re.search(rf'turn \d+: <a href="/sessions/{recorded.pk}/inspect\?call=\d+">call \d+</a> '
-                     rf'vs <a href="/sessions/{smaller.pk}/inspect\?call=\d+">', html)
-    assert "identical" in html  # the replay with the recorded settings
+    assert re.search(rf'turn \d+: <a href="/sessions/{recorded.pk}/calls/\d+/">call \d+</a> '
+                     rf'vs <a href="/sessions/{smaller.pk}/calls/\d+/">', html)
+    # The replay with the recorded settings has the same contexts, but its archive refs
+    # are its own: not byte for byte identical, and said so.
+    assert "same contexts, archive refs differ from turn" in html and "identical<" not in html
+    # Simulated runs cost $0: the cost column shows them at a named price table.
+    assert html.count("at openai-like prices") == 3 and "$0.0000" not in html
+    cheaper = ann_client.get(f"/sessions/{recorded.pk}/compare?prices=deepseek-like")
+    assert cheaper.content.decode().count("at deepseek-like prices") == 3
+    # The first-difference links open the call on a styled page of its own.
+    link = re.search(rf'href="(/sessions/{smaller.pk}/calls/\d+/)"', html).group(1)
+    call_page = ann_client.get(link).content.decode()
+    assert "<link rel=\"stylesheet\"" in call_page and 'class="inspector"' in call_page
     only = ann_client.get(f"/sessions/{recorded.pk}/compare?runs={smaller.pk}").content.decode()
     assert re.findall(r'<tr data-session="(\d+)">', only) == [str(recorded.pk), str(smaller.pk)]
     # a replay's page links back to the comparison of its recording

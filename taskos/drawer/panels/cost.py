@@ -7,6 +7,7 @@ from typing import Any
 from agents import Compaction, Event, EventType, ModelCall
 from taskos.drawer.base import Panel
 from taskos.drawer.panels.budget import INPUT_ZONES
+from taskos.runs.prices import costs_at_tables
 from taskos.drawer.tool_costs import tool_costs
 
 TURNS_SHOWN = 8
@@ -100,6 +101,9 @@ class CostPanel(Panel):
             "wasted": wasted, "wasted_share": wasted_share,
             "simulated": bool(profile and profile.simulated),
             "priced": bool(price_in or price_cached or price_out),
+            # Unpriced: what the same calls would have cost at the benchmark's tables.
+            "would_cost": [] if price_in or price_cached or price_out
+            else costs_at_tables(calls),
             "profile": profile,
             **tool_costs(events),  # per tool and per tool source (T10)
         }

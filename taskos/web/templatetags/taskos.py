@@ -74,3 +74,16 @@ def as_json(value: Any) -> str:
         except ValueError:
             return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+@register.filter
+def would_cost(session: Any) -> dict[str, Any] | None:
+    """For a session that costs nothing (simulated model, or a profile without prices):
+    what it would have cost at the default named price table, as {"table", "cost"}; None
+    for a priced profile (its cost is real) or before any state was saved."""
+    from taskos.runs.prices import DEFAULT_TABLE, session_cost_at, unpriced
+
+    if not unpriced(session.profile):
+        return None
+    cost = session_cost_at(session, DEFAULT_TABLE)
+    return None if cost is None else {"table": DEFAULT_TABLE, "cost": cost}

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from taskos.ops.management.commands.runtask import ProgressBar
 from taskos.ops.management.migrated import require_migrated
 from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
-from taskos.replays.compare import compare
+from taskos.replays.compare import compare, difference_text
 from taskos.replays.sessions import create_replay, parse_settings
 from taskos.runs.models import ModelProfile, Session
 from taskos.runs.services import SessionError
@@ -71,6 +71,4 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         for key, diff in out["differences"].items():
             self.stdout.write(f"  {key:22} {diff['source']!s:>12} -> {diff['replay']!s:>12}")
         first = out["first_difference"]
-        self.stdout.write("  contexts identical at every call" if first is None else
-                          f"  contexts first differ at turn {first['turn']} (call "
-                          f"{first['source_call']} vs {first['replay_call']})")
+        self.stdout.write(f"  {difference_text(first)}")

@@ -1,0 +1,46 @@
+"""What a run would have cost at the benchmark's named price tables (feature W9).
+
+A simulated session, or one on a profile without prices, costs $0; the tokens it sent
+still say what a real provider would have charged. These figures are the benchmark's
+(agents PRICE_TABLES, per call, the cache-write rule included) and are always shown
+with the table's name, never as the session's cost.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from agents import PRICE_TABLES
+
+DEFAULT_TABLE = "openai-like"
+
+
+def table_named(name: str | None) -> str:
+    """`name` when it is one of the tables, else the default one."""
+    return name if name in PRICE_TABLES else DEFAULT_TABLE
+
+
+def unpriced(profile: Any) -> bool:
+    """The profile charges nothing (the simulated model, or no prices set)."""
+    return profile is None or not any(float(getattr(profile, field, 0) or 0) for field in
+                                      ("price_input", "price_cached_input", "price_output"))
+
+
+def cost_at(calls: Iterable[Any], table: str) -> float:
+    """Dollars the calls (ModelCall events or their figures) would cost at `table`; calls
+    the provider refused were never charged."""
+    prices = PRICE_TABLES[table]
+    return round(sum(prices.cost(c.input_tokens, c.cached_tokens, c.output_tokens)
+                     for c in calls if not getattr(c, "refused", False)), 6)
+
+
+def costs_at_tables(calls: list[Any]) -> list[dict[str, Any]]:
+    """[{"table", "cost"}] for every table, in the benchmark's order."""
+    return [{"table": name, "cost": cost_at(calls, name)} for name in PRICE_TABLES]
+
+
+def session_cost_at(session: Any, table: str = DEFAULT_TABLE) -> float | None:
+    """The session's running cost at `table` as the engine's report keeps it (updated each
+    turn, with the session's state); None when no state was saved yet."""
+    report = ((getattr(session, "engine_state", None) or {}).get("companions") or {}).get("report")
+    cost = (report or {}).get("cost") or {}
+    return float(cost[table]) if table in cost else None

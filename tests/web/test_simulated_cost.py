@@ -1,0 +1,46 @@
+"""A simulated session costs $0; the session header, the cost panel and the compare view
+(tests/web/test_replay_pages.py) show what its calls would have cost at the benchmark's
+named price tables, labelled as such (feature W9)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agents import PRICE_TABLES
+from taskos.drawer.events import load_events
+from taskos.drawer.panels import CostPanel
+from taskos.runs import services
+from taskos.runs.prices import cost_at
+from taskos.worker.execute import execute_session
+
+from .factories import add_events, model_call
+from .test_panels import panel_view
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_cost_panel_prices_a_simulated_run_at_each_named_table(session):
+    add_events(session, model_call(1, 3000, cached=1000), model_call(2, 4000, cached=2500))
+    context, html = panel_view(CostPanel(), session)
+    rows = {row["table"]: row["cost"] for row in context["would_cost"]}
+    assert list(rows) == list(PRICE_TABLES)
+    # openai-like: 2.00 / 0.50 / 8.00 per 1M input / cached / output tokens.
+    assert rows["openai-like"] == pytest.approx((3500 * 2.0 + 3500 * 0.5 + 240 * 8.0) / 1e6)
+    assert f"${rows['openai-like']:,.4f}" in html and "openai-like prices" in html
+    assert "would have cost at" in html
+
+
+def test_the_session_header_says_what_a_simulated_run_would_have_cost(
+        ann, ann_client, sim_profile, channels_redis_url):
+    session = services.create_session(ann, "", "sales-report", sim_profile, 16000, {})
+    execute_session(session)
+    session.refresh_from_db()
+    assert session.status == "finished" and session.cost == 0
+    calls = [ev for ev in load_events(session, ["MODEL_CALL"])]
+    expected = cost_at(calls, "openai-like")
+    assert expected > 0
+    page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
+    header = re.search(r'<div id="session-status".*?</div>', page, re.S).group(0)
+    assert re.search(r"would cost <b>\$([\d.,]+)</b> at openai-like prices", header).group(1) \
+        == f"{expected:,.4f}"
