@@ -12,7 +12,8 @@ import zipfile
 import pytest
 from playwright.sync_api import Page, expect
 
-from .stack import Stack, running_stack
+from .stack import Stack, running_stack, wait_for
+from .test_drawer_live import count_events, start_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
@@ -140,3 +141,27 @@ def test_files_added_to_a_finished_session_and_a_refusal_there(page: Page, stack
     finished_pk(page)
     assert listed(page) == ["empty.txt", "first.csv", "later.txt", "sales.csv"]
     assert writer(page, "first.csv") == "you (ann), at the start"
+
+
+def test_a_file_added_mid_run_is_named_to_the_agent_on_its_next_turn(page: Page,
+                                                                   stack: Stack) -> None:
+    pk = start_session(page, stack, "sales-report", window=32000)  # the worker is paused
+    stack.resume("worker")
+    wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= 2, "two model calls")
+    with stack.worker_held():
+        expect(page.locator("#session-status .status")).to_have_text("running")
+        page.set_input_files("#workspace input[type=file]", [payload("late.csv", CSV)])
+        page.click("#workspace button:has-text('Upload')")
+        expect(page.locator("div.messages .flash-ok")).to_contain_text(
+            "Added 1 file to the workspace: late.csv. The agent is told on its next turn.")
+        asked_at = int(stack.scalar("SELECT max(turn) FROM runs_sessionevent WHERE "
+                                    "session_id = ?", pk))
+    expect(page.locator("#session-status .status")).to_have_text("finished")
+    [(turn, text)] = [(turn, json.loads(payload)["text"]) for turn, payload in stack.query(
+        "SELECT turn, payload FROM runs_sessionevent WHERE session_id = ? AND type = "
+        "'HINT_BLOCK' AND payload LIKE '%\"files\"%'", pk)]
+    assert text == (f"The person added 1 file to the workspace: late.csv ({len(CSV)} bytes). "
+                    "Use list_files and read_file to look at them.")
+    assert asked_at <= turn <= asked_at + 1  # the turn after the upload, or the one in flight
+    assert stack.scalar("SELECT announced_turn FROM runs_workspacefile WHERE session_id = ? "
+                        "AND path = 'late.csv'", pk) == turn
