@@ -215,7 +215,12 @@ def check_plan(items: Iterable[Incoming], existing: dict[str, int], limits: Limi
     items = list(items)
     seen: dict[str, str] = {}
     folders = {str(parent) for path in existing for parent in PurePosixPath(path).parents}
+    incoming = {item.path: item for item in items}
     for item in items:
+        for parent in PurePosixPath(item.path).parents:
+            if str(parent) in incoming:
+                raise UploadRefused(f"{incoming[str(parent)].shown} is a file and "
+                                    f"{item.shown} would be inside it; rename one.")
         if item.size > limits.file_bytes:
             raise UploadRefused(f"{item.shown} is {megabytes(item.size)}; one file may be at "
                                 f"most {megabytes(limits.file_bytes)}.")

@@ -106,6 +106,7 @@ def test_a_file_that_is_not_a_zip_says_so():
     ([item("data")], {"data/x.csv": 3}, "is a folder in the workspace"),
     ([item("a.txt/b.txt")], {"a.txt": 3}, "is a file in the workspace"),
     ([item("big", b"x" * 1001)], {}, "one file may be at most"),
+    ([item("a"), item("a/b.txt")], {}, "'a' is a file and 'a/b.txt' would be inside it"),
     ([item(f"f{i}") for i in range(11)], {}, "at most 10 are taken per session")])
 def test_a_plan_is_refused_as_a_whole(items, existing, says):
     with pytest.raises(UploadRefused) as refused:
