@@ -23,6 +23,7 @@ from taskos.store.stored_events import discards_before
 
 TRANSCRIPT_TYPES = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_CALL,
                     EventType.TOOL_RESULT, EventType.COMPACTION, EventType.ERROR,
+                    EventType.APPROVAL_REQUESTED, EventType.APPROVAL_DECIDED,
                     EventType.SESSION_FINISHED)
 # The types by name, for drawer/transcript.html: {% if ev.type == types.TOOL_RESULT %}.
 TYPES = {kind.name: kind for kind in EventType}

@@ -92,6 +92,7 @@ def test_approve_and_deny_from_the_drawer(waiting, client, sent):
     client.force_login(waiting.owner)
     page = client.get(reverse("web:session", args=[waiting.pk])).content.decode()
     assert page.count('class="approval approval-pending"') == 2 and "+gone" in page
+    assert page.count('class="ev ev-approval_requested"') == 2  # in the transcript too
     answer = post(client, calls["report.md"], decision="approve")
     assert answer.status_code == 200 and "Other calls still wait" in answer.content.decode()
     assert 'id="panel-approvals-body"' in answer.content.decode()  # the panel, out of band
@@ -114,6 +115,8 @@ def test_approve_and_deny_from_the_drawer(waiting, client, sent):
                .values_list("payload", flat=True)}
     assert decided[calls["report.md"].call_id]["decision"] == "approved"
     assert decided[calls["sales.csv"].call_id]["decided_by"] == "ann"
+    page = client.get(reverse("web:session", args=[waiting.pk])).content.decode()
+    assert page.count('class="ev ev-approval_decided"') == 2 and REASON in page
     rows = ArchivedTurn.objects.filter(session=waiting, role="approval")
     assert sorted(r.content.split()[0] for r in rows) == ["approved", "denied"]
 
