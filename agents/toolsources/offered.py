@@ -8,19 +8,23 @@ warning the person sees; a fault during a call is a ToolError the model sees.
 """
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.tools.base import Tool, ToolError
+from agents.tools.base import Tool, ToolContext, ToolError
 from agents.toolsources.connection import McpConnection, SourceFault, SourceLoop
 from agents.toolsources.spec import SourceConfigError, SourceSpec
 
 CHARS_PER_TOKEN = 4  # the schema limit is checked cheaply; the budget counts exactly
 MAX_DESCRIPTION_CHARS = 2000
 LOOP_GRACE_S = 15.0  # beyond the source's own timeouts: closing a stuck server takes a while
+CANCEL_POLL_S = 0.5  # how often a call in flight reads the session's cancel flag
 
 
 @dataclass
@@ -102,25 +106,28 @@ class SourceSet:
         if required:
             parameters["required"] = required
 
-        def call(**arguments: Any) -> Any:
-            return self.call(connection, name, arguments)
+        def call(_ctx: ToolContext, **arguments: Any) -> Any:
+            return self.call(connection, name, arguments, _ctx)
 
         return Tool(name=offered_as, description=f"[{spec.name}] {description}",
                     parameters=parameters, func=call, boundary=spec.boundary(name),
                     timeout_s=spec.start_timeout_s + spec.call_timeout(name) + LOOP_GRACE_S,
+                    # In the loop's thread: the call waits on the source's own event loop
+                    # and reads the cancel flag through the store, whose connection
+                    # belongs to this thread.
+                    inline=True,
                     ask_first=spec.asks_first(name),
                     # The server's own hint (MCP tool annotations): asked first where a
                     # session asks before writes (T11).
                     destructive=bool(getattr(listed.annotations, "destructive_hint", False)))
 
-    def call(self, connection: McpConnection, name: str, arguments: dict[str, Any]) -> Any:
+    def call(self, connection: McpConnection, name: str, arguments: dict[str, Any],
+             ctx: ToolContext | None = None) -> Any:
         spec = connection.spec
         try:
-            result = self.loop.run(connection.call(name, arguments),
-                                   spec.start_timeout_s + spec.call_timeout(name) + LOOP_GRACE_S)
-        except SourceFault as exc:
-            raise ToolError(str(exc)) from None
-        except SourceConfigError as exc:
+            result = self._wait(connection, name, arguments, ctx,
+                                spec.start_timeout_s + spec.call_timeout(name) + LOOP_GRACE_S)
+        except (SourceFault, SourceConfigError) as exc:
             raise ToolError(str(exc)) from None
         if result.is_error:
             text = content_text(result) or "(no message)"
@@ -128,6 +135,30 @@ class SourceSet:
             raise ToolError(f"{name} on tool source {spec.name!r} returned an error: {text}"
                             + (f" {gone}" if gone else ""))
         return result_value(result)
+
+    def _wait(self, connection: McpConnection, name: str, arguments: dict[str, Any],
+              ctx: ToolContext | None, limit_s: float) -> Any:
+        """The call's result; a person's cancel (the drawer's Cancel) or the overall limit
+        abandons it and stops the server, which starts again for the next call."""
+        future = asyncio.run_coroutine_threadsafe(connection.call(name, arguments),
+                                                  self.loop.loop)
+        end = time.monotonic() + limit_s
+        while True:
+            try:
+                return future.result(CANCEL_POLL_S)
+            except concurrent.futures.TimeoutError:
+                pass
+            cancelled = ctx is not None and ctx.store.cancel_requested(ctx.session_id)
+            if cancelled or time.monotonic() >= end:
+                future.cancel()
+                try:
+                    self.loop.run(connection.close(), LOOP_GRACE_S * 2)
+                except Exception:  # noqa: BLE001 - the server is abandoned either way
+                    pass
+                what = ("the session was cancelled during the call" if cancelled
+                        else f"it did not finish within {limit_s:g} s")
+                raise SourceFault(f"{name} on tool source {connection.spec.name!r} was "
+                                  f"abandoned: {what}; the server was stopped")
 
     def _gone(self, connection: McpConnection, name: str) -> str:
         """Whether the server's tool list changed under the session: said beside its error."""

@@ -134,6 +134,18 @@ def test_a_hang_times_out_and_the_server_is_started_again(stdio_sources, stdio_c
     assert run(registry, stdio_ctx, "fx__add", a=2, b=3).content == "5"
 
 
+def test_a_cancel_abandons_a_call_in_flight_and_stops_the_server(stdio_sources, stdio_ctx,
+                                                                 store):
+    registry = registry_of(stdio_sources)
+    starts = stdio_sources.connections["fx"].starts
+    store.cancelled.add("s1")  # the drawer's Cancel sets the flag the call reads
+    outcome = run(registry, stdio_ctx, "fx__hang")
+    assert "was abandoned: the session was cancelled during the call" in outcome.error
+    store.cancelled.discard("s1")
+    assert run(registry, stdio_ctx, "fx__add", a=1, b=2).content == "3"
+    assert stdio_sources.connections["fx"].starts == starts + 1
+
+
 def test_a_changed_tool_list_is_said_to_the_model(stdio_sources, stdio_ctx):
     registry = registry_of(stdio_sources)
     assert run(registry, stdio_ctx, "fx__drop_echo").content == "echo removed"
