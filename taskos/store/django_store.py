@@ -570,7 +570,8 @@ class DjangoStore:
                 owner_id=parent.owner_id, goal=storable_text(request["goal"]),
                 scenario=request.get("scenario") or "", profile=profile, window=window,
                 context_settings=settings, parent=parent,
-                parent_turn=int(request.get("turn") or 0))
+                parent_turn=int(request.get("turn") or 0),
+                ask_first=list(parent.ask_first or []))  # asks before what its parent does (T11)
             Anchor.objects.bulk_create([
                 Anchor(session=child, tier=1, text=storable_text(text),
                        source=Anchor.Source.USER)

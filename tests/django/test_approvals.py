@@ -215,3 +215,9 @@ def test_a_pending_approval_survives_a_worker_restart(tmp_path, sim_profile, cli
     assert done.status == "finished", done.error
     assert (done.workspace / "report.md").exists()
     assert REASON in agent_inputs(done)[-1]
+
+
+def test_a_sub_agent_asks_before_what_its_parent_does(waiting):
+    from taskos.store.django_store import DjangoStore
+    child = DjangoStore().create_child(str(waiting.pk), {"goal": "Check the draft.", "turn": 1})
+    assert Session.objects.get(pk=child).ask_first == ["write_file"]
