@@ -4,12 +4,14 @@ source that cannot start leaves the session running on; only staff change source
 person picks only the ones open to them."""
 from __future__ import annotations
 
+import json
 import sys
 from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from taskos.drawer.base import render_panel
@@ -17,7 +19,8 @@ from taskos.drawer.events import load_events
 from taskos.drawer.panels import CostPanel
 from taskos.drawer.panels.inspector import read_call_detail
 from taskos.runs import queue, services
-from taskos.runs.models import ArchivedTurn, SessionEvent, ToolSource, ToolSourceTool
+from taskos.runs.models import (ArchivedTurn, Session, SessionEvent, ToolSource,
+                                ToolSourceTool)
 from taskos.web.forms import NewSessionForm
 from taskos.worker.execute import execute_session
 
@@ -196,4 +199,18 @@ def test_an_ask_first_tool_of_a_source_waits_and_the_resumed_run_reconnects(
     execute_session(session)  # what the worker does with the message the approval sent
     session.refresh_from_db()
     assert session.status == "finished", session.error
+    assert results_of(session, "workspace__calculate") == ["8.24"]
+
+
+def test_runtask_offers_a_named_source_and_refuses_an_unknown_one(sim_profile, capsys):
+    example_source()
+    with pytest.raises(CommandError, match="no enabled tool source nope. Enabled sources: "
+                                           "workspace"):
+        call_command("runtask", scenario="workspace-tools", tool_source=["nope"])
+    assert not Session.objects.exists()  # refused before any session
+    call_command("runtask", scenario="workspace-tools", tool_source=["workspace"], json=True)
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "finished"
+    assert report["tool_sources"]["schema_tokens"]["workspace"] > 0
+    session = Session.objects.get()
     assert results_of(session, "workspace__calculate") == ["8.24"]

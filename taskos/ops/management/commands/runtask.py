@@ -13,6 +13,7 @@ from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
 from taskos.replays.sessions import parse_settings
 from taskos.runs.models import ModelProfile
 from taskos.runs.services import SessionError, create_session
+from taskos.runs.tool_sources import ToolSource
 from taskos.worker.execute import execute_tree
 from taskos.workspaces.files import add_files, command_line_items
 from taskos.workspaces.intake import UploadRefused
@@ -43,6 +44,19 @@ class ProgressBar:
         self.stream.flush()
 
 
+def tool_sources_named(names: list[str]) -> list[ToolSource]:
+    """The enabled tool sources named by --tool-source; an unknown name is refused before
+    any session exists."""
+    sources = list(ToolSource.objects.filter(name__in=names, enabled=True))
+    unknown = sorted(set(names) - {source.name for source in sources})
+    if unknown:
+        known = ", ".join(ToolSource.objects.filter(enabled=True)
+                          .values_list("name", flat=True)) or "none"
+        raise CommandError(f"--tool-source: no enabled tool source {', '.join(unknown)}. "
+                           f"Enabled sources: {known}.")
+    return sources
+
+
 class Command(StorageErrorsInOneLine, BaseCommand):
     help = "Run a scenario headless through the engine, in this process."
 
@@ -70,6 +84,9 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         parser.add_argument("--file", action="extend", nargs="+", default=[], metavar="PATH",
                             help="files or folders put into the session's workspace before "
                                  "it starts (a .zip is unpacked; repeatable; T9)")
+        parser.add_argument("--tool-source", action="append", default=[], metavar="NAME",
+                            help="an enabled tool source (an MCP server, T10) whose tools are "
+                                 "offered (repeatable)")
         parser.add_argument("--json", action="store_true",
                             help="print the run report as one JSON object on stdout")
 
@@ -79,6 +96,7 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         if profile is None:
             names = ", ".join(ModelProfile.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"No model profile {options['profile']!r}. Profiles: {names}.")
+        sources = tool_sources_named(options["tool_source"])
         try:  # checked before the session exists: a refused file leaves nothing behind
             incoming = command_line_items(options["file"])
         except UploadRefused as exc:
@@ -104,6 +122,7 @@ class Command(StorageErrorsInOneLine, BaseCommand):
                 session.delete()
                 raise CommandError(f"--file: {exc}") from None
             self.stderr.write(f"Workspace: {len(incoming)} file(s) added from --file.")
+        session.tool_sources.set(sources)
         self.stderr.write(f"Session #{session.pk} on {profile}: {session.goal[:200]} "
                           f"(window {session.window})")
         if session.tools_off_notice:  # the profile's model check found no tools rendered
