@@ -5,23 +5,29 @@ sales-report reads a file early and writes its report last; both tools are ticke
 "Ask before" on the start form. The read is denied with a reason, the write (its diff
 shown) approved; the session then finishes, its report on disk, the denial in what the
 model read. Each step waits for a condition on the page or in the database.
+`TASKOS_UPDATE_SCREENSHOT=1` writes the README's picture docs/approvals.png.
 """
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from .stack import Stack, wait_for
+from .stack import ROOT, Stack, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
 
 REASON = "read the CSV with the csv tools instead"
+README_SCREENSHOT = ROOT / "docs" / "approvals.png"
 
 
-def test_deny_then_approve_in_the_drawer(page: Page, stack: Stack):
+def test_deny_then_approve_in_the_drawer(page: Page, stack: Stack, tmp_path: Path):
+    screenshot = (README_SCREENSHOT if os.environ.get("TASKOS_UPDATE_SCREENSHOT") == "1"
+                  else tmp_path / "approvals.png")
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", "sales-report")
     page.locator("details", has=page.locator("fieldset.tools-ask-first")).evaluate(
@@ -50,6 +56,7 @@ def test_deny_then_approve_in_the_drawer(page: Page, stack: Stack):
     write = page.locator("#panel-approvals-body .approval-pending", has_text="write_file")
     expect(write).to_have_count(1)
     expect(write.locator(".approval-diff .diff-add").first).to_be_visible()
+    page.locator("#panel-approvals").screenshot(path=str(screenshot))
     write.locator("form.approve button").click()
     expect(page.locator("#flash")).to_contain_text("Approved")
 
