@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable
 
 from agents.compaction.numbers import numbers_in, values_in
 from agents.compaction.words_check import WordsCheck
@@ -39,6 +39,9 @@ RAW_ROLES = ("user", "assistant", "tool")
 # An edit of an anchor in the admin, or a pin, is archived as the person's message (C19).
 PERSON_SOURCES = ("goal", "scenario", "user", "admin", "pin")
 MAX_FLAGGED = 50  # figures listed per AUDIT event; the count is exact
+# What the audit learns from the archive and saves: figure values, names, the marks of
+# the sources a final answer is drawn from and of the person's own messages.
+LEARNT = ("known", "known_names", "source_marks", "person_marks")
 
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|[\r\n]+")
 _CLAUSES = re.compile(r",\s+|，|、(?=\S{4})|:\s+|：|;\s+|；")
@@ -163,8 +166,12 @@ class SourceAudit:
         self.failures = 0
         self.flagged: list[str] = []  # every figure ever flagged, in order
         self.flagged_names: list[str] = []  # every name ever flagged, in order
-        self._known_saved: list[str] | None = None  # `known` as saved; rebuilt when it grows
-        self._names_saved: tuple[list[str], list[str]] | None = None
+        # Each set's members in the order they were learnt (each batch sorted), and the
+        # copies last saved: saved every turn, the sets grow only when the archive is read,
+        # by a few hundred members against tens of thousands, so a save copies the list it
+        # keeps instead of sorting the whole set again (the copies stay as saved).
+        self._learnt: dict[str, list[str]] = {name: [] for name in LEARNT}
+        self._saved: dict[str, list[str]] = {}
 
     # --- what happened
     def observe(self, event: Event) -> None:
@@ -185,8 +192,7 @@ class SourceAudit:
             # Digests are the engine's lines about archived results (C20): their figures
             # (a result's size) are known; nothing the person said or a summary held moved.
             for line in event.digests:
-                self.known.update(values_in(line))
-            self._known_saved = None
+                self._learn("known", values_in(line))
         elif isinstance(event, Compaction) and not event.noop:
             self.read_archive()
             self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,
@@ -204,17 +210,25 @@ class SourceAudit:
         for ref, kind in self.unread:
             text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
             text = text or ""
-            self.known.update(values_in(text))
-            self._known_saved = self._names_saved = None
+            self._learn("known", values_in(text))
             said = plain(text)
             said_marks = marks(said)  # both sets take them: read once (most of the time here)
-            self.known_names |= _name_marks(said, said_marks)
+            self._learn("known_names", _name_marks(said, said_marks))
             if kind in ("person", "result"):
-                self.source_marks |= said_marks
+                self._learn("source_marks", said_marks)
             if kind == "person":
-                self.person_marks |= said_marks
+                self._learn("person_marks", said_marks)
                 self._add_statements(text)
         self.unread = []
+
+    def _learn(self, name: str, found: AbstractSet[str]) -> None:
+        """Add `found` to the set `name`, and what was new to its learnt order."""
+        known: set[str] = getattr(self, name)
+        new = found - known
+        if new:
+            known |= new
+            self._learnt[name].extend(sorted(new))  # sorted: the same order in any process
+            self._saved.pop(name, None)
 
     def _add_statements(self, text: str) -> None:
         for sentence in _SENTENCES.split(text):
@@ -291,15 +305,11 @@ class SourceAudit:
     # --- resume
     def to_state(self) -> dict[str, Any]:
         # Saved every turn but it changes only when the archive is read (per compaction):
-        # the list is kept, so an unchanged audit saves as the same text.
-        if self._known_saved is None:
-            self._known_saved = list(self.known)
-        if self._names_saved is None:
-            self._names_saved = (sorted(self.known_names), sorted(self.source_marks),
-                                 sorted(self.person_marks))
-        return {"unread": self.unread, "statements": self.statements,
-                "known": self._known_saved, "known_names": self._names_saved[0],
-                "source_marks": self._names_saved[1], "person_marks": self._names_saved[2],
+        # the lists are kept, so an unchanged audit saves as the same text.
+        for name in LEARNT:
+            if name not in self._saved:
+                self._saved[name] = list(self._learnt[name])
+        return {"unread": self.unread, "statements": self.statements, **self._saved,
                 "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged,
                 "flagged_names": self.flagged_names, "words": self.words.to_state()}
@@ -307,11 +317,10 @@ class SourceAudit:
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
         self.statements = list(state.get("statements", []))
-        self.known = set(state.get("known", []))
-        self.known_names = set(state.get("known_names", []))
-        self.source_marks = set(state.get("source_marks", []))
-        self.person_marks = set(state.get("person_marks", []))
-        self._known_saved = self._names_saved = None
+        self._saved = {}
+        for name in LEARNT:
+            self._learnt[name] = list(dict.fromkeys(state.get(name, [])))
+            setattr(self, name, set(self._learnt[name]))
         self.pending = state.get("pending")
         self.failures = int(state.get("failures", 0))
         self.flagged = list(state.get("flagged", []))

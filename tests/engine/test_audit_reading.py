@@ -109,3 +109,33 @@ def test_the_copy_check_finds_what_it_found_without_its_precheck(material, items
     for candidate in (said, prose_items(text), prose_items(text)[:-1]):
         assert (material_copy(candidate, text, (), "\n".join(earlier))
                 == copy_without_precheck(candidate, text, (), "\n".join(earlier)))
+
+
+def test_the_saved_audit_grows_by_what_it_learnt_and_resumes_the_same():
+    store = MemoryStore()
+    audit = SourceAudit(store, "s", lambda event: None)
+    first = store.archive("s", 1, "tool", "East 727.3 MW in yields_east.csv, Oberland")
+    audit.observe(ToolResult(call_id="c1", name="fetch_document", ref=first, turn=1))
+    audit.observe(Compaction(trigger="rolling", summary_after="", turn=2))
+    saved = audit.to_state()
+    assert audit.to_state()["known"] is saved["known"]  # unchanged: the same lists again
+    assert set(saved["known"]) == audit.known and "727.3" in audit.known
+    assert set(saved["known_names"]) == audit.known_names >= {"yields_east.csv", "oberland"}
+    assert set(saved["source_marks"]) == audit.source_marks
+    known = list(saved["known"])
+    second = store.archive("s", 3, "tool", "West 912.4 MW and East 727.3 MW")
+    audit.observe(ToolResult(call_id="c2", name="fetch_document", ref=second, turn=3))
+    audit.observe(Compaction(trigger="rolling", summary_after="", turn=4))
+    assert saved["known"] == known  # what was saved stays as it was saved
+    again = audit.to_state()
+    assert again["known"][:len(known)] == known and "912.4" in again["known"]
+    assert len(again["known"]) == len(set(again["known"])) == len(audit.known)
+    resumed = SourceAudit(store, "s", lambda event: None)
+    resumed.from_state(again)
+    for name in ("known", "known_names", "source_marks", "person_marks"):
+        assert getattr(resumed, name) == getattr(audit, name)
+    assert resumed.to_state() == again
+    # A state saved with sorted sets (before the learnt order) resumes the same.
+    old = {**again, "known": sorted(audit.known), "known_names": sorted(audit.known_names)}
+    resumed.from_state(old)
+    assert resumed.known == audit.known and resumed.known_names == audit.known_names
