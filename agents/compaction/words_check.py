@@ -73,6 +73,10 @@ class WordsCheck:
         self.own: list[str] = []  # per message: its own text (no pasted material), flat
         self.whole: list[str] = []  # per message: all of it, flat
         self.superseded: list[str] = []  # texts a person's edit replaced or removed, flat
+        self._parts: tuple[str, ...] = ()
+        self._held = ""
+        self._snapshot = ""
+        self._listed: list[str] = []
 
     def add_message(self, text: str) -> None:
         self.sentences += [s for s in person_sentences(text) if s not in self.sentences]
@@ -84,14 +88,20 @@ class WordsCheck:
             self.superseded.append(line)
 
     def check(self, messages: list[dict[str, Any]]) -> WordsFindings:
-        held = flat("\n".join(
-            str(m.get("content") or "") for m in messages
-            if m.get("zone") in PERSON_ZONES
-            or (m.get("role") == "user" and m.get("zone") == "history")))
+        parts = tuple(str(m.get("content") or "") for m in messages
+                      if m.get("zone") in PERSON_ZONES
+                      or (m.get("role") == "user" and m.get("zone") == "history"))
+        # Between compactions these parts are the same texts call after call: flattened
+        # once (the tuple compares its strings by identity first).
+        if parts != self._parts:
+            self._parts, self._held = parts, flat("\n".join(parts))
+        held = self._held
         found = WordsFindings(missing=[s for s in self.sentences if s not in held])
         snapshot = "\n".join(str(m.get("content") or "") for m in messages
                              if m.get("zone") == "snapshot")
-        for item in listed_in_force(snapshot):
+        if snapshot != self._snapshot:
+            self._snapshot, self._listed = snapshot, listed_in_force(snapshot)
+        for item in self._listed:
             if any(old == item or old in item for old in self.superseded):
                 found.superseded.append(item)
             elif any(item in own for own in self.own):

@@ -22,7 +22,7 @@ from agents.compaction.self_check import audit_compaction
 from agents.compaction.source_audit import SourceAudit
 from agents.compaction.summary import StructuredSummary, render, shrink_to
 from agents.compaction.units import split_for_compaction
-from agents.context.hints import HintInjector
+from agents.context.hints import Hint, HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
 from agents.context.snapshot import render_snapshot
@@ -56,6 +56,7 @@ class ContextKeeper:
         self.compactor = Compactor(self.ctx, self._summarize,
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
+        self._told: set[tuple[str, str]] = set()  # contradictions a hint has named
         self._view: HistoryView | None = None  # the triggers' reading of the history
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
@@ -362,6 +363,7 @@ class ContextKeeper:
                                           input_tokens=ctx.input_tokens(),
                                           compaction_at=budget.trigger_line,
                                           warning_line=budget.warning_line)
+        found = [*found, *self._contradiction_hints()]
         if not found:
             return []
         for hint in found:
@@ -370,6 +372,15 @@ class ContextKeeper:
         return [Msg.build(ctx.counter, {"role": "user",
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
                           self.state.turn)]
+
+    def _contradiction_hints(self) -> list[Hint]:
+        """Each pair of the person's constraints that may not both hold, told once (C19):
+        surfaced, never resolved by the engine."""
+        pairs = [p for p in contradictions(self.book.anchors) if p not in self._told]
+        self._told.update(pairs)
+        return [Hint("contradiction", f'The person\'s requirements "{a}" and "{b}" may not '
+                     "both hold. Both stay in force (see the task snapshot); ask the person "
+                     "which one applies before relying on either.") for a, b in pairs]
 
     def _summarize(self, messages, max_tokens, tokens, tools=None, tool_choice=None):
         budget = self.ctx.budget()

@@ -99,3 +99,23 @@ def test_in_a_run_the_corrected_limit_is_never_listed_in_force_after_the_correct
         listed = in_force(shown)
         assert "at most 3 pages" not in listed and "in euros" not in listed
         assert "later, turn" in shown
+
+
+def test_a_contradiction_is_told_to_the_agent_once_in_a_hint_and_shown_in_the_snapshot():
+    from agents.events import EventType
+
+    from .helpers import run_scenario
+
+    steps = [{"user": "The budget is at most 50k tokens. The budget is at most 80k tokens."},
+             *({"tool": "fetch_document", "args": {"tokens": 300, "topic": f"t{i}"}}
+               for i in range(3)), {"final": "ok"}]
+    out = run_scenario({"name": "t", "goal": "Write.", "steps": steps})
+    hints = [p for p in out.payloads(EventType.HINT_BLOCK) if p["kind"] == "contradiction"]
+    assert len(hints) == 1
+    assert '"The budget is at most 50k tokens"' in hints[0]["text"]
+    said = next(e.turn for e in out.sink.of_type(EventType.USER_MESSAGE)
+                if "80k" in e.payload["text"])
+    first = next(e for e in out.sink.of_type(EventType.MODEL_CALL)
+                 if e.payload["kind"] == "agent" and e.turn >= said)
+    text = "\n".join(str(m.get("content")) for m in first.payload["messages"])
+    assert "[contradiction]" in text and "May contradict each other" in text
