@@ -93,6 +93,7 @@ def test_approve_and_deny_from_the_drawer(waiting, client, sent):
     page = client.get(reverse("web:session", args=[waiting.pk])).content.decode()
     assert page.count('class="approval approval-pending"') == 2 and "+gone" in page
     assert page.count('class="ev ev-approval_requested"') == 2  # in the transcript too
+    assert "A tool call waits for your decision" in page  # the status bar says what to do
     answer = post(client, calls["report.md"], decision="approve")
     assert answer.status_code == 200 and "Other calls still wait" in answer.content.decode()
     assert 'id="panel-approvals-body"' in answer.content.decode()  # the panel, out of band
