@@ -572,6 +572,7 @@ class DjangoStore:
                 context_settings=settings, parent=parent,
                 parent_turn=int(request.get("turn") or 0),
                 ask_first=list(parent.ask_first or []))  # asks before what its parent does (T11)
+            child.tool_sources.set(parent.tool_sources.all())  # its parent's MCP tools (T10)
             Anchor.objects.bulk_create([
                 Anchor(session=child, tier=1, text=storable_text(text),
                        source=Anchor.Source.USER)

@@ -22,7 +22,7 @@ from taskos.runs import queue, services
 from taskos.runs.models import (ArchivedTurn, Session, SessionEvent, ToolSource,
                                 ToolSourceTool)
 from taskos.web.forms import NewSessionForm
-from taskos.worker.execute import execute_session
+from taskos.worker.execute import execute_session, execute_tree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -214,3 +214,25 @@ def test_runtask_offers_a_named_source_and_refuses_an_unknown_one(sim_profile, c
     assert report["tool_sources"]["schema_tokens"]["workspace"] > 0
     session = Session.objects.get()
     assert results_of(session, "workspace__calculate") == ["8.24"]
+
+
+def test_a_sub_agent_gets_its_parents_sources(owner, sim_profile, tmp_path):
+    script = {"name": "delegating", "goal": "Have a sub-agent work out a share.",
+              "tools": ["delegate", "list_files"],
+              "steps": [{"tool": "delegate", "args": {"goal": "Work out the share.",
+                                                      "scenario": "share"}},
+                        {"final": "The sub-agent worked it out."}],
+              "subtasks": {"share": {"goal": "Work out the share.", "steps": [
+                  {"tool": "workspace__calculate", "args": {"expression": "21 * 2"}},
+                  {"final": "42"}]}}}
+    path = tmp_path / "delegating.json"
+    path.write_text(json.dumps(script))
+    source = example_source()
+    parent = services.create_session(owner, "", str(path), sim_profile, None, {})
+    parent.tool_sources.add(source)
+    execute_tree(parent)
+    parent.refresh_from_db()
+    assert parent.status == "finished", parent.error
+    [child] = parent.children.all()
+    assert list(child.tool_sources.all()) == [source]
+    assert results_of(child, "workspace__calculate") == ["42"]
