@@ -418,3 +418,19 @@ def test_compactions_show_probe_recovery_and_how_the_summary_was_read(session):
     assert 'What figure was found for "North revenue"?' in html.replace("&quot;", '"')
     assert "summary unusable: truncated" in html
     assert "The model's summary was unusable, so the oldest turns were truncated" in html
+
+
+def test_a_failed_check_of_the_person_s_words_is_red_on_its_call(session):
+    add_events(session, model_call(1, 500), model_call(2, 700),
+               ("AUDIT", {"compaction_seq": 0, "call": 2, "ok": False,
+                          "words_missing": ["never email the customer."],
+                          "superseded_listed": ["at most 3 pages"]}))
+    panel = InspectorPanel()
+    context, html = panel_view(panel, session)
+    assert [c["label"] for c in context["detail"]["failed_checks"]] == [
+        "sentences of the person's missing from this request",
+        "superseded text listed as a hard constraint"]
+    assert 'class="flag flag-bad">check failed' in html
+    assert "<q>never email the customer.</q>" in html
+    first = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
+    assert first["detail"]["failed_checks"] == []  # only on the call it concerns

@@ -13,6 +13,7 @@ from agents import Event, EventType
 from taskos.drawer.base import Panel
 from taskos.drawer.calls import body_of, token_parts, tools_lost
 from taskos.drawer.events import load_call
+from taskos.runs.models import SessionEvent
 
 SHOWN_CHARS = 1500  # longer messages are cut on screen; the exports have them whole
 LISTED_CALLS = 40  # newest calls in the picker (re-sent with each call); others by number
@@ -76,6 +77,27 @@ def call_detail(session, number: int | None, seq: int | None) -> dict[str, Any] 
     return detail
 
 
+# The person's words check of a request (agents/compaction/words_check.py): what failed.
+WORDS_CHECKS = (("words_missing", "sentences of the person's missing from this request"),
+                ("superseded_listed", "superseded text listed as a hard constraint"),
+                ("quoted_promoted", "pasted material listed as the person's constraint"),
+                ("tool_text_in_constraints", "text no message of the person's holds listed "
+                                             "as their constraint"))
+
+
+def failed_checks(session, number: int) -> list[dict[str, Any]]:
+    """The failed checks of the person's words (C19) on call `number`, each with what it
+    found: shown in red on the call."""
+    rows = SessionEvent.objects.filter(session=session, type=EventType.AUDIT,
+                                       payload__call=number, payload__ok=False)
+    found = []
+    for payload in rows.values_list("payload", flat=True):
+        for key, label in WORDS_CHECKS:
+            if payload.get(key):
+                found.append({"label": label, "items": payload[key]})
+    return found
+
+
 def read_call_detail(session, number: int) -> dict[str, Any] | None:
     """The inspector's view of call `number`: header figures, the request's parameters,
     tool schemas and messages, each with its tokens (they add up to the header)."""
@@ -97,6 +119,7 @@ def read_call_detail(session, number: int) -> dict[str, Any] | None:
             "cached_tokens": call.cached_tokens, "finish_reason": call.finish_reason,
             "latency_ms": call.latency_ms, "model": call.model,
             "over_window": call.over_window, "recorded": body is not None,
+            "failed_checks": failed_checks(session, number),
             "params": json.dumps(params, ensure_ascii=False),
             "tools": [{"name": (t.get("function") or {}).get("name", "?"),
                        "schema": json.dumps(t, ensure_ascii=False, indent=1)}
