@@ -21,6 +21,7 @@ from agents.compaction.compactor import CompactionFailed
 from agents.compaction.fresh_requests import answer_text
 from agents.compaction.source_audit import SourceAudit
 from agents.config import input_too_long
+from agents.context.budget import plan_budget
 from agents.context.hints import HintInjector
 from agents.context.limits import PreflightError, RequestTooLarge
 from agents.context.working import Request, WorkingContext
@@ -40,6 +41,7 @@ from agents.loop.retry import CallCancelled, RetryBudget
 from agents.loop.spec import RunResult, SessionSpec
 from agents.loop.state import LoopDeps, LoopState, SessionEvents
 from agents.loop.tool_turns import ToolTurns
+from agents.provider.argument_bounds import bound_schemas
 from agents.provider.client import ContextOverflow, ModelClient, ModelError, ModelReply
 from agents.secrets import RedactingStore
 from agents.statuses import ending_of
@@ -54,6 +56,17 @@ WAITS = ("waiting", WAITING_FOR_APPROVAL)  # a run that stops until something ha
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+def session_schemas(schemas: list[dict[str, Any]], spec: SessionSpec) -> list[dict[str, Any]]:
+    """The tool schemas a session sends: on a local server, bounded to about the output
+    reserve (agents.provider.argument_bounds), since its grammar is all that ends a
+    looping model's arguments there."""
+    profile = spec.profile
+    if not profile.local or profile.simulated or not schemas:
+        return schemas
+    reserve = plan_budget(profile.context_size, spec.config).reserve
+    return bound_schemas(schemas, reserve)
 
 
 class AgentLoop:
@@ -88,7 +101,8 @@ class AgentLoop:
         self.calls.on_correction = self._recalibrated
         self.ctx = WorkingContext(counter=self.counter, config=spec.config,
                                   window=spec.profile.context_size,
-                                  system_prompt=spec.system_prompt, tools=tools.schemas())
+                                  system_prompt=spec.system_prompt,
+                                  tools=session_schemas(tools.schemas(), spec))
         if self.calibration is not None:
             self._recalibrated()
         self.book = AnchorBook(session_id, store, deps.emit)

@@ -16,7 +16,10 @@ needs — the caller turns streaming off there (its tokenizer was found). A serv
 answers a streamed request whole, or streams without `usage`, is read as it answered; one
 that breaks off a streamed request with tools before its first event (llama-cpp-python
 when its tokenizer was not asked for) is asked again whole; none of them is asked to
-stream again.
+stream again. What bounds llama-cpp-python's tool calls instead is the grammar it builds
+from the tool schemas, bounded for local servers (agents.provider.argument_bounds), and
+the stop sequences sent with them; a call whose argument reached its bound is refused as
+cut (ArgumentsCut, an output overflow).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import httpx2
 import openai
 
 from agents.config import ModelProfile
+from agents.provider.argument_bounds import argument_at_bound, call_stops
 from agents.provider.hosts import HostUnresolved, Resolver, UrlRefused, check_model_url
 from agents.provider.overflow import parse_overflow
 from agents.secrets import KeyEnvRefused, check_key_env, redact, register_secret
@@ -113,6 +117,20 @@ class AnswerCut(OutputOverflow):
         self.written = written
 
 
+class ArgumentsCut(OutputOverflow):
+    """A tool call whose string argument reached the length the local server's grammar
+    allowed it (agents.provider.argument_bounds): the model was still writing it — looping,
+    as a small model does — when the grammar closed it, so the call is not run."""
+
+    def __init__(self, tool: str, argument: str, limit: int) -> None:
+        ContextOverflow.__init__(
+            self, 0, 0, f"The model's {tool} call was cut at the output reserve: its argument "
+                        f"{argument!r} reached the {limit} characters this local server's "
+                        f"grammar allows it, so the call was not run (what it holds is cut "
+                        f"off, not finished).", code="output_overflow")
+        self.sent_tokens = 0
+
+
 @dataclass
 class ModelReply:
     content: str
@@ -147,6 +165,8 @@ class ModelClient:
             http_client=http_client, max_retries=0, timeout=client_timeout(profile))
         # Streamed and cut at max_tokens: local servers (see the module's note).
         self.streaming = profile.local and not profile.simulated
+        # Tool calls bounded by their schemas and the stop sequences: local servers too.
+        self.bounds_arguments = profile.local and not profile.simulated
         self._in_flight: Any = None  # the stream being read, for abort()
         self._lock = threading.Lock()
 
@@ -162,6 +182,8 @@ class ModelClient:
             # Sent always: llama-cpp-python's function-calling format drops every tool
             # silently when no tool_choice is given.
             kwargs["tool_choice"] = tool_choice or "auto"
+            if self.bounds_arguments:  # one call per reply (agents.provider.argument_bounds)
+                kwargs["stop"] = call_stops(tools)
         if self.profile.num_ctx:
             kwargs["extra_body"] = {"options": {"num_ctx": self.profile.num_ctx}}
         return kwargs
@@ -183,7 +205,7 @@ class ModelClient:
         try:
             if self.streaming if stream is None else stream:
                 try:
-                    return self._streamed(kwargs, max_tokens, started)
+                    return self._checked(self._streamed(kwargs, max_tokens, started), tools)
                 except _NotStreamed as exc:
                     log.warning("the model server could not stream a request with tools (%s); "
                                 "asking it again whole, and not streaming from now on", exc)
@@ -211,7 +233,16 @@ class ModelClient:
                 raise ContextOverflow(window[0], window[1], text) from exc
             raise ModelError("provider_error", text) from exc
         latency = (time.perf_counter() - started) * 1000
-        return _to_reply(response, latency)
+        return self._checked(_to_reply(response, latency), tools)
+
+    def _checked(self, reply: ModelReply, tools: list[dict[str, Any]] | None) -> ModelReply:
+        """`reply`, unless a tool call's argument reached the bound its schema set."""
+        if self.bounds_arguments and tools:
+            for call in reply.tool_calls:
+                cut = argument_at_bound(tools, call.get("name", ""), call.get("arguments", ""))
+                if cut is not None:
+                    raise ArgumentsCut(call.get("name", ""), *cut)
+        return reply
 
     def _streamed(self, kwargs: dict[str, Any], max_tokens: int, started: float) -> ModelReply:
         """The call streamed: the answer put together from its chunks, the stream closed

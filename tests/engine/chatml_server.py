@@ -27,9 +27,13 @@ engine):
 
 The "model" behaves like SmolLM2-135M did on the real lane. With tools offered it follows
 `agent_script` (one entry per agent call: a tool call, "answer", or a "runaway" tool call
-whose arguments fill the window, refused as the real server refuses it; a ("copy", name) call whose
+whose arguments fill the window, refused as the real server refuses it — unless the tool's
+schema gives the looping string a `maxLength`, where the grammar the server builds from the
+schema closes it there and the call comes back cut; a ("copy", name) call whose
 arguments are those of the latest call in the prompt, copied as the model read them —
-escaped). Without tools it copies
+escaped). Several calls in one reply stop after the first when the request's `stop` holds
+`functions.NAME:` of the next (the server's next-call step stops before its name). Without
+tools it copies
 the form of the latest assistant turn in the prompt: after `functions.NAME:` turns it writes
 one more such call as text. With no assistant turn to copy it does what a small instruct
 model does with material and a request: numbered questions get each the material line that
@@ -96,6 +100,17 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                                    for c in m["tool_calls"] or ()) + "<|im_end|>\n")
         # role "tool": only its opening line; the template has no branch for its content
     return "".join(out) + "<|im_start|>assistant\n"
+
+
+def first_max_length(tools: list[dict[str, Any]], name: str) -> tuple[str, int] | None:
+    """(key, maxLength) of the first string argument of tool `name` that has one."""
+    for tool in tools:
+        if tool["function"]["name"] == name:
+            for key, schema in (tool["function"].get("parameters") or {}).get(
+                    "properties", {}).items():
+                if schema.get("type") == "string" and "maxLength" in schema:
+                    return key, schema["maxLength"]
+    return None
 
 
 def count(text: str) -> int:
@@ -187,7 +202,7 @@ class ChatmlServer:
             self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens,
                                   "tokenized_before": len(self.tokenized)})
             if tools and choice not in (None, "none") and not self.drops_tools:
-                answer = self._agent_turn(prompt)
+                answer = self._agent_turn(prompt, body=body)
                 return answer.pop("_status", 200), answer
             if tools and choice not in (None, "none"):  # the model never saw a tool
                 answer = self._agent_turn(prompt, text_only=True)
@@ -195,7 +210,8 @@ class ChatmlServer:
         return 200, completion(self._without_tools(prompt), tokens)
 
     # --- the model
-    def _agent_turn(self, prompt: str, text_only: bool = False) -> dict[str, Any]:
+    def _agent_turn(self, prompt: str, text_only: bool = False,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
         step = self.agent_script.pop(0) if self.agent_script else "answer"
         if text_only:  # no tool in the prompt: a call it writes is text, without `message:`
             said = f"functions.{step[1]}:\n{json.dumps(step[2])}" if step[0] == "tool" else \
@@ -208,7 +224,14 @@ class ChatmlServer:
             return completion(text, count(prompt + "message:\n"))
         if step[0] == "runaway":  # ("runaway", name): arguments written until the window
             # is full (the server sets no max_tokens there), then completed again from the
-            # prompt plus them, which the library refuses.
+            # prompt plus them, which the library refuses; or until the grammar closes the
+            # first string argument at its maxLength.
+            limit = first_max_length((body or {}).get("tools") or [], step[1])
+            if limit is not None:
+                key, length = limit
+                step = ("written", step[1], json.dumps({key: "&#34;" * (length // 5)
+                                                        + "x" * (length % 5)}))
+                return self._calls(prompt, step, body)
             tokens = self.n_ctx + 1
             self.refused.append(tokens)
             return {"_status": 400, "error": {"message": f"Requested tokens ({tokens}) exceed "
@@ -219,11 +242,17 @@ class ChatmlServer:
             written = re.findall(r"functions\.[\w]+:\n(\{.*?)<\|im_end\|>", prompt, re.S)
             step = ("written", step[1], re.sub(r"part(\d)", lambda m: f"part{int(m[1]) + 1}",
                                                written[-1] if written else "{}"))
-        # ("tool", name, args), or ("tools", [(name, args), ...]) for several calls at once;
-        # ("written", name, text): the arguments as the model wrote them
+        return self._calls(prompt, step, body)
+
+    def _calls(self, prompt: str, step: tuple, body: dict[str, Any] | None) -> dict[str, Any]:
+        """("tool", name, args), or ("tools", [(name, args), ...]) for several calls at
+        once; ("written", name, text): the arguments as the model wrote them."""
         pairs = step[1] if step[0] == "tools" else [(step[1], step[2])]
+        stops = (body or {}).get("stop") or []
         calls, reported = [], 0
         for i, (name, args) in enumerate(pairs):
+            if i and f"functions.{name}:" in stops:
+                break  # the next call's name is a stop sequence: the reply ends here
             prompt += f"functions.{name}:\n"
             reported += count(prompt)  # one completion per call; their prompts are summed
             written = args if step[0] == "written" else json.dumps(args)

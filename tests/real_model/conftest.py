@@ -53,6 +53,17 @@ def local_server():
         wait_until_ready(base_url, process, 180)
         yield base_url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        stop_server(process)
         log.close()
+
+
+def stop_server(process: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds: uvicorn's graceful stop waits for the
+    request in flight, and llama-cpp-python computes a whole answer in a worker thread
+    that nothing interrupts (at load 11 one answer took longer than the 30 s once waited)."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace)
