@@ -108,6 +108,12 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "The summary call failed or returned an invalid or too long summary.",
         "TaskOS fell back to truncating the oldest messages (all raw messages stay in the "
         "archive). Consider a stronger summary model."),
+    "words_over_share": ErrorAdvice(
+        "The person's own messages alone are larger than their share of the input limit "
+        "(words_share), so the oldest could not all be sent verbatim.",
+        "The newest messages are sent whole and the oldest are condensed to their "
+        "constraint sentences with a marker; the full texts stay in the archive. Raise "
+        "words_share or the window, or put long material in a workspace file."),
     "summary_skipped": ErrorAdvice(
         "No summary was requested: beside the newest rounds it would not fit the next "
         "request, so the model's work on it would never be sent.",

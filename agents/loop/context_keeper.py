@@ -57,6 +57,7 @@ class ContextKeeper:
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self._told: set[tuple[str, str]] = set()  # contradictions a hint has named
+        self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
@@ -94,6 +95,7 @@ class ContextKeeper:
         hint_msgs = self.hint_messages() if hints else []
         self.fit(hint_msgs)
         request = ctx.build(hint_msgs)
+        self._say_words_over_share()
         budget = ctx.budget()
         # How this model is counted (exact / calibrated / estimate) and the window divisor
         # go with every turn, and so does a window that is a guess (feature C18).
@@ -372,6 +374,26 @@ class ContextKeeper:
         return [Msg.build(ctx.counter, {"role": "user",
                                         "content": f"<system-hint>\n{body}\n</system-hint>"},
                           self.state.turn)]
+
+    def _say_words_over_share(self) -> None:
+        """The person's words alone past their share (C19): said once in the drawer, with
+        how much is sent verbatim and what was condensed; again if it happens anew."""
+        ctx = self.ctx
+        condensed = ctx.person.condensed if ctx.words_msg() is not None else []
+        if condensed and not self._said_over_share:
+            budget, messages = ctx.budget(), ctx.person.messages
+            total = sum(ctx.count(m.text) for m in messages)
+            kept = len(messages) - len(condensed)
+            self.deps.emit(error_event("words_over_share", (
+                f"The person's messages ({total:,} tokens) exceed their share of the input "
+                f"limit ({budget.words_share:,} tokens, words_share "
+                f"{ctx.config.words_share:g}): {kept} of {len(messages)} are sent verbatim; "
+                f"the oldest {len(condensed)} ("
+                + ", ".join(f"turn {m.turn}" for m in condensed[:5])
+                + (" …" if len(condensed) > 5 else "")
+                + ") are condensed to their constraint sentences, marked in the block, "
+                "their full text one read_ref away"), fatal=False))
+        self._said_over_share = bool(condensed)
 
     def _contradiction_hints(self) -> list[Hint]:
         """Each pair of the person's constraints that may not both hold, told once (C19):

@@ -112,6 +112,7 @@ class PersonWords:
         self._condensed: dict[tuple, str] = {}
         self._minimum_key: tuple | None = None
         self._minimum = 0
+        self.condensed: list[PersonMessage] = []  # those the last block condensed
 
     def add(self, turn: int, ref: str, text: str, source: str = "user",
             replaces: str = "") -> None:
@@ -165,6 +166,7 @@ class PersonWords:
 
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
                count: Callable[[str], int]) -> str:
+        self.condensed = []
         if not shown:
             return ""
         bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
@@ -175,6 +177,8 @@ class PersonWords:
                 break
             bodies[i] = self._condense(msg, hard)
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
+            if bodies[i] != msg.text:
+                self.condensed.append(msg)
         return _block(shown, bodies)
 
     def superseded(self) -> list[str]:

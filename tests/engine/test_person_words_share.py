@@ -100,3 +100,17 @@ def test_the_context_sends_whole_what_fits_the_share_and_condenses_only_past_it(
         block = ctx.words_msg().data["content"]
         assert (long in block) is whole
         assert "Never email the customer." in block
+
+
+def test_words_past_their_share_are_said_once_in_the_drawer_with_what_was_condensed():
+    scenario = docs(8)
+    scenario["steps"].insert(1, {"user": "Some background on the market. " * 80
+                                 + "Never email the customer."})
+    out = run_scenario(scenario, window=8000,
+                       config=ContextConfig(clear_tool_results=False, words_share=0.02))
+    said = [p for p in out.payloads(EventType.ERROR) if p["code"] == "words_over_share"]
+    assert len(said) == 1 and not said[0]["fatal"]
+    assert "are condensed to their constraint sentences" in said[0]["message"]
+    assert "turn 1" in said[0]["message"] and said[0]["action"]
+    roomy = run_scenario(scenario, window=8000, config=ContextConfig(clear_tool_results=False))
+    assert not [p for p in roomy.payloads(EventType.ERROR) if p["code"] == "words_over_share"]
