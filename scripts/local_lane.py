@@ -269,7 +269,8 @@ def run_session(profile: str, goal_index: int, max_turns: int, timeout: float,
         report = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
     except json.JSONDecodeError:
         out["error"] = f"runtask printed no JSON (exit {exit_code}): {stdout[-400:]}"
-    if exit_code not in (0, None) and not out.get("error"):
+    # 2, 3, 4: the session ended failed, unusable_answer or cancelled (the report says how)
+    if exit_code not in (0, 2, 3, 4, None) and not out.get("error"):
         out["error"] = f"runtask exit {exit_code}: {stderr[-600:]}"
     if report.get("error") and not out.get("error"):
         out["error"] = report["error"]

@@ -3,9 +3,11 @@ whose model, asked again, still wrote no answer is neither `finished` nor mixed 
 crash's `failed`, and everything that lists final statuses treats it as one."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
 import agents
 from taskos.replays.compare import stored_report
@@ -74,3 +76,28 @@ def test_a_never_sent_sub_agent_of_an_ended_parent_is_cancelled(make_session, an
     assert cancel_unasked_children() == [child.pk]
     child.refresh_from_db()
     assert child.status == Session.Status.CANCELLED and "ended before" in child.error
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_runtask_exits_3_on_unusable_answer_after_printing_its_report(channels_redis_url, capsys,
+                                                                       as_json):
+    with FakeProvider(default="echo") as provider:
+        ModelProfile.objects.create(name="echoing", model="fake-model", api_key_env="",
+                                    base_url=provider.base_url, local=True, context_size=16_000)
+        with pytest.raises(CommandError, match=r"ended unusable_answer: unusable_answer: the "
+                                               r"model's answer was not accepted") as ended:
+            call_command("runtask", "--profile", "echoing", "--goal", "Say hello.",
+                         *(["--json"] if as_json else []))
+    assert ended.value.returncode == 3
+    out = capsys.readouterr().out
+    if as_json:
+        assert json.loads(out)["status"] == "unusable_answer"
+    else:
+        assert out.startswith(f"Session #{Session.objects.get().pk} unusable_answer after ")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runtask_exits_0_when_the_session_finished(sim_profile, channels_redis_url, capsys):
+    call_command("runtask", "--scenario", "sales-report", "--json")
+    assert json.loads(capsys.readouterr().out)["status"] == "finished"

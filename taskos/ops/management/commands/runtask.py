@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from taskos.ops.management.migrated import require_migrated
 from taskos.ops.management.storage import StorageErrorsInOneLine, run_failed
 from taskos.replays.sessions import parse_settings
-from taskos.runs.models import ModelProfile
+from taskos.runs.models import ModelProfile, Session
 from taskos.runs.services import SessionError, create_session
 from taskos.runs.tool_sources import ToolSource
 from taskos.worker.execute import execute_tree
@@ -42,6 +42,23 @@ class ProgressBar:
             self._last_tenth = tenth
             self.stream.write(line + "\n")
         self.stream.flush()
+
+
+# The exit code of a session that ran to an end other than an answer, so a script tells a
+# weak model's non-answer from a crash or a provider's fault without reading the report.
+# 1 stays Django's: the command itself could not run (bad option, unknown profile, storage).
+ENDING_CODES = {Session.Status.FAILED: 2, Session.Status.UNUSABLE_ANSWER: 3,
+                Session.Status.CANCELLED: 4}
+
+
+def ended_without_answer(session: Session) -> CommandError | None:
+    """The CommandError (with its exit code) for a session that did not finish, else None."""
+    code = ENDING_CODES.get(session.status)
+    if code is None:
+        return None
+    reason = f": {session.error}" if session.error else ""
+    return CommandError(f"Session #{session.pk} ended {session.status}{reason}",
+                        returncode=code)
 
 
 def tool_sources_named(names: list[str]) -> list[ToolSource]:
@@ -136,10 +153,11 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         if report.get("children"):
             session.refresh_from_db()
             report["children"]["cost_with_children"] = round(session.cost_with_children(), 6)
+        session.refresh_from_db()
         if options["json"]:
             self.stdout.write(json.dumps(report, default=str))
+            self.exit_for(session)
             return
-        session.refresh_from_db()
         self.stdout.write(f"Session #{session.pk} {session.status} after {session.turns} turns")
         for key in ("total_input_tokens", "peak_input_tokens", "compactions",
                     "over_window_requests", "anchor_survival", "audit_failures",
@@ -158,3 +176,11 @@ class Command(StorageErrorsInOneLine, BaseCommand):
                               "unusable: those compactions truncated instead (see the drawer)")
         if session.final_answer:
             self.stdout.write("\n" + session.final_answer)
+        self.exit_for(session)
+
+    @staticmethod
+    def exit_for(session: Session) -> None:
+        """Exit 0 when the session finished with an answer; else ENDING_CODES' code."""
+        ended = ended_without_answer(session)
+        if ended is not None:
+            raise ended
