@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run). Needs only Python 3.11 on the machine:
 #   - creates .venv if missing and installs TaskOS with its test extras;
-#   - installs Debian's Chromium for the browser tests when it is missing (as root);
+#   - installs Debian's Chromium and a CJK font (fonts-noto-cjk) for the browser tests when
+#     they are missing (as root);
 #   - uses PostgreSQL at 127.0.0.1:5432 (database "test") when it answers, else SQLite;
 #   - uses Redis at 127.0.0.1:6379 when it answers, else starts a private one;
 #   - runs pytest; "no tests collected" (exit code 5) counts as a failure.
@@ -39,6 +40,19 @@ if [ ! -x "$CHROMIUM" ]; then
         fi
     else
         loud "No Chromium at $CHROMIUM and not root: install it (apt-get install chromium) or set TASKOS_CHROMIUM, or the browser tests fail."
+    fi
+fi
+
+# A CJK font for the browser tests and the README's screenshots: without one, Chinese and
+# Japanese text renders as boxes (the pages name Noto Sans CJK first among CJK faces).
+if ! { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null)" ]; }; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "Installing a CJK font for the browser tests (apt-get install fonts-noto-cjk)…"
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; }; then
+            loud "Could not install fonts-noto-cjk with apt-get; the CJK browser test will fail."
+        fi
+    else
+        loud "No CJK font (fc-list :lang=zh is empty) and not root: install fonts-noto-cjk, or the CJK browser test fails."
     fi
 fi
 

@@ -6,10 +6,20 @@ window.TaskOSCurve = (function () {
   "use strict";
 
   var WIDTH = 640, HEIGHT = 200, LEFT = 52, RIGHT = 12, TOP = 12, BOTTOM = 24;
+  var PEAK_TICK_GAP = 12;  // closer to the "0" tick than this, the peak's tick is hidden (curve.py)
   var MARKED_CALLS = 150;  // above this many calls only summary and over-window calls
   var SVG = "http://www.w3.org/2000/svg";
 
-  function round1(v) { return Math.round(v * 10) / 10; }
+  // As Python's round(v, 1) (taskos/drawer/panels/curve.py): the nearest of the exact
+  // value, a tie (only x.x5 that a double holds exactly, quarters) to the even digit.
+  // Math.round(v * 10) / 10 rounded ties up and drifted from the server's drawing.
+  function round1(v) {
+    var tenths = v * 10, below = Math.floor(tenths);
+    if (tenths - below === 0.5 && Number.isInteger(v * 4)) {
+      return (below % 2 === 0 ? below : below + 1) / 10;
+    }
+    return Number(v.toFixed(1));
+  }
   // As Python prints a float: "52.0", "115.30000000000001".
   function pyFloat(v) { return Number.isInteger(v) ? v.toFixed(1) : String(v); }
   function cssNumber(v) { return v.toFixed(2).replace(/0+$/, "").replace(/\.$/, ""); }
@@ -91,7 +101,7 @@ window.TaskOSCurve = (function () {
       set(g.querySelector("line.axis"), { y1: pyFloat(s.zeroY), y2: pyFloat(s.zeroY) });
       set(g.querySelector("text.tick.zero"), { y: pyFloat(s.zeroY) });
       var peakTick = g.querySelector("text.tick.peak");
-      set(peakTick, { y: pyFloat(s.peakY) });
+      set(peakTick, { y: pyFloat(s.peakY), visibility: s.zeroY - s.peakY < PEAK_TICK_GAP ? "hidden" : null });
       peakTick.textContent = tokens(peak);
       limit(g, "window", s.windowY, "window " + tokens(windowTokens), 22, true);
       limit(g, "trigger", s.triggerY, "trigger " + tokens(trigger), 34, Boolean(trigger));

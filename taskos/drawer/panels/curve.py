@@ -21,6 +21,9 @@ LEFT, RIGHT, TOP, BOTTOM = 52, 12, 12, 24  # room for the axis labels
 
 
 MARKED_CALLS = 150  # above this many calls only summary and over-window calls get a marker
+# A peak this close to the "0" tick (a small run on the full-window scale) has no tick of
+# its own: the two labels would overlap, and the legend says the peak.
+PEAK_TICK_GAP = 12
 
 
 def point(call: ModelCall) -> str:
@@ -50,8 +53,9 @@ def scale(calls: list[ModelCall], top: float, window: int, trigger: int) -> dict
                            "call": call.call,
                            "diamond": f"{x},{y - 5} {x + 5},{y} {x},{y + 5} {x - 5},{y}"})
     peak = max(c.input_tokens for c in calls)
-    return {"top": top, "polyline": " ".join(line), "points": points, "zero_y": y_of(0),
-            "peak_y": y_of(peak), "window_y": y_of(window) if window else None,
+    zero_y, peak_y = y_of(0), y_of(peak)
+    return {"top": top, "polyline": " ".join(line), "points": points, "zero_y": zero_y,
+            "peak_y": peak_y, "peak_tick": zero_y - peak_y >= PEAK_TICK_GAP, "window_y": y_of(window) if window else None,
             "trigger_y": y_of(trigger) if trigger else None}
 
 
