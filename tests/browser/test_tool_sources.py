@@ -39,8 +39,6 @@ def test_a_source_added_in_the_admin_serves_a_task(page: Page, stack: Stack, tmp
 
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", "workspace-tools")
-    page.locator("details", has=page.locator("fieldset.tool-sources")).evaluate(
-        "d => d.open = true")
     page.check("fieldset.tool-sources input[type=checkbox]")
     page.click("button:has-text('Start')")
     page.wait_for_url(re.compile(r"/sessions/\d+/$"))
