@@ -44,7 +44,7 @@ def local_server():
     check_server_installed()
     port = free_port()
     command = server_command(find_gguf(), port=port, n_ctx=N_CTX,
-                             threads=int(os.environ.get("TASKOS_REAL_MODEL_THREADS", "1")))
+                             threads=int(os.environ.get("TASKOS_REAL_MODEL_THREADS", "2")))
     log = open(os.environ.get("TASKOS_REAL_MODEL_LOG", os.devnull), "w")
     process = subprocess.Popen(command + ["--verbose", "false"], stdout=log, stderr=log,
                                stdin=subprocess.DEVNULL)

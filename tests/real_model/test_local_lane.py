@@ -30,8 +30,11 @@ CONSTRAINTS = ("Never write or delete any file.", "The final report must stay un
 
 def run_real(base_url: str, name: str, goal: str, tools: list[str], max_turns: int,
              **config):
+    # local: its tool schemas are bounded (agents.provider.argument_bounds), so a model
+    # looping in its arguments stops at the output reserve instead of holding the server's
+    # one slot to the end of the window (such runaways took most of a run's half hour).
     profile = ModelProfile(name="local", model="smollm2-135m-instruct", base_url=base_url,
-                           api_key_env="", context_size=N_CTX, server_tokenizer=True,
+                           api_key_env="", context_size=N_CTX, server_tokenizer=True, local=True,
                            tool_results_as_user=True, probe_questions=True,
                            tool_free_summaries=True, single_system_message=True,
                            temperature=0.2, read_timeout=300, call_timeout=600,
