@@ -3,11 +3,15 @@
 Starts a private stack (Redis, a Celery worker, daphne, SQLite: tests/browser/stack.py),
 runs a scenario from the start form with the session page open and prints:
 
-- the longest main-thread task while the session ran (PerformanceObserver "longtask");
+- the longest main-thread task while the session ran (PerformanceObserver "longtask"),
+  and the total blocked time (each long task's time past 50 ms) as a share of the run;
 - how long applying one frame's websocket updates took (the page's own measure);
-- the slowest panel toggle (click on a panel's summary until the next frame is painted);
+- panel toggles (click on a panel's summary until the next frame is painted): p99, max;
+- the bytes the websocket brought over the whole run, by the element each fragment
+  targets (which panels cost what), and the frames;
 - the most the page's last seq fell behind the database, in seconds;
-- the finished page's load time (navigation timing) and its HTML size.
+- the finished page's load time (navigation timing, cold: a new browser context) and its
+  HTML size, as sent (compressed) and decoded.
 
     .venv/bin/python scripts/drawer_bench.py [--scenario long-1000] [--window 128000]
 
@@ -58,6 +62,10 @@ COUNT_ELEMENTS = """() => {
   });
   return found;
 }"""
+# A fragment's target: the id of an element sent whole, or the #id it is added to.
+TARGET = re.compile(r'^\s*<[a-z]+ [^>]*?(?:\bid="([^"]+)"[^>]*hx-swap-oob="[^"]*"|'
+                    r'hx-swap-oob="[a-z]+:#([^"]+)")')
+FRAGMENT_START = re.compile(r"\n(?=<[a-z][a-z0-9]* [^>]*hx-swap-oob=)")
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
 
@@ -106,6 +114,10 @@ def main() -> None:
 def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None,
         stop_trace=None) -> str:
     stack.pause("worker")  # the page is watching before the first event
+    # Every frame the session page's websocket brings, its first sync included.
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
+        data if isinstance(data, str) else data.decode("utf-8", "replace"))))
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", scenario)
     if window:
@@ -147,26 +159,56 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
     flushes = page.evaluate("performance.getEntriesByName('taskos-flush').map(e => e.duration)")
     turns = stack.scalar("SELECT turns FROM runs_session WHERE id = ?", pk)
 
-    response = page.goto(stack.url(f"/sessions/{pk}/"))
+    # Cold: a fresh context (no cache), signed in with the same cookies.
+    cold = page.context.browser.new_context(viewport={"width": 1500, "height": 1000})
+    cold.add_cookies(page.context.cookies())
+    cold_page = cold.new_page()
+    response = cold_page.goto(stack.url(f"/sessions/{pk}/"))
     html_bytes = len(response.body())
     if save_html is not None:
         save_html.write_bytes(response.body())
-    load_ms = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
-                                       return n.loadEventEnd - n.startTime; }""")
+    sent = cold_page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+        return {load: n.loadEventEnd - n.startTime, transferred: n.encodedBodySize,
+                encoding: n.encodedBodySize < n.decodedBodySize ? 'compressed' : 'uncompressed'}; }""")
+    cold.close()
+    blocked = sum(max(0.0, task - 50) for task in longtasks) / 1000
+    toggles.sort()
+    by_target: dict[str, int] = {}
+    for frame in frames:
+        for part in FRAGMENT_START.split(frame):
+            found = TARGET.match(part)
+            target = (found.group(1) or found.group(2)) if found else "other"
+            target = re.sub(r"-(?:\d+|[a-z]+-\d+)$", "-N", target)  # rows: one line per kind
+            by_target[target] = by_target.get(target, 0) + len(part.encode())
+    ws_bytes = sum(len(frame.encode()) for frame in frames)
     return "\n".join([
         f"scenario {scenario}: status {status}, {turns} turns, {db_seq} events, run {run_s:.1f} s",
         f"longest main-thread task: {max(longtasks, default=0):.0f} ms "
-        f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s blocked in total)",
+        f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s in them; total blocked "
+        f"time {blocked:.1f} s = {100 * blocked / run_s:.1f} % of the run)",
+        f"websocket: {ws_bytes / 1e6:.2f} MB in {len(frames)} frames (largest "
+        f"{max((len(f) for f in frames), default=0) / 1000:.0f} KB; after the first, "
+        f"{sum(len(f.encode()) for f in frames[1:]) / max(1, turns):.0f} bytes a turn)",
+        "websocket bytes by target: " + ", ".join(
+            f"{target} {n / 1000:.0f} KB" for target, n in
+            sorted(by_target.items(), key=lambda i: -i[1])[:12]),
         f"applying one frame's updates: max {max(flushes, default=0):.0f} ms, median "
         f"{sorted(flushes)[len(flushes) // 2] if flushes else 0:.0f} ms over {len(flushes)} frames",
-        f"panel toggle: max {max(toggles, default=0):.0f} ms, "
-        f"median {sorted(toggles)[len(toggles) // 2] if toggles else 0:.0f} ms "
-        f"over {len(toggles)} toggles",
+        f"panel toggle: p99 {percentile(toggles, 0.99):.0f} ms, max {max(toggles, default=0):.0f} ms, "
+        f"median {percentile(toggles, 0.5):.0f} ms over {len(toggles)} toggles",
         "most elements during the run: " + ", ".join(
             f"{where} {n}" for where, n in sorted(most_elements.items(), key=lambda i: -i[1])),
         f"drawer behind the database: at most {worst_lag:.2f} s (polled every 0.5 s)",
-        f"finished page: load {load_ms:.0f} ms, HTML {html_bytes / 1024:.0f} KB",
+        f"finished page (cold): load {sent['load']:.0f} ms, HTML {sent['transferred'] / 1024:.0f} KB "
+        f"transferred ({sent['encoding']}), {html_bytes / 1024:.0f} KB decoded",
     ])
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value `share` of `values` (sorted) are at or below (nearest rank)."""
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, max(0, int(share * len(values) + 0.999999) - 1))]
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ window.TaskOSFragments = (function () {
   // rows that did not change stay the same elements: the browser lays out and paints only
   // what changed, and a <details> a person opened inside a panel stays open. Rows of the
   // logs (anchor changes, compactions, hints, transcript) arrive as appends instead.
-  function applyFragment(node, added, trimmed) {
+  function applyFragment(node, added, trimmed, stale) {
     var how = node.getAttribute("hx-swap-oob");
     node.removeAttribute("hx-swap-oob");
+    var patch = /^(path|attrs|insert|remove):(.+)$/.exec(how || "");
+    if (patch) { applyPatch(patch[1], patch[2], node, added, stale); return; }
     if (how === "true" || how === "delete" || how === "attributes") {
       var old = document.getElementById(node.id);
       if (!old || foldedAway(old)) { return; }
@@ -46,9 +48,46 @@ window.TaskOSFragments = (function () {
 
   // A folded panel is not updated (the server stops sending once it knows; this covers
   // what was already on the way): unfolding it asks for the panel whole.
+  var skipped = {};  // panels that missed fragments while folded, by name
   function foldedAway(el) {
     var panel = el.closest && el.closest("#drawer details.panel");
-    return Boolean(panel && !panel.open && el !== panel);
+    var away = Boolean(panel && !panel.open && el !== panel);
+    if (away) { skipped[panel.id.replace(/^panel-/, "")] = true; }
+    return away;
+  }
+  function takeSkipped(name) {
+    var missed = Boolean(skipped[name]);
+    delete skipped[name];
+    return missed;
+  }
+
+  // A patch of an element the server sent whole before (taskos/drawer/patches.py):
+  // "id@rev/2/0!td" is the element with that id, as sent with revision rev (its data-rev),
+  // then its children by position, which must be a <td>. An element that is not the one the patch was made
+  // for (a person swapped it, the page skipped it while folded) is not patched: its panel
+  // is asked for whole instead, so the page never drifts from what the server renders.
+  function applyPatch(kind, where, node, added, stale) {
+    var expected = where.split("!");  // "id@rev/2/0!td": the element the page should find
+    var steps = expected[0].split("/");
+    var head = /^(.*)@(\d+)$/.exec(steps.shift());
+    var root = head && document.getElementById(head[1]);
+    if (!root) { return; }  // not on the page (the inspector shows a picked call)
+    if (foldedAway(root)) { return; }
+    var index = kind === "insert" ? Number(steps.pop()) : -1;
+    var el = root.dataset.rev === head[2] ? root : null;
+    for (var i = 0; el && i < steps.length; i++) { el = el.children[Number(steps[i])]; }
+    var fits = el && el.tagName.toLowerCase() === expected[1]
+                  && (kind !== "insert" || index <= el.children.length);
+    if (!fits) {
+      var panel = root.closest("#drawer details.panel");
+      if (panel && stale.indexOf(panel.id) < 0) { stale.push(panel.id); }
+      return;
+    }
+    if (kind === "path" && el.tagName === node.tagName) { morph(el, node, added); }
+    else if (kind === "path") { el.replaceWith(node); added.push(node); }
+    else if (kind === "attrs") { morphAttributes(el, node); }
+    else if (kind === "remove") { el.remove(); }
+    else { el.insertBefore(node, el.children[index] || null); added.push(node); }
   }
 
   // Makes `old` look like `fresh` while keeping every node that is already right.
@@ -126,5 +165,5 @@ window.TaskOSFragments = (function () {
     });
   }
 
-  return { apply: applyFragment, trim: trim };
+  return { apply: applyFragment, trim: trim, takeSkipped: takeSkipped };
 })();

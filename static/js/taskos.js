@@ -39,7 +39,10 @@
     var panel = event.target;
     if (!socket || !panel.matches || !panel.matches("#drawer details.panel")) { return; }
     var name = panel.id.replace(/^panel-/, "");
-    socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [] }));
+    // Unfolded: only what changed while it was folded comes, unless the page skipped
+    // fragments of it meanwhile (then it comes whole).
+    var stale = panel.open && window.TaskOSFragments.takeSkipped(name);
+    socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [], stale: stale }));
   }, true);
 
   // Messages are applied once per animation frame, and no more of them in one frame than
@@ -76,7 +79,7 @@
   });
   // Each fragment of a message starts a line with its tag (taskos/drawer/stream.py
   // FRAGMENT_START); the rows nested in one carry no hx-swap-oob.
-  var FRAGMENT_START = /\n(?=<[a-z]+ [^>]*hx-swap-oob=)/;
+  var FRAGMENT_START = /\n(?=<[a-z][a-z0-9]* [^>]*hx-swap-oob=)/;
   var WHOLE = /^\s*<[a-z]+\b[^>]*?\sid="([^"]+)"[^>]*\shx-swap-oob="true"/;
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
@@ -104,7 +107,7 @@
     dropSuperseded();
     var transcript = document.getElementById("transcript");
     var template = document.createElement("template");
-    var added = [], trimmed = [], curveBoxCame = false, chars = 0;
+    var added = [], trimmed = [], stale = [], curveBoxCame = false, chars = 0;
     var behind = pending.reduce(function (sum, part) { return sum + part.length; }, 0) > BEHIND_CHARS;
     while (pending.length && (chars === 0 || (behind ? performance.now() - started < BEHIND_BUDGET_MS
                                                : chars + pending[0].length <= FRAME_BUDGET_CHARS
@@ -116,8 +119,12 @@
         // stays): no localStorage read and document-wide query on every frame. Asked
         // before applying, which moves the fragment's children onto the page.
         curveBoxCame = curveBoxCame || Boolean(node.querySelector("[data-curve-full]"));
-        fragments.apply(node, added, trimmed);
+        fragments.apply(node, added, trimmed, stale);
       });
+    }
+    if (stale.length && socket) {  // patches that did not fit: those panels whole
+      socket.send(JSON.stringify({ open: openPanels(), stale: true,
+        refresh: stale.map(function (id) { return id.replace(/^panel-/, ""); }) }));
     }
     if (pending.length) { scheduled = true; window.requestAnimationFrame(flush); }
     trimmed.forEach(fragments.trim);

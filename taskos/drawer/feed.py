@@ -17,10 +17,15 @@ from collections import defaultdict
 from agents import Event
 from taskos.drawer.base import Panel
 from taskos.drawer.events import load_events
+from taskos.drawer.patches import NotPatchable, Sent, diff, find, parse
 from taskos.runs.models import Session
 
 # The opening tag of an element sent whole: its id.
-WHOLE = re.compile(r'<[a-z]+ id="([^"]+)"[^>]*hx-swap-oob="true"')
+WHOLE = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"[^>]*hx-swap-oob="true"')
+# What any other fragment changes on the page: the element it adds to (…:#id) or the one
+# it removes or changes (its id).
+TARGET = re.compile(r'<[a-z]+ [^>]*?(?:hx-swap-oob="[a-z]+:#([^"]+)"|\bid="([^"]+)")')
+SENT_WHOLE = ' hx-swap-oob="true"'
 
 
 class EventFeed:
@@ -39,8 +44,10 @@ class EventFeed:
         # Panels whose body on the page is current up to `seq`: those can be brought up to
         # date with their `delta` (rows appended); any other is sent whole.
         self.current: set[str] = set()
-        # What the page was last sent of each element a panel replaces whole, by id.
-        self.sent: dict[str, dict[str, int]] = defaultdict(dict)
+        # What the page was last sent of each element a panel replaces whole, by id: the
+        # next time only what differs is sent (taskos/drawer/patches.py).
+        self.sent: dict[str, dict[str, Sent]] = defaultdict(dict)
+        self.revision = 0  # of the elements sent whole, so a patch names the one it fits
 
     def load(self, session: Session) -> None:
         """Fill the feed from the database (the first sync, or after a reset)."""
@@ -79,22 +86,78 @@ class EventFeed:
         return found
 
     def not_sent(self, panel: str, parts: list[str], *, skip: bool) -> list[str]:
-        """`parts` (a panel's fragments) less, when `skip`, the elements replaced whole that
-        the page already shows exactly (a list that did not change: nothing to parse).
+        """`parts` (a panel's fragments) with each element replaced whole that the page was
+        sent before cut down to the patches that make it what it is now (none when it did
+        not change: nothing to parse or lay out on the page).
 
-        A panel's body sent whole makes what was noted of its parts void."""
+        The page changes inside an element through other fragments too (rows appended, an
+        element deleted): what was noted of the elements holding their target is void, and
+        so is a body's note when a part of it is sent, and its parts' when it is."""
         sent = self.sent[panel]
         kept = []
         for part in parts:
             found = WHOLE.match(part)
             if found is None:
+                target = TARGET.match(part)
+                changed = (target.group(1) or target.group(2)) if target else None
+                for dom_id in [k for k, note in sent.items()
+                               if changed is None or changed in note.ids]:
+                    del sent[dom_id]
                 kept.append(part)
                 continue
-            if found.group(1).endswith("-body"):
-                sent.clear()
-            digest = hash(part)
-            if skip and sent.get(found.group(1)) == digest:
-                continue
-            sent[found.group(1)] = digest
-            kept.append(part)
+            kept.extend(self.patched(sent, found.group(1), part))
         return kept
+
+    def patched(self, sent: dict[str, Sent], dom_id: str, part: str) -> list[str]:
+        """The element `part` (sent whole) as patches of what the page was sent, or whole
+        with a new revision."""
+        html = part.strip().replace(SENT_WHOLE, "", 1)
+        old = sent.pop(dom_id, None)
+        try:
+            new = parse(html, 0)
+        except NotPatchable:
+            sent.clear()  # not one well-formed element: whole, and nothing noted
+            return [part]
+        # Elements it holds change with it on the page (and lose their revision when
+        # merged): sent whole again next time. One that holds it now holds it as sent.
+        for other, note in list(sent.items()):
+            if other in new.ids:
+                del sent[other]
+            elif dom_id in note.ids:
+                held = spliced(note, dom_id, html)
+                if held is None:
+                    del sent[other]
+                else:
+                    sent[other] = held
+        if old is not None:
+            try:
+                patches = diff(old, html, new)
+            except NotPatchable:
+                pass
+            else:
+                new.rev = old.rev
+                sent[dom_id] = new
+                return patches
+        self.revision += 1
+        new.rev = self.revision
+        sent[dom_id] = new
+        return [part.replace(SENT_WHOLE, f'{SENT_WHOLE} data-rev="{new.rev}"', 1)]
+
+    def forget(self, panels: set[str]) -> None:
+        """The page does not show what it was sent of these panels (it skipped fragments
+        of a folded panel, or a person swapped a part): they are sent whole next."""
+        for name in panels:
+            self.sent.pop(name, None)
+
+
+
+def spliced(note: Sent, dom_id: str, html: str) -> Sent | None:
+    """`note` with its element `dom_id` now `html` (None when that cannot be told)."""
+    node = find(note.root, dom_id)
+    if node is None:
+        return None
+    try:
+        held = parse(note.html[:node.start] + html + note.html[node.end:], note.rev)
+    except NotPatchable:
+        return None
+    return held

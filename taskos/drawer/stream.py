@@ -81,7 +81,7 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
 
 # An out-of-band fragment starts a line with a tag carrying hx-swap-oob (drawer/panel.html
 # and the panels' deltas put each on its own line; nested rows carry none).
-FRAGMENT_START = re.compile(r"\n(?=<[a-z]+ [^>]*hx-swap-oob=)")
+FRAGMENT_START = re.compile(r"\n(?=<[a-z][a-z0-9]* [^>]*hx-swap-oob=)")
 
 
 def fragments(html: str) -> list[str]:

@@ -89,7 +89,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """{"after": N} from the page: send everything after seq N, all panels fresh.
 
         The page may add "open": [panel names] (then folded panels are not re-rendered
-        while the task runs) and "refresh": [names] for panels it just unfolded.
+        while the task runs) and "refresh": [names] for panels it just unfolded, with
+        "stale": true when it does not show what it was sent of them (it skipped
+        fragments while they were folded, or a patch did not fit): then they come whole.
         """
         if self.group is None:
             return
@@ -98,6 +100,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             after = int(data["after"]) if "after" in data else None
             opened = data.get("open")
             refresh = {str(name) for name in data.get("refresh") or ()}
+            stale = bool(data.get("stale"))
         except (ValueError, TypeError, AttributeError):
             data = None
         if data is None or (after is None and opened is None):
@@ -107,9 +110,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if isinstance(opened, list):
             self.open_panels = {str(name) for name in opened}
         if after is not None:
+            self.feed.sent.clear()  # where the page stands: it is sent everything whole
             await self.sync(max(0, after), full=True)
         elif refresh and self.synced_seq is not None:
             async with self.lock:
+                if stale:
+                    self.feed.forget(refresh)
                 html = await self.render_named(refresh)
                 if html:
                     await self.send(text_data=html)

@@ -80,14 +80,15 @@ async def test_page_says_where_it_stands_then_follows_live_budget(session, ann, 
     first = await comm.receive_from(timeout=TIMEOUT)
     assert 'id="panel-budget-body"' in first and 'value="1"' in first
 
-    [row] = await database_sync_to_async(add_events)(session, budget(history=3456))
+    [row] = await database_sync_to_async(add_events)(session, budget(history=1456))
     await redis_layer.group_send(group_name(session.pk),
                                  {"type": "session.event", "event": row.to_dict()})
     html = await comm.receive_from(timeout=TIMEOUT)
-    assert 'id="panel-budget-body" class="panel-body" hx-swap-oob="true"' in html
-    assert "3,456" in html
+    # The budget's body as patches of what the page holds: the figure that changed.
+    assert 'hx-swap-oob="path:panel-budget-body@' in html and "1,456" in html
+    assert 'id="panel-budget-body"' not in html and "1,000" not in html
     # Only the panels a BUDGET touches are re-rendered.
-    assert 'id="panel-curve-body"' in html and 'id="panel-anchors-body"' not in html
+    assert "panel-anchors" not in html
     assert 'id="last-seq" value="2"' in html
     await comm.disconnect()
 
@@ -207,7 +208,7 @@ async def test_a_sub_agent_changing_re_renders_the_parents_panel(session, ann, m
     await database_sync_to_async(
         Session.objects.filter(pk=child.pk).update)(status="finished", turns=3, cost=0.25)
     html = await comm.receive_from(timeout=TIMEOUT)
-    assert 'id="panel-children' in html and "status-finished" in html
+    assert 'panel-children-body' in html and "status-finished" in html
     assert "with sub-agents" in html  # the status header's cost includes the child's
     assert await comm.receive_nothing(timeout=0.5)  # sent once, not on every check
     await comm.disconnect()
@@ -225,12 +226,18 @@ async def test_folded_panels_wait_until_unfolded(session, ann, redis_layer):
     await redis_layer.group_send(group_name(session.pk),
                                  {"type": "session.event", "event": rows[1].to_dict()})
     html = await comm.receive_from(timeout=TIMEOUT)
-    assert "5,678" in html and 'id="panel-inspector-body"' not in html
+    assert "5,678" in html and "panel-inspector-body" not in html
     await comm.send_to(text_data=json.dumps({"open": ["budget", "inspector"],
                                              "refresh": ["inspector"]}))
     unfolded = await comm.receive_from(timeout=TIMEOUT)
-    assert 'id="panel-inspector-body"' in unfolded and 'data-call="7"' in unfolded
-    assert 'id="panel-budget-body"' not in unfolded
+    # What changed while it was folded: the body as patches of what the page holds.
+    assert "panel-inspector-body@" in unfolded and 'data-call="7"' in unfolded
+    assert "panel-budget-body" not in unfolded
+    # A page that skipped fragments of it meanwhile says so, and gets it whole.
+    await comm.send_to(text_data=json.dumps({"open": ["budget", "inspector"],
+                                             "refresh": ["inspector"], "stale": True}))
+    whole = await comm.receive_from(timeout=TIMEOUT)
+    assert 'id="panel-inspector-body" class="panel-body" hx-swap-oob="true"' in whole
     await comm.disconnect()
 
 

@@ -1,0 +1,96 @@
+"""The drawer streams deltas, not whole panels, and never drifts from the server's render.
+
+In Chromium against a real worker, all panels open while long-1000 runs at a small window
+(compactions, anchors, hints): after the first sync, no frame carries a panel body whole,
+the frames average a bounded size per turn, and after those hundreds of patches every
+panel on the page is what a fresh load of the page renders. The session is held at known
+points by pausing the worker; nothing waits a fixed time.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .stack import Stack, wait_for
+from .test_drawer_live import cancel, count_events, last_seq, start_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+expect.set_options(timeout=120_000)
+
+WHOLE_BODY = re.compile(r'id="panel-([a-z]+)-body" class="panel-body" hx-swap-oob="true"')
+# Each panel's body as the page shows it, in a form two renders can be compared in: the
+# revisions live patches need and the person's open/closed <details> left out.
+BODIES = """() => {
+  const out = {};
+  document.querySelectorAll('#drawer details.panel').forEach((panel) => {
+    const body = panel.querySelector('.panel-body').cloneNode(true);
+    body.querySelectorAll('[data-rev]').forEach((el) => el.removeAttribute('data-rev'));
+    body.removeAttribute('data-rev');
+    body.querySelectorAll('details').forEach((el) => el.removeAttribute('open'));
+    out[panel.id] = body.outerHTML.replace(/>\\s+</g, '><').replace(/\\s+/g, ' ');
+  });
+  return out;
+}"""
+
+
+def test_frames_after_the_first_sync_are_deltas_and_the_panels_never_drift(
+        page: Page, stack: Stack) -> None:
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
+        data if isinstance(data, str) else data.decode())))
+    pk = start_session(page, stack, "long-1000", window=8000)
+    try:
+        for _ in range(600):  # the first sync's frame (Playwright hands events over in calls)
+            if frames:
+                break
+            page.wait_for_timeout(100)
+        # Folded panels skipped the first sync's fragments: unfolded, they come whole.
+        page.evaluate("() => document.querySelectorAll('#drawer details.panel')"
+                      ".forEach((d) => { d.open = true; })")
+        expect(page.locator("#drawer details.panel:not([open])")).to_have_count(0)
+        for _ in range(600):
+            if len(frames) >= 2:
+                break
+            page.wait_for_timeout(100)
+        first_sync = len(frames)
+        assert first_sync >= 2
+        stack.resume("worker")
+        wait_for(lambda: count_events(stack, pk, "COMPACTION") >= 3
+                 and count_events(stack, pk, "MODEL_CALL") >= 60, "three compactions")
+        stack.pause("worker")
+        held = last_seq(stack, pk)
+        expect(page.locator("#last-seq")).to_have_value(str(held))
+        turns = int(stack.scalar("SELECT max(turn) FROM runs_sessionevent WHERE session_id = ?",
+                                 pk))
+        live = frames[first_sync:]
+        assert live, "no live frames"
+        # No panel is sent whole once the page holds it: only what changed in it.
+        whole = sorted({name for frame in live for name in WHOLE_BODY.findall(frame)})
+        assert whole == [], f"panels sent whole after the first sync: {whole}"
+        patches = sum(frame.count('hx-swap-oob="path:') + frame.count('hx-swap-oob="insert:')
+                      for frame in live)
+        assert patches > 0
+        per_turn = sum(len(frame.encode()) for frame in live) / turns
+        # At 8 000 nearly every turn compacts: each brings a detailed compaction, the
+        # inspector's messages anew and the anchors it retired (~16 KB a turn measured);
+        # a panel re-sent whole on each update would be far past this.
+        assert per_turn < 20_000, f"{per_turn:.0f} bytes a turn over {turns} turns"
+
+        # After all those patches, every panel is what the server renders afresh.
+        shown = page.evaluate(BODIES)
+        fresh = page.context.new_page()
+        fresh.goto(stack.url(f"/sessions/{pk}/"))
+        expect(fresh.locator("#last-seq")).to_have_value(str(held))
+        rendered = fresh.evaluate(BODIES)
+        fresh.close()
+        assert shown.keys() == rendered.keys()
+        for panel, html in rendered.items():
+            at = next((i for i, (a, b) in enumerate(zip(shown[panel], html)) if a != b),
+                      min(len(html), len(shown[panel])))
+            assert shown[panel] == html, (f"{panel} drifted from the server's render at {at}: "
+                                          f"{shown[panel][at - 80:at + 80]!r} != {html[at - 80:at + 80]!r}")
+    finally:
+        stack.resume("worker")
+        cancel(page)
