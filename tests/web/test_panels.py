@@ -434,3 +434,11 @@ def test_a_failed_check_of_the_person_s_words_is_red_on_its_call(session):
     assert "<q>never email the customer.</q>" in html
     first = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
     assert first["detail"]["failed_checks"] == []  # only on the call it concerns
+
+
+def test_a_words_check_failure_is_not_counted_as_a_compaction_s_audit(session):
+    add_events(session, compaction(), model_call(1, 500),
+               ("AUDIT", {"compaction_seq": 0, "call": 1, "ok": False,
+                          "words_missing": ["never email the customer."]}))
+    context, _ = panel_view(CompactionsPanel(), session)
+    assert context["audit_failures"] == 0

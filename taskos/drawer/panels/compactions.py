@@ -146,7 +146,10 @@ class CompactionsPanel(Panel):
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         done = [ev for ev in events if isinstance(ev, Compaction)]
-        audits = {ev.compaction_seq: ev for ev in events if isinstance(ev, Audit)}
+        # An audit without a compaction is the person's words check of one request (C19):
+        # shown on its call in the inspector, not here.
+        audits = {ev.compaction_seq: ev for ev in events
+                  if isinstance(ev, Audit) and ev.compaction_seq}
         newest_first = list(enumerate(done, start=1))[::-1]
         # A start with no end is running only while the session is; else it failed midway.
         last = [ev for ev in events if not isinstance(ev, Audit)]
