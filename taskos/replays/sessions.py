@@ -81,9 +81,13 @@ def create_replay(source: Session, owner, settings: dict[str, Any] | None = None
     window = checked_window(min(source.window, profile.effective_window) if window is None
                             else window, profile)
     config = checked_config({**(source.context_settings or {}), **settings})
-    return Session.objects.create(
+    replay = Session.objects.create(
         owner=owner, goal=source.goal, scenario=source.scenario, profile=profile,
         window=window, context_settings=config.to_dict(), replay_of=source)
+    # The recorded requests offered the tools of its sources (T10): without them the
+    # replay's requests would lack those schemas, and its system zone would differ.
+    replay.tool_sources.set(source.tool_sources.all())
+    return replay
 
 
 def replay_engine(session: Session) -> Callable[..., Any]:

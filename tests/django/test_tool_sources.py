@@ -16,8 +16,9 @@ from django.urls import reverse
 
 from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
-from taskos.drawer.panels import CostPanel
+from taskos.drawer.panels import BudgetPanel, CostPanel
 from taskos.drawer.panels.inspector import read_call_detail
+from taskos.replays.sessions import create_replay
 from taskos.runs import queue, services
 from taskos.runs.models import (ArchivedTurn, Session, SessionEvent, ToolSource,
                                 ToolSourceTool)
@@ -82,6 +83,33 @@ def test_a_session_calls_the_example_source_end_to_end(owner, sim_profile):
     assert "3 from workspace" in detail["tools_part"]["label"]
     assert sum(row["tokens"] for row in detail["tools_part"]["by_source"]) == \
         detail["tools_part"]["tokens"]
+    # The budget panel's system zone: the same schemas per source, within the zone.
+    budget_panel = BudgetPanel()
+    budget = budget_panel.get_context(session, load_events(session, budget_panel.event_types))
+    schemas = {row["source"]: row for row in budget["budget"]["schemas"]}
+    assert set(schemas) == {"built-in", "workspace"} and schemas["workspace"]["schemas"] == 3
+    assert schemas["workspace"]["tokens"] > 0
+    system = next(seg for seg in budget["budget"]["segments"] if seg["zone"] == "system")
+    assert sum(row["tokens"] for row in schemas.values()) < system["tokens"]
+    html = render_panel(budget_panel, session, load_events(session, budget_panel.event_types))
+    assert 'data-source="workspace"' in html and "tool schemas from workspace" in html
+    # A replay (E2) offers the same sources, so its requests carry the same schemas.
+    replay = create_replay(session, owner)
+    assert list(replay.tool_sources.all()) == [source]
+    execute_session(replay)
+    replay.refresh_from_db()
+    assert replay.status == "finished", replay.error
+    replayed = budget_panel.get_context(replay, load_events(replay, budget_panel.event_types))
+    assert replayed["budget"]["schemas"] == budget["budget"]["schemas"]
+
+
+def test_a_session_without_sources_shows_no_schema_split(owner, sim_profile):
+    session = start(owner, sim_profile, None)
+    panel = BudgetPanel()
+    context = panel.get_context(session, load_events(session, panel.event_types))
+    assert context["budget"]["schemas"] == []
+    assert "schema-source" not in render_panel(panel, session,
+                                               load_events(session, panel.event_types))
 
 
 def test_a_source_that_cannot_start_leaves_the_session_running_on(owner, sim_profile):

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import ZONES, Event, EventType
+from agents import ZONES, Event, EventType, TokenCounter
 from taskos.drawer.base import Panel
+from taskos.drawer.calls import tools_of
+from taskos.drawer.tool_costs import schema_part
+from taskos.runs.models import SessionEvent
 
 # Zones that hold input, left to right as the context is laid out (feature C17).
 INPUT_ZONES = tuple(zone for zone in ZONES if zone != "reserve")
@@ -41,6 +44,22 @@ def percent(part: float, whole: float) -> float:
     if whole <= 0:
         return 0.0
     return round(max(0.0, min(100.0, 100.0 * part / whole)), 2)
+
+
+def schemas_by_source(session) -> list[dict[str, Any]]:
+    """The system zone's tool schemas split into the built-ins' and each tool source's
+    (T10), counted as the newest agent request sent them; [] when the session has no tool
+    source (every schema is built-in) or no agent request was stored yet."""
+    if session.pk is None or session.profile is None or not session.tool_sources.exists():
+        return []
+    row = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL,
+                                       payload__kind="agent")
+           .order_by("-seq").values("seq", "payload__request").first())
+    tools = tools_of(session, row["seq"], row["payload__request"] or {}) if row else None
+    if not tools:
+        return []
+    counter = TokenCounter(session.profile.model, session.profile.encoding)
+    return schema_part(tools, counter.tools).get("by_source", [])
 
 
 COUNT_NOTES = {
@@ -91,6 +110,8 @@ class BudgetPanel(Panel):
                 "correction": latest.correction,
                 # feature C18: the profile's window is assumed, not known.
                 "window_warning": latest.window_warning or "",
+                # The system zone's tool schemas per source (T10), as the inspector splits them.
+                "schemas": schemas_by_source(session),
             },
         }
 
