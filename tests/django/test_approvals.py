@@ -222,3 +222,14 @@ def test_a_sub_agent_asks_before_what_its_parent_does(waiting):
     from taskos.store.django_store import DjangoStore
     child = DjangoStore().create_child(str(waiting.pk), {"goal": "Check the draft.", "turn": 1})
     assert Session.objects.get(pk=child).ask_first == ["write_file"]
+
+
+def test_runtask_says_a_session_waits_for_approval(tmp_path, sim_profile, settings, sent):
+    from django.core.management import CommandError, call_command
+    settings.TASKOS_ASK_FIRST = ["write_file"]  # every session asks before write_file
+    with pytest.raises(CommandError) as stopped:
+        call_command("runtask", "--scenario", scenario_file(tmp_path), "--profile", "sim")
+    assert stopped.value.returncode == 5
+    session = Session.objects.get()
+    assert "waits for a person's approval" in str(stopped.value)
+    assert session.status == "waiting_for_approval" and session.approvals.count() == 2

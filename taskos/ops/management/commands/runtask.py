@@ -48,7 +48,9 @@ class ProgressBar:
 # weak model's non-answer from a crash or a provider's fault without reading the report.
 # 1 stays Django's: the command itself could not run (bad option, unknown profile, storage).
 ENDING_CODES = {Session.Status.FAILED: 2, Session.Status.UNUSABLE_ANSWER: 3,
-                Session.Status.CANCELLED: 4}
+                Session.Status.CANCELLED: 4,
+                # not ended: a person decides its ask-first call in the drawer (T11)
+                Session.Status.WAITING_FOR_APPROVAL: 5}
 
 
 def ended_without_answer(session: Session) -> CommandError | None:
@@ -56,6 +58,11 @@ def ended_without_answer(session: Session) -> CommandError | None:
     code = ENDING_CODES.get(session.status)
     if code is None:
         return None
+    if session.status == Session.Status.WAITING_FOR_APPROVAL:
+        return CommandError(
+            f"Session #{session.pk} waits for a person's approval of a tool call: approve or "
+            f"deny it in the drawer's Approvals panel (/sessions/{session.pk}/); a worker then "
+            "goes on with it.", returncode=code)
     reason = f": {session.error}" if session.error else ""
     return CommandError(f"Session #{session.pk} ended {session.status}{reason}",
                         returncode=code)
