@@ -1,6 +1,7 @@
 """Forms of the dashboard; every mistake a person can make gets a message by its field."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -8,6 +9,8 @@ from django import forms
 
 from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
                     list_scenarios, load_scenario, storable_text)
+from agents.context.budget import plan_budget
+from agents.counting.tokens import TokenCounter
 from taskos.runs.models import ModelProfile, input_too_long
 from taskos.runs.tool_sources import ToolSource
 from taskos.workspaces.forms import StartFilesForm
@@ -64,6 +67,10 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
         required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder":
                                                      "What should the agent do?"}),
         help_text="Optional when a scenario is chosen: the scenario's goal is used.")
+    goal_over_share = False  # set by clean(): the goal is larger than the words' share
+    long_goal_ok = forms.BooleanField(
+        required=False, label="Start anyway: the oldest part of my words past their share "
+                              "is condensed (the full text stays in the archive)")
     scenario = forms.ChoiceField(required=False, help_text="A bundled script the simulated "
                                  "model plays (it also works as a goal for a real model). "
                                  "The simulated model can only play scenarios: given a "
@@ -166,7 +173,30 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
             self.add_error("window", f"The window ({window:,} tokens) is larger than the context "
                                      f"size of profile {profile.name!r} ({profile.effective_window:,}).")
         data["window"] = window
+        self._check_goal_share(data.get("goal") or "", window, bool(data.get("long_goal_ok")))
         return data
+
+    def _check_goal_share(self, goal: str, window: int | None, accepted: bool) -> None:
+        """Said before the start (C19): a goal larger than the person's words' share of
+        this window cannot be sent whole; the person decides whether to start anyway."""
+        self.goal_over_share = False
+        if not goal or not window or "goal" in self.errors:
+            return
+        share = plan_budget(window, DEFAULTS).words_share
+        if len(goal) < share * 2:  # under two characters a token it fits: no count needed
+            return
+        tokens = goal_counter().text(goal)
+        if tokens <= share:
+            return
+        self.goal_over_share = True
+        if not accepted:
+            self.add_error("goal", (
+                f"This goal is about {tokens:,} tokens. At a window of {window:,} tokens the "
+                f"person's words are sent whole up to {share:,} tokens (words_share "
+                f"{DEFAULTS.words_share:g} of the input limit); past that the oldest part "
+                "would be condensed to its constraint sentences, the full text one read_ref "
+                "away. Use a larger window, put the material in a workspace file, or tick "
+                "\"Start anyway\"."))
 
     def _check_knobs(self, data: dict[str, Any]) -> None:
         """Validate each knob alone, by the engine's own check, so an error lands on the
@@ -185,6 +215,11 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
             extra["max_turns"] = self.cleaned_data["max_turns"]
         return ContextConfig(**{name: self.cleaned_data[name] for name in KNOBS},
                              **extra).to_dict()
+
+
+@lru_cache(maxsize=1)
+def goal_counter() -> TokenCounter:
+    return TokenCounter()
 
 
 def refuse_too_long(text: str, what: str) -> str:

@@ -170,3 +170,17 @@ def test_session_page_warns_when_the_profiles_window_is_assumed(make_session, an
     profile.save()
     html = ann_client.get(f"/sessions/{guessed.pk}/").content.decode()
     assert "window-warning" not in html
+
+
+def test_a_goal_larger_than_the_person_s_words_share_is_said_before_the_start(ann_client):
+    goal = "Compare the regional figures and explain each difference. " * 400
+    response = ann_client.post("/sessions/new", form_data(goal=goal, window="8000"))
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "person&#x27;s words are sent whole up to 1,750 tokens" in page
+    assert 'name="long_goal_ok"' in page and Session.objects.count() == 0
+    started = ann_client.post("/sessions/new", form_data(goal=goal, window="8000",
+                                                         long_goal_ok="on"))
+    assert started.status_code == 302 and Session.objects.count() == 1
+    roomy = ann_client.post("/sessions/new", form_data(goal=goal, window="128000"))
+    assert roomy.status_code == 302  # fits the share of a larger window: no question
