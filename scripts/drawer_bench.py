@@ -63,8 +63,8 @@ COUNT_ELEMENTS = """() => {
   return found;
 }"""
 # A fragment's target: the id of an element sent whole, or the #id it is added to.
-TARGET = re.compile(r'^\s*<[a-z]+ [^>]*?(?:\bid="([^"]+)"[^>]*hx-swap-oob="[^"]*"|'
-                    r'hx-swap-oob="[a-z]+:#([^"]+)")')
+TARGET = re.compile(r'^\s*<[a-z][a-z0-9]* [^>]*?(?:hx-swap-oob="[a-z]+:#?([^"@]+)|'
+                    r'\bid="([^"]+)"[^>]*hx-swap-oob="[^"]*")')
 FRAGMENT_START = re.compile(r"\n(?=<[a-z][a-z0-9]* [^>]*hx-swap-oob=)")
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")

@@ -87,7 +87,11 @@ window.TaskOSFragments = (function () {
     else if (kind === "path") { el.replaceWith(node); added.push(node); }
     else if (kind === "attrs") { morphAttributes(el, node); }
     else if (kind === "remove") { el.remove(); }
-    else { el.insertBefore(node, el.children[index] || null); added.push(node); }
+    else {  // after the last element, not after the whitespace that closes the list
+      var last = el.lastElementChild;
+      el.insertBefore(node, el.children[index] || (last ? last.nextSibling : el.firstChild));
+      added.push(node);
+    }
   }
 
   // Makes `old` look like `fresh` while keeping every node that is already right.

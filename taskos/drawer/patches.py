@@ -73,7 +73,7 @@ class _Tree(HTMLParser):
         start = self.position()
         named = dict(attrs)
         key = (named.get("id") or named.get("data-seq") or named.get("data-key")
-               or (named.get("value") if tag == "option" else None))
+               or (f"={named.get('value')}" if tag == "option" and "value" in named else None))
         node = Node(tag, start, start + len(self.get_starttag_text() or ""),
                     dom_id=named.get("id"), key=key and f"{tag} {key}")
         (self.stack[-1].children if self.stack else self.roots).append(node)
