@@ -21,6 +21,7 @@ from agents.config import (KNOWN_CONTEXT_SIZES, MAX_INPUT_CHARS, TOOLS_OFF_NOTIC
                            ConfigError, ContextConfig, ModelProfile, ProfileInvalid, Setting,
                            check_number, input_too_long, profile_settings)
 from agents.context import ANNOTATIONS
+from agents.context.budget import plan_budget
 from agents.counting import PRICE_TABLES, REPLY_PRIMING, TokenCounter
 from agents.errors import advise, error_event
 from agents.events import (ZONES, AnchorChanged, AssistantMessage, Audit, BudgetEvent, Compaction,
@@ -81,6 +82,7 @@ __all__ = [
     "run_bench", "run_once", "PRICE_TABLES",
     # what the drawer shows the engine's way, and keys kept out of everything
     "ANNOTATIONS", "REPLY_PRIMING", "TokenCounter", "canonical_keys",
+    "plan_budget",  # the start form says when a goal exceeds the person's words' share
     "KeyEnvRefused", "RedactingFilter", "check_key_env", "redact",
     # the workspace as the tools open it, for the person's files (T9); the demo data
     "open_in_workspace", "ToolError", "DATA_DIR",

@@ -7,10 +7,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 
-from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, default_registry,
-                    list_scenarios, load_scenario, storable_text)
-from agents.context.budget import plan_budget
-from agents.counting.tokens import TokenCounter
+from agents import (WINDOW, ConfigError, ContextConfig, ScenarioError, TokenCounter,
+                    default_registry, list_scenarios, load_scenario, plan_budget, storable_text)
 from taskos.runs.models import ModelProfile, input_too_long
 from taskos.runs.tool_sources import ToolSource
 from taskos.workspaces.forms import StartFilesForm
