@@ -31,6 +31,11 @@ from typing import Any
 # text runs 3 to 4 characters a token in the tokenizers of small local models.
 CHARS_PER_TOKEN = 3
 MIN_CHARS = 64  # a path or an id always fits
+# llama.cpp's grammar parser refuses a string bounded past about 1000 characters (its
+# converter nests one optional group per character; "exceeds sane defaults") and
+# llama-cpp-python's server then dies: an 8k window's reserve (1000 tokens) asked for
+# 3000. Measured on llama-cpp-python 0.3.36: 1000 parses, 1010 does not.
+MAX_CHARS = 900
 MAX_ITEMS = 16
 # String schemas bounded already, or by their own form.
 SELF_BOUNDED = ("enum", "const", "pattern", "format", "maxLength")
@@ -39,7 +44,7 @@ SELF_BOUNDED = ("enum", "const", "pattern", "format", "maxLength")
 def bound_schemas(schemas: list[dict[str, Any]], reserve_tokens: int) -> list[dict[str, Any]]:
     """Copies of OpenAI tool `schemas` whose arguments are bounded to about
     `reserve_tokens` tokens per call (see the module's note)."""
-    chars = max(MIN_CHARS, reserve_tokens * CHARS_PER_TOKEN)
+    chars = min(MAX_CHARS, max(MIN_CHARS, reserve_tokens * CHARS_PER_TOKEN))
     # Through JSON, not deepcopy: tools share schema objects (a task id's), and each
     # tool's copy gets its own share of the reserve.
     bounded = json.loads(json.dumps(schemas))

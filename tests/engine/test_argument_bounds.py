@@ -15,7 +15,7 @@ from agents.config import ContextConfig, ModelProfile
 from agents.context.budget import plan_budget
 from agents.events import EventType, ListSink
 from agents.loop.spec import SessionSpec
-from agents.provider.argument_bounds import (CHARS_PER_TOKEN, MAX_ITEMS, MIN_CHARS,
+from agents.provider.argument_bounds import (CHARS_PER_TOKEN, MAX_CHARS, MAX_ITEMS, MIN_CHARS,
                                              argument_at_bound, bound_schemas, call_stops)
 from agents.runner import run_session
 from agents.store.memory import MemoryStore
@@ -59,7 +59,7 @@ def test_every_argument_of_every_tool_is_bounded_to_about_the_reserve():
     before = json.dumps(schemas)
     bounded = bound_schemas(schemas, 512)
     assert json.dumps(schemas) == before  # the registry's own schemas are left alone
-    chars = 512 * CHARS_PER_TOKEN
+    chars = min(MAX_CHARS, 512 * CHARS_PER_TOKEN)
     for tool in bounded:
         parameters = tool["function"]["parameters"]
         found = strings(parameters)
@@ -106,7 +106,7 @@ def test_a_looping_argument_on_a_local_server_is_closed_by_the_grammar_and_not_r
     reserve = plan_budget(4096, ContextConfig()).reserve
     path = next(t for t in first["tools"] if t["function"]["name"] == "read_file")[
         "function"]["parameters"]["properties"]["path"]
-    assert path["maxLength"] == reserve * CHARS_PER_TOKEN
+    assert path["maxLength"] == min(MAX_CHARS, reserve * CHARS_PER_TOKEN)
     assert first["stop"] == ["functions.list_files:", "functions.read_file:"]
     calls = [e.payload for e in sink.of_type(EventType.MODEL_CALL)]
     [cut] = [c for c in calls if c.get("refused")]
@@ -135,3 +135,12 @@ def test_a_profile_that_is_not_local_is_sent_its_schemas_as_they_are():
     assert "stop" not in first
     assert all("maxLength" not in json.dumps(t) for t in first["tools"])
     assert len([e for e in sink.of_type(EventType.TOOL_CALL) if e.turn == 0]) == 2
+
+
+def test_no_bound_exceeds_what_the_llama_cpp_grammar_parser_takes():
+    """An 8k window's reserve (1000 tokens) asked for 3000 characters: llama.cpp's grammar
+    parser refuses a string bound past about 1000 and llama-cpp-python's server died on the
+    first request."""
+    for schema in bound_schemas(default_registry().schemas(), 1000):
+        for prop in schema["function"]["parameters"].get("properties", {}).values():
+            assert prop.get("maxLength", 0) <= MAX_CHARS <= 1000, (schema, prop)
