@@ -139,6 +139,7 @@ class ChatmlServer(FakeServer):
         self.drops_tools = drops_tools
         self.answer = answer  # said instead of the copied block when asked for "Answer:"
         self.agent_script = list(agent_script)  # ("tool", name, args) or "answer"
+        self.body: dict[str, Any] = {}  # the chat request being answered
         self.requests: list[dict[str, Any]] = []  # {"body", "prompt", "prompt_tokens"}
         self.refused: list[int] = []  # prompt tokens of each refused request
         self.tokenized: list[str] = []  # each text sent to /extras/tokenize, in order
@@ -176,7 +177,8 @@ class ChatmlServer(FakeServer):
             self.requests.append({"body": body, "prompt": prompt, "prompt_tokens": tokens,
                                   "tokenized_before": len(self.tokenized)})
             if tools and choice not in (None, "none") and not self.drops_tools:
-                answer = self._agent_turn(prompt, body=body)
+                self.body = body  # what _agent_turn's runaway reads its bounds from
+                answer = self._agent_turn(prompt)
                 return answer.pop("_status", 200), answer
             if tools and choice not in (None, "none"):  # the model never saw a tool
                 answer = self._agent_turn(prompt, text_only=True)
@@ -184,8 +186,8 @@ class ChatmlServer(FakeServer):
         return 200, completion(self._without_tools(prompt), tokens)
 
     # --- the model
-    def _agent_turn(self, prompt: str, text_only: bool = False,
-                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _agent_turn(self, prompt: str, text_only: bool = False) -> dict[str, Any]:
+        body = self.body
         step = self.agent_script.pop(0) if self.agent_script else "answer"
         if text_only:  # no tool in the prompt: a call it writes is text, without `message:`
             said = f"functions.{step[1]}:\n{json.dumps(step[2])}" if step[0] == "tool" else \
