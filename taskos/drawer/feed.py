@@ -44,6 +44,9 @@ class EventFeed:
         # Panels whose body on the page is current up to `seq`: those can be brought up to
         # date with their `delta` (rows appended); any other is sent whole.
         self.current: set[str] = set()
+        # Folded panels not sent their updates: the seq their body on the page is current
+        # up to, so unfolding sends what came after it (their `delta`), not the body whole.
+        self.folded: dict[str, int] = {}
         # What the page was last sent of each element a panel replaces whole, by id: the
         # next time only what differs is sent (taskos/drawer/patches.py).
         self.sent: dict[str, dict[str, Sent]] = defaultdict(dict)
@@ -53,6 +56,7 @@ class EventFeed:
         """Fill the feed from the database (the first sync, or after a reset)."""
         self.by_type.clear()
         self.current.clear()
+        self.folded.clear()
         self.sent.clear()
         self.seq = 0
         self.add(load_events(session, self.types))
@@ -148,6 +152,8 @@ class EventFeed:
         of a folded panel, or a person swapped a part): they are sent whole next."""
         for name in panels:
             self.sent.pop(name, None)
+            self.folded.pop(name, None)
+            self.current.discard(name)
 
 
 

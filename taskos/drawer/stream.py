@@ -66,6 +66,7 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
             parts.extend(feed.not_sent(panel.name, fragments(html), skip=own_new is not None)
                          if oob else [html])
             feed.current.add(panel.name)
+            feed.folded.pop(panel.name, None)
         return mark_safe("\n".join(parts))
     wanted = {t for panel in panels for t in panel.event_types}
     if everything is not None:
@@ -151,13 +152,16 @@ def render_update(session: Session, after: int, *, full: bool = False,
         panels: tuple[Panel, ...] | list[Panel] = PANELS
         if feed is not None:
             feed.current.clear()
+            feed.folded.clear()
     else:
         touched = [panel for panel in PANELS
                    if any(panel.handles(ev.type) and panel.wants(ev) for ev in new)]
         panels = [panel for panel in touched
                   if open_panels is None or panel.name in open_panels]
-        if feed is not None:  # a folded panel falls behind: sent whole when unfolded
-            feed.current.difference_update(p.name for p in touched if p not in panels)
+        if feed is not None:  # a folded panel falls behind: caught up when unfolded
+            for panel in touched:
+                if panel not in panels and panel.name in feed.current:
+                    feed.folded.setdefault(panel.name, after)
     parts = []
     if discarded:
         parts.append(render_to_string("drawer/_transcript_whole.html", {
@@ -187,9 +191,24 @@ def render_children_update(session: Session, feed: EventFeed | None = None) -> s
 
 
 def render_named_panels(session: Session, names: set[str], feed: EventFeed | None = None) -> str:
-    """The named panels' badges and bodies, out of band: a panel the page just unfolded."""
+    """The named panels' badges and bodies, out of band: a panel the page just unfolded.
+
+    A live page's panel that fell behind while folded gets what came after the seq its
+    body is current up to (nothing when nothing came); one the page lost track of (the
+    consumer forgot it) or was never sent is rendered whole."""
     panels = [panel for panel in PANELS if panel.name in names]
-    return render_panels(session, panels, oob=True, feed=feed) if panels else ""
+    if feed is None or not panels:
+        return render_panels(session, panels, oob=True, feed=feed) if panels else ""
+    parts = []
+    for panel in panels:
+        if panel.name not in feed.current:  # never sent, or the page lost track of it
+            parts.append(render_panels(session, [panel], oob=True, feed=feed))
+            continue
+        behind = feed.folded.pop(panel.name, feed.seq)  # not behind: nothing to send
+        since = [ev for ev in feed.events_for(panel) if ev.seq > behind]
+        if since:
+            parts.append(render_panels(session, [panel], oob=True, feed=feed, new=since))
+    return "\n".join(parts)
 
 
 def page_state(session: Session) -> dict[str, object]:

@@ -79,9 +79,11 @@ def test_a_folded_panel_is_brought_up_to_date_when_unfolded_and_appended_to_afte
     add_events(session, hint("three"))
     update = render_update(session, after, feed=feed, open_panels={"budget"})
     assert "hints" not in update.html  # folded: nothing sent
-    # Unfolded: what changed in its body since the page was sent it (patches of it).
+    # Unfolded: what came while it was folded, as the panel's delta (the new row on top).
     caught_up = render_named_panels(session, {"hints"}, feed=feed)
-    assert "panel-hints-body@" in caught_up and "three" in caught_up and "two" not in caught_up
+    assert 'hx-swap-oob="afterbegin:#hints-list"' in caught_up
+    assert "three" in caught_up and "two" not in caught_up and "panel-hints-body" not in caught_up
+    assert render_named_panels(session, {"hints"}, feed=feed) == ""  # nothing came since
     # A page that skipped fragments while it was folded gets it whole.
     feed.forget({"hints"})
     whole = render_named_panels(session, {"hints"}, feed=feed)
