@@ -63,10 +63,15 @@ def test_the_feed_keeps_only_what_panels_show(session):
     feed = EventFeed(PANELS)
     add_events(session, budget(history=100), budget(history=200), budget(history=300),
                ("TOOL_RESULT", {"name": "sql_query", "kept_tokens": 10}),
-               ("TOOL_RESULT", {"name": "delegate", "kept_tokens": 40, "child": 7}))
+               ("TOOL_RESULT", {"name": "delegate", "kept_tokens": 40, "child": 7}),
+               ("TOOL_CALL", {"name": "sql_query", "arguments": "{}"}),
+               ("OFFLOAD", {"name": "sql_query", "ref": "r1"}))
     feed.load(session)
     assert [ev.payload["zones"]["history"] for ev in feed.by_type["BUDGET"]] == [300]
-    assert [ev.payload.get("child") for ev in feed.by_type["TOOL_RESULT"]] == [7]
+    # Every tool result stays: the cost panel sums tokens per tool, the children panel
+    # reads the delegates among them. Types no panel shows are not kept at all.
+    assert [ev.payload.get("child") for ev in feed.by_type["TOOL_RESULT"]] == [None, 7]
+    assert "TOOL_CALL" not in feed.by_type and "OFFLOAD" not in feed.by_type
 
 
 def test_a_reset_database_refills_the_feed(session):
