@@ -65,12 +65,12 @@ def test_a_followed_run_keeps_the_newest_entries_and_scrolling_down_loads_older_
 
 
 CURVE = "#panel-curve-body svg.curve"
-# Counts the messages that brought the curve's drawing whole (before the page applies them).
+# Counts the messages that brought the curve's drawing whole (before the page applies them):
+# in its body sent whole, or as the patch that puts it in the body.
 COUNT_CURVE_BODIES = """() => {
   window.curveBodies = 0;
   document.addEventListener('htmx:wsBeforeMessage', (event) => {
-    const body = event.detail.message.indexOf('id="panel-curve-body"');
-    if (body >= 0 && event.detail.message.indexOf('<svg class="curve"', body) >= 0) window.curveBodies += 1;
+    if (/<svg [^>]*class="curve"/.test(event.detail.message)) window.curveBodies += 1;
   }, true);
 }"""
 # The curve as drawn: every element with its attributes (not the data) and its own text.
