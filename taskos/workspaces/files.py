@@ -3,6 +3,7 @@
 with their rows in one step."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterable
@@ -66,6 +67,18 @@ def walk(workspace: Path, cap: int = MAX_SHOWN) -> tuple[list[Entry], bool]:
     return sorted(entries, key=lambda e: e.path), False
 
 
+def _written_path(args: object) -> str | None:
+    """The path a write call named. The engine stores a call's arguments as the model
+    wrote them, a JSON text; a call whose text does not parse wrote nothing."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    path = args.get("path") if isinstance(args, dict) else None
+    return path if isinstance(path, str) else None
+
+
 def listing(session: Session) -> tuple[list[Entry], bool]:
     """The workspace's files, each with who wrote it last: the person's rows and the
     agent's write calls, by time; a file from the demo data that nobody touched is
@@ -77,9 +90,8 @@ def listing(session: Session) -> tuple[list[Entry], bool]:
     writes: dict[str, SessionEvent] = {}
     for event in SessionEvent.objects.filter(session=session, type="TOOL_CALL",
                                              payload__name__in=WRITING_TOOLS).order_by("seq"):
-        args = event.payload.get("args")
-        path = args.get("path") if isinstance(args, dict) else None
-        if isinstance(path, str):
+        path = _written_path(event.payload.get("args"))
+        if path is not None:
             try:
                 writes[safe_path(path)] = event
             except UploadRefused:

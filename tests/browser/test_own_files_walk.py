@@ -98,7 +98,7 @@ def test_own_files_and_an_mcp_source_with_an_approval_and_a_denial(page: Page, s
     page.reload()
     assert {"brief.txt", "expenses.csv", "report.md"} <= set(listed(page))
     assert writer(page, "expenses.csv") == "you (ann), at the start"
-    assert writer(page, "report.md").startswith("agent")
+    assert re.fullmatch(r"agent, turn \d+", writer(page, "report.md"))
     page.locator("#workspace").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot), full_page=False)
     with page.expect_download() as download:

@@ -194,7 +194,8 @@ def test_the_session_page_lists_the_workspace_with_who_wrote_what(ann_client, an
     SessionEvent.objects.create(session=session, seq=1, type="TOOL_CALL", turn=3,
                                 at=session.created_at.replace(year=2100),
                                 payload={"call_id": "c", "name": "write_file",
-                                         "args": {"path": "report.md", "content": "x"}})
+                                         # as the engine stores it: the model's JSON text
+                                         "args": '{"path": "report.md", "content": "x"}'})
     html = ann_client.get(f"/sessions/{session.pk}/").content.decode()
     assert 'id="workspace"' in html and "3 files" in html
     assert '<tr data-path="q1.csv"><td><code>q1.csv</code></td>' in html
