@@ -67,7 +67,7 @@ def audited(goal: str, result: str, discoveries: list[str]) -> Audit:
     audit.observe(Compaction(summary_after=summary, trigger="rolling"))
     audit.observe(ModelCall(kind="agent", call=3, messages=[
         {"role": "system", "content": summary, "zone": "summary"},
-        {"role": "user", "content": goal}]))
+        {"role": "user", "content": goal, "zone": "history"}]))
     [checked] = [e for e in events if isinstance(e, Audit)]
     return checked
 
