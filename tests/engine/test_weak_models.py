@@ -180,7 +180,11 @@ def test_each_servers_overflow_text_is_recognised_and_the_session_recovers(style
                       overflow_style=style) as provider:
         run, sink = run_against(provider, goal=goal, tools=["list_files"], context_size=4096)
     assert provider.overflows >= 1
-    assert [c for c, _ in error_codes(sink)] == ["context_length_exceeded"] * provider.overflows
+    codes = [c for c, _ in error_codes(sink)]
+    # The goal alone is past the person's words' share of this window: said, not fatal.
+    assert "words_over_share" in codes
+    assert [c for c in codes if c != "words_over_share"] == \
+        ["context_length_exceeded"] * provider.overflows
     payload = finished(sink)
     assert (payload["status"], payload["final_answer"]) == ("finished", "All done.")
 
