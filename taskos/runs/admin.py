@@ -364,9 +364,6 @@ class WorkspaceFileAdmin(ReadOnlyAdmin):
     search_fields = ("path",)
 
 
-from .admin_tool_sources import ToolSourceAdmin  # noqa: E402,F401 - tool sources (T10)
-
-
 @admin.register(ToolApproval)
 class ToolApprovalAdmin(admin.ModelAdmin):
     """Ask-first calls (T11) and their decisions: a record, decided in the drawer."""
@@ -381,3 +378,6 @@ class ToolApprovalAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+from .admin_tool_sources import ToolSourceAdmin  # noqa: E402,F401 - tool sources (T10)
