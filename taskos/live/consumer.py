@@ -218,9 +218,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return None
         self.children_seen = children_state(self.session_pk)  # what this render shows
-        self.status_seen = session.status
-        return render_update(session, after, full=full, open_panels=self.open_panels,
-                             feed=self.feed)
+        update = render_update(session, after, full=full, open_panels=self.open_panels,
+                               feed=self.feed)
+        # Only a sync that sends something carries the status header. A sync with nothing
+        # new (a scheduled one firing after the worker's last write) sends nothing, so the
+        # page still shows the old status: the watchdog must still see it as unsent.
+        if update.html:
+            self.status_seen = session.status
+        return update
 
     @database_sync_to_async
     def render_named(self, names: set[str]) -> str:

@@ -1,10 +1,12 @@
 """The websocket consumer on a real Redis channel layer: access, resync, live fragments."""
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
@@ -260,4 +262,39 @@ async def test_a_status_written_after_the_last_event_still_reaches_the_page(sess
     html = await comm.receive_from(timeout=TIMEOUT)
     assert 'data-status="finished"' in html
     assert await comm.receive_nothing(timeout=0.5)  # sent once, not on every check
+    await comm.disconnect()
+
+
+async def test_a_sync_with_nothing_new_does_not_swallow_a_status_change(session, ann,
+                                                                        monkeypatch):
+    """The worker writes a waiting or final status on the row after its last event. A sync
+    that fires after that write with no new event sends nothing; it used to note the new
+    status as shown, so the watchdog never sent it and the page stayed at "running"."""
+    from taskos.live.consumer import SessionConsumer
+    from taskos.runs.models import Session
+
+    checks_may_run = asyncio.Event()
+    real_watch = SessionConsumer.watch
+
+    async def held_watch(self):
+        await checks_may_run.wait()
+        await real_watch(self)
+
+    monkeypatch.setattr(SessionConsumer, "watch", held_watch)
+    monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 0.1)
+    monkeypatch.setattr(SessionConsumer, "MIN_INTERVAL_S", 0)
+    await database_sync_to_async(add_events)(session, budget())
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    first = await comm.receive_from(timeout=TIMEOUT)
+    assert 'data-status="running"' in first
+    await database_sync_to_async(Session.objects.filter(pk=session.pk).update)(
+        status="waiting_for_approval")
+    # An announcement with nothing new behind it: the consumer syncs and sends nothing.
+    await get_channel_layer().group_send(group_name(session.pk),
+                                         {"type": "session.event", "event": {}})
+    assert await comm.receive_nothing(timeout=1.0)
+    checks_may_run.set()
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert 'data-status="waiting_for_approval"' in html
     await comm.disconnect()
