@@ -20,6 +20,24 @@ def signed_in_page(context, stack: Stack, timeout_ms: int = 60_000) -> Page:
     return page
 
 
+def submit_start_form(page: Page) -> int:
+    """Press Start on the filled-in start form; the new session's number, from its page."""
+    page.click("button:has-text('Start')")
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def expect_one_pending_approval(page: Page, tool: str, in_arguments: str):
+    """The drawer's Approvals panel holds one waiting call of `tool`, whose arguments show
+    `in_arguments`, and the status header says the session waits for approval."""
+    pending = page.locator("#panel-approvals-body .approval-pending")
+    expect(pending).to_have_count(1)
+    expect(pending).to_contain_text(tool)
+    expect(pending.locator(".approval-args")).to_contain_text(in_arguments)
+    expect(page.locator("#session-status .status")).to_have_text("waiting_for_approval")
+    return pending
+
+
 def finished_session(page: Page, stack: Stack, scenario: str = "sales-report",
                      window: int | None = None) -> int:
     """Start `scenario` from the form and wait on its page until it has finished."""
@@ -27,7 +45,6 @@ def finished_session(page: Page, stack: Stack, scenario: str = "sales-report",
     page.select_option("#id_scenario", scenario)
     if window is not None:
         page.fill("#id_window", str(window))
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    pk = submit_start_form(page)
     expect(page.locator("#session-status .status")).to_have_text("finished")
-    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+    return pk

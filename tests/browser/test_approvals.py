@@ -10,12 +10,12 @@ model read. Each step waits for a condition on the page or in the database.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import expect_one_pending_approval, submit_start_form
 from .stack import ROOT, Stack, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -34,16 +34,10 @@ def test_deny_then_approve_in_the_drawer(page: Page, stack: Stack, tmp_path: Pat
         "d => d.open = true")
     page.check("fieldset.tools-ask-first input[value=read_file]")
     page.check("fieldset.tools-ask-first input[value=write_file]")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    pk = submit_start_form(page)
 
     # The read waits: the panel shows the call and its arguments, the status says so.
-    pending = page.locator("#panel-approvals-body .approval-pending")
-    expect(pending).to_have_count(1)
-    expect(pending).to_contain_text("read_file")
-    expect(pending.locator(".approval-args")).to_contain_text('"path"')
-    expect(page.locator("#session-status .status")).to_have_text("waiting_for_approval")
+    pending = expect_one_pending_approval(page, "read_file", '"path"')
     # No worker holds it: the run ended and let its lease go.
     wait_for(lambda: stack.scalar("SELECT lease_owner FROM runs_session WHERE id = ?", pk) == "",
              "the lease given back")

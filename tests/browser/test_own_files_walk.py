@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import expect_one_pending_approval, submit_start_form
 from .stack import ROOT, Stack, running_stack, wait_for
 from .test_workspace_uploads import listed, payload, writer
 
@@ -53,16 +54,10 @@ def test_own_files_and_an_mcp_source_with_an_approval_and_a_denial(page: Page, s
     page.set_input_files("#id_files", [payload("expenses.csv", EXPENSES, "text/csv"),
                                        payload("brief.txt", BRIEF)])
     page.check("fieldset.tool-sources input[type=checkbox]")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    pk = submit_start_form(page)
 
     # The source's column_total over the person's file waits; approved in the drawer.
-    pending = page.locator("#panel-approvals-body .approval-pending")
-    expect(pending).to_have_count(1)
-    expect(pending).to_contain_text("workspace__column_total")
-    expect(pending.locator(".approval-args")).to_contain_text("expenses.csv")
-    expect(page.locator("#session-status .status")).to_have_text("waiting_for_approval")
+    pending = expect_one_pending_approval(page, "workspace__column_total", "expenses.csv")
     pending.locator("form.approve button").click()
     expect(page.locator("#flash")).to_contain_text("Approved")
 

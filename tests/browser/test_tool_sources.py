@@ -5,13 +5,13 @@ lists the tokens per source and per tool."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import submit_start_form
 from .stack import ROOT, Stack, running_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
@@ -40,9 +40,7 @@ def test_a_source_added_in_the_admin_serves_a_task(page: Page, stack: Stack, tmp
     page.goto(stack.url("/sessions/new"))
     page.select_option("#id_scenario", "workspace-tools")
     page.check("fieldset.tool-sources input[type=checkbox]")
-    page.click("button:has-text('Start')")
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    pk = submit_start_form(page)
     expect(page.locator("#session-status .status")).to_have_text("finished", timeout=SLOW_MS)
 
     costs = page.locator("#panel-cost-body table.tool-costs")
