@@ -46,8 +46,12 @@ def start_with_files(page: Page, stack: Stack, goal: str, files: list[dict]) -> 
 
 
 def finished_pk(page: Page) -> int:
+    """Wait for the session to finish, then load its page again. The workspace listing is
+    rendered with the page, not streamed: a page loaded before the worker put the demo data
+    in (a quiet machine) lists only the person's files until it is reloaded."""
     page.wait_for_url(re.compile(r"/sessions/\d+/$"))
     expect(page.locator("#session-status .status")).to_have_text("finished")
+    page.reload()
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
