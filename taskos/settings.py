@@ -25,6 +25,9 @@ TASKOS_MODEL_HOSTS    comma-separated hosts a model profile's base URL may name:
                       `private`, `local` (loopback and private addresses for profiles marked
                       local), host names, addresses, networks (default public,local; read by
                       agents/provider/hosts.py)
+TASKOS_PRICE_TABLE    the benchmark's price table at which the session header and the compare
+                      view show what an unpriced (simulated) run would have cost:
+                      openai-like, anthropic-like or deepseek-like (default openai-like)
 TASKOS_UPLOAD_MAX_FILE_MB / TASKOS_UPLOAD_MAX_SESSION_MB / TASKOS_UPLOAD_MAX_FILES /
 TASKOS_UPLOAD_MAX_ZIP_RATIO  what a person may bring into one workspace: one file, all
                       files, their number, a zip member's expansion (20 / 200 / 500 / 100)
@@ -236,6 +239,9 @@ TASKOS_ASK_FIRST_WRITES = os.environ.get("TASKOS_ASK_FIRST_WRITES", "").lower() 
     "1", "true", "yes", "on")
 TASKOS_APPROVAL_TIMEOUT_S = float(os.environ["TASKOS_APPROVAL_TIMEOUT_S"]) \
     if os.environ.get("TASKOS_APPROVAL_TIMEOUT_S") else None
+# What an unpriced run would have cost is shown at this one of the benchmark's price
+# tables (taskos/runs/prices.py checks the name and says which ones exist).
+TASKOS_PRICE_TABLE = os.environ.get("TASKOS_PRICE_TABLE", "openai-like").strip()
 # The simulated model answers in well under a millisecond, so a whole demo run is over
 # before the drawer's first refresh; a real model takes seconds a call.
 TASKOS_SIM_LATENCY_MS = min(60_000.0, max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0))))

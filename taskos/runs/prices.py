@@ -9,14 +9,35 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from django.conf import settings
+from django.core import checks
+
 from agents import PRICE_TABLES
 
 DEFAULT_TABLE = "openai-like"
 
 
-def table_named(name: str | None) -> str:
-    """`name` when it is one of the tables, else the default one."""
+def chosen_table() -> str:
+    """The table the deployment chose (TASKOS_PRICE_TABLE); the default one when the name
+    is unknown, which the system check below reports."""
+    name = getattr(settings, "TASKOS_PRICE_TABLE", DEFAULT_TABLE)
     return name if name in PRICE_TABLES else DEFAULT_TABLE
+
+
+def table_named(name: str | None) -> str:
+    """`name` when it is one of the tables, else the chosen one."""
+    return name if name in PRICE_TABLES else chosen_table()
+
+
+@checks.register()
+def check_price_table(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    # A typo in the setting would otherwise show every would-be cost at another table
+    # than the one the operator asked for, without a word.
+    name = getattr(settings, "TASKOS_PRICE_TABLE", DEFAULT_TABLE)
+    if name in PRICE_TABLES:
+        return []
+    return [checks.Error(f"TASKOS_PRICE_TABLE={name!r} is not a price table",
+                         hint="use one of: " + ", ".join(PRICE_TABLES), id="taskos.E101")]
 
 
 def unpriced(profile: Any) -> bool:
@@ -34,11 +55,15 @@ def cost_at(calls: Iterable[Any], table: str) -> float:
 
 
 def costs_at_tables(calls: list[Any]) -> list[dict[str, Any]]:
-    """[{"table", "cost"}] for every table, in the benchmark's order."""
-    return [{"table": name, "cost": cost_at(calls, name)} for name in PRICE_TABLES]
+    """[{"table", "cost", "chosen"}] for every table, the chosen one first, the others in
+    the benchmark's order."""
+    first = chosen_table()
+    names = [first] + [name for name in PRICE_TABLES if name != first]
+    return [{"table": name, "cost": cost_at(calls, name), "chosen": name == first}
+            for name in names]
 
 
-def session_cost_at(session: Any, table: str = DEFAULT_TABLE) -> float | None:
+def session_cost_at(session: Any, table: str) -> float | None:
     """The session's running cost at `table` as the engine's report keeps it (updated each
     turn, with the session's state); None when no state was saved yet."""
     report = ((getattr(session, "engine_state", None) or {}).get("companions") or {}).get("report")

@@ -19,7 +19,7 @@ def recorded(ann, sim_profile, channels_redis_url):
     return session
 
 
-def test_replay_with_a_smaller_window_then_compare_side_by_side(ann_client, recorded):
+def test_replay_with_a_smaller_window_then_compare_side_by_side(ann_client, recorded, settings):
     page = ann_client.get(f"/sessions/{recorded.pk}/").content.decode()
     assert f'href="/sessions/{recorded.pk}/replay"' in page
     form = ann_client.get(f"/sessions/{recorded.pk}/replay").content.decode()
@@ -51,6 +51,9 @@ def test_replay_with_a_smaller_window_then_compare_side_by_side(ann_client, reco
     assert html.count("at openai-like prices") == 3 and "$0.0000" not in html
     cheaper = ann_client.get(f"/sessions/{recorded.pk}/compare?prices=deepseek-like")
     assert cheaper.content.decode().count("at deepseek-like prices") == 3
+    settings.TASKOS_PRICE_TABLE = "anthropic-like"  # the deployment's choice is the default
+    chosen = ann_client.get(f"/sessions/{recorded.pk}/compare").content.decode()
+    assert chosen.count("at anthropic-like prices") == 3
     # The first-difference links open the call on a styled page of its own.
     link = re.search(rf'href="(/sessions/{smaller.pk}/calls/\d+/)"', html).group(1)
     call_page = ann_client.get(link).content.decode()

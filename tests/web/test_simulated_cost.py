@@ -44,3 +44,31 @@ def test_the_session_header_says_what_a_simulated_run_would_have_cost(
     header = re.search(r'<div id="session-status".*?</div>', page, re.S).group(0)
     assert re.search(r"would cost <b>\$([\d.,]+)</b> at openai-like prices", header).group(1) \
         == f"{expected:,.4f}"
+
+
+def test_the_header_cost_panel_and_compare_view_use_the_chosen_price_table(
+        ann, ann_client, sim_profile, channels_redis_url, settings):
+    settings.TASKOS_PRICE_TABLE = "anthropic-like"
+    session = services.create_session(ann, "", "sales-report", sim_profile, 16000, {})
+    execute_session(session)
+    calls = [ev for ev in load_events(session, ["MODEL_CALL"])]
+    expected = cost_at(calls, "anthropic-like")
+    assert expected != cost_at(calls, "openai-like")
+    page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
+    header = re.search(r'<div id="session-status".*?</div>', page, re.S).group(0)
+    assert re.search(r"would cost <b>\$([\d.,]+)</b> at anthropic-like prices", header).group(1) \
+        == f"{expected:,.4f}"
+    context, html = panel_view(CostPanel(), session)
+    assert [row["table"] for row in context["would_cost"]][0] == "anthropic-like"
+    assert context["would_cost"][0]["chosen"] and "in the header" in html
+
+
+def test_an_unknown_price_table_is_a_system_check_error(settings):
+    from taskos.runs.prices import check_price_table, chosen_table
+
+    settings.TASKOS_PRICE_TABLE = "anthropc-like"
+    errors = check_price_table()
+    assert [e.id for e in errors] == ["taskos.E101"]
+    assert "openai-like" in errors[0].hint and chosen_table() == "openai-like"
+    settings.TASKOS_PRICE_TABLE = "deepseek-like"
+    assert check_price_table() == [] and chosen_table() == "deepseek-like"

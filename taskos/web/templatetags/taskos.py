@@ -79,11 +79,13 @@ def as_json(value: Any) -> str:
 @register.filter
 def would_cost(session: Any) -> dict[str, Any] | None:
     """For a session that costs nothing (simulated model, or a profile without prices):
-    what it would have cost at the default named price table, as {"table", "cost"}; None
-    for a priced profile (its cost is real) or before any state was saved."""
-    from taskos.runs.prices import DEFAULT_TABLE, session_cost_at, unpriced
+    what it would have cost at the chosen named price table (TASKOS_PRICE_TABLE), as
+    {"table", "cost"}; None for a priced profile (its cost is real) or before any state
+    was saved."""
+    from taskos.runs.prices import chosen_table, session_cost_at, unpriced
 
     if not unpriced(session.profile):
         return None
-    cost = session_cost_at(session, DEFAULT_TABLE)
-    return None if cost is None else {"table": DEFAULT_TABLE, "cost": cost}
+    table = chosen_table()
+    cost = session_cost_at(session, table)
+    return None if cost is None else {"table": table, "cost": cost}
