@@ -8,7 +8,9 @@ runs a scenario from the start form with the session page open and prints:
 - how long applying one frame's websocket updates took (the page's own measure);
 - panel toggles (click on a panel's summary until the next frame is painted): p99, max;
 - the bytes the websocket brought over the whole run, by the element each fragment
-  targets (which panels cost what), and the frames;
+  targets (which panels cost what), and the frames; and the bytes it took on the wire
+  (compressed when the server accepted permessage-deflate), counted by a relay the
+  browser reaches the server through;
 - the most the page's last seq fell behind the database, in seconds;
 - the finished page's load time (navigation timing, cold: a new browser context) and its
   HTML size, as sent (compressed) and decoded.
@@ -23,8 +25,10 @@ import argparse
 import json
 import re
 import signal
+import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,7 +39,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from scripts.trace_summary import summarize, summarize_profile  # noqa: E402
 from tests.browser.pages import signed_in_page  # noqa: E402
-from tests.browser.stack import Stack  # noqa: E402
+from tests.browser.stack import Stack, free_port  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -70,6 +74,57 @@ TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
 
 
+class CountingRelay:
+    """A TCP relay in front of the web server that counts what the server sends on
+    websocket connections, as it goes over the wire: Chromium's websocket events give the
+    messages decompressed, so they cannot tell what permessage-deflate saved."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.websocket_bytes = 0
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            state = {"websocket": False}
+            threading.Thread(target=self.pipe, args=(client, server, state, False),
+                             daemon=True).start()
+            threading.Thread(target=self.pipe, args=(server, client, state, True),
+                             daemon=True).start()
+
+    def pipe(self, source: socket.socket, sink: socket.socket, state: dict,
+             from_server: bool) -> None:
+        first = True
+        try:
+            while chunk := source.recv(65536):
+                if first and not from_server:
+                    state["websocket"] = b"upgrade: websocket" in chunk[:4096].lower()
+                first = False
+                if from_server and state["websocket"]:
+                    with self.lock:
+                        self.websocket_bytes += len(chunk)
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="long-1000")
@@ -85,6 +140,9 @@ def main() -> None:
     # `kill` must still take them down, so SIGTERM unwinds through the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack.start()
+    # The browser reaches daphne through the relay: every URL the bench opens names it.
+    relay = CountingRelay(stack.web_port)
+    stack.web_port = relay.port
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -101,17 +159,18 @@ def main() -> None:
                 profile.update(profiler.send("Profiler.stop")["profile"])
                 browser.stop_tracing()
 
-            print(run(page, stack, options.scenario, options.window, options.save_html,
+            print(run(page, stack, relay, options.scenario, options.window, options.save_html,
                       stop_trace=stop_trace if options.trace else None))
             if options.trace:
                 print(summarize(json.loads(options.trace.read_text())))
                 print(summarize_profile(profile))
             browser.close()
     finally:
+        relay.close()
         stack.stop()
 
 
-def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path | None,
+def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | None, save_html: Path | None,
         stop_trace=None) -> str:
     stack.pause("worker")  # the page is watching before the first event
     # Every frame the session page's websocket brings, its first sync included.
@@ -153,6 +212,7 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
             break
         time.sleep(0.5)
     run_s = time.monotonic() - started
+    wire_bytes = relay.websocket_bytes  # before the cold reload below opens its own socket
     if stop_trace is not None:
         stop_trace()  # the run only, not the reload of the finished page
     longtasks = page.evaluate("window.__longtasks")
@@ -189,6 +249,8 @@ def run(page, stack: Stack, scenario: str, window: int | None, save_html: Path |
         f"websocket: {ws_bytes / 1e6:.2f} MB in {len(frames)} frames (largest "
         f"{max((len(f) for f in frames), default=0) / 1000:.0f} KB; after the first, "
         f"{sum(len(f.encode()) for f in frames[1:]) / max(1, turns):.0f} bytes a turn)",
+        f"websocket on the wire: {wire_bytes / 1e6:.2f} MB (the messages above as the server "
+        f"sent them, with frame headers; {100 * wire_bytes / max(1, ws_bytes):.0f} % of them)",
         "websocket bytes by target: " + ", ".join(
             f"{target} {n / 1000:.0f} KB" for target, n in
             sorted(by_target.items(), key=lambda i: -i[1])[:12]),

@@ -156,7 +156,8 @@ class Launcher:
         self.spawn("worker", [python, "-m", "celery", "-A", "taskos", "worker", "-l", "info",
                               "--concurrency", str(self.concurrency)], env,
                    stop_signal=signal.SIGQUIT)
-        self.spawn("web", [python, "-m", "daphne", "-b", self.host, "-p", str(self.port),
+        # daphne with websocket compression (taskos/ops/web.py): the drawer's frames deflate.
+        self.spawn("web", [python, "-m", "taskos.ops.web", "-b", self.host, "-p", str(self.port),
                            "taskos.asgi:application"], env)
         self.wait_until(lambda: port_answers(self.host, self.port), "the web server")
 

@@ -94,7 +94,8 @@ class Stack:
         self.start_web()
 
     def start_web(self) -> None:
-        web = self.spawn("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
+        # daphne as the run command starts it: websocket frames deflated (taskos/ops/web.py).
+        web = self.spawn("web", [sys.executable, "-m", "taskos.ops.web", "-b", "127.0.0.1", "-p",
                                  str(self.web_port), "taskos.asgi:application"])
         wait_for(lambda: port_answers("127.0.0.1", self.web_port), "daphne", web)
 
