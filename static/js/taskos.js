@@ -88,11 +88,16 @@
     if (!scheduled) { scheduled = true; window.requestAnimationFrame(flush); }
   });
 
-  // Of an element sent whole several times while waiting, only the last copy is kept.
+  // Of an element sent whole several times while waiting, only the last copy is kept, and
+  // so are no patches of it made before that copy: they name the revision of an earlier
+  // copy, which the page, skipping it, never shows (it would ask for the panel whole).
+  var PATCH_OF = /^\s*<[a-z][a-z0-9]* hx-swap-oob="(?:path|attrs|insert|remove):([^"@]+)@/;
   function dropSuperseded() {
     var seen = {};
     for (var i = pending.length - 1; i >= 0; i--) {
       var whole = WHOLE.exec(pending[i]);
+      var patch = whole ? null : PATCH_OF.exec(pending[i]);
+      if (patch && seen[patch[1]]) { pending.splice(i, 1); continue; }
       if (!whole) { continue; }
       if (seen[whole[1]]) { pending.splice(i, 1); } else { seen[whole[1]] = true; }
     }

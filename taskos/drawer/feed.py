@@ -26,6 +26,7 @@ WHOLE = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"[^>]*hx-swap-oob="true"
 # it removes or changes (its id).
 TARGET = re.compile(r'<[a-z]+ [^>]*?(?:hx-swap-oob="[a-z]+:#([^"]+)"|\bid="([^"]+)")')
 SENT_WHOLE = ' hx-swap-oob="true"'
+ELEMENT_ID = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"')
 
 
 class EventFeed:
@@ -104,8 +105,14 @@ class EventFeed:
             if found is None:
                 target = TARGET.match(part)
                 changed = (target.group(1) or target.group(2)) if target else None
+                # The elements it carries (rows appended) arrive without a revision, in
+                # place of any of theirs the page shows: a note of one, kept from before it
+                # left the page (a patch of its list removed it), would make its next change
+                # a patch the page cannot place, and the page would ask for the panel whole.
+                carried = set(ELEMENT_ID.findall(part))
                 for dom_id in [k for k, note in sent.items()
-                               if changed is None or changed in note.ids]:
+                               if changed is None or changed in note.ids
+                               or not carried.isdisjoint(note.ids)]:
                     del sent[dom_id]
                 kept.append(part)
                 continue

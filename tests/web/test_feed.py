@@ -83,3 +83,21 @@ def test_a_reset_database_refills_the_feed(session):
     update = render_update(session, 3, full=True, feed=feed)
     assert update.last_seq == 1 and feed.seq == 1
     assert 'data-calls="1"' in update.html
+
+
+def test_a_row_appended_again_is_sent_whole_when_it_next_changes():
+    """A row the page was sent whole, then removed by a patch of its list and appended
+    again (as the inspector's messages shrink at a compaction and grow back), is on the
+    page without the revision its note names: its next change must come whole, not as a
+    patch the page cannot place (which made the page ask for the inspector whole)."""
+    feed = EventFeed(PANELS)
+    row = '<li class="msg" id="inspector-msg-5" hx-swap-oob="true"><b>{}</b> tok</li>'
+    first = feed.not_sent("inspector", [row.format(10)], skip=True)
+    assert 'data-rev="' in first[0]
+    patched = feed.not_sent("inspector", [row.format(11)], skip=True)
+    assert patched == ['<b hx-swap-oob="path:inspector-msg-5@1/0!b">11</b>']
+    feed.not_sent("inspector", ['<ol hx-swap-oob="beforeend:#inspector-messages">'
+                                '<li class="msg" id="inspector-msg-5"><b>11</b> tok</li></ol>'],
+                  skip=True)
+    again = feed.not_sent("inspector", [row.format(12)], skip=True)
+    assert len(again) == 1 and 'id="inspector-msg-5" hx-swap-oob="true" data-rev="2"' in again[0]
