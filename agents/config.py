@@ -352,6 +352,15 @@ class ModelProfile:
         False, help="Merge the system messages into one (a later one goes as a user message). "
                     "For llama-cpp-python's chatml-function-calling template, which writes the "
                     "tool schemas into every system message.")
+    # Anthropic's prompt cache is opt-in: only prefixes a request marks are written and
+    # read. OpenAI-compatible gateways to such models (OpenRouter, LiteLLM) take the marks
+    # as `cache_control` on text content parts; plain OpenAI-compatible servers are never
+    # sent one (some refuse content parts they do not know), so it is off by default.
+    cache_marks: bool = setting(
+        False, help="Mark the prefixes worth caching with cache_control (Anthropic-style "
+                    "prompt caching through an OpenAI-compatible gateway such as OpenRouter "
+                    "or LiteLLM). Off for OpenAI, local servers and any provider that caches "
+                    "by itself.")
     token_ratio: float = setting(
         1.0, learnt=True,
         help="Provider's prompt tokens ÷ the engine's count, learnt from past calls.")

@@ -189,6 +189,9 @@ class ModelCall(Event):
     zones: dict[str, int] = _mapped()
     output_tokens: int = 0
     cached_tokens: int = 0
+    # Read from and written to a breakpoint cache, where the provider reports them.
+    cache_read_tokens: int | None = optional()
+    cache_write_tokens: int | None = optional()
     finish_reason: str = ""
     latency_ms: float = 0.0
     cost: float = 0.0

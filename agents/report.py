@@ -118,6 +118,10 @@ class ReportSink:
         call = {"input_tokens": event.input_tokens, "kind": event.kind,
                 "over_window": event.over_window, "cached_tokens": cached,
                 "output_tokens": output, **({"refused": True} if event.refused else {})}
+        marked = None
+        if event.cache_write_tokens is not None:
+            marked = (event.cache_read_tokens or 0, event.cache_write_tokens)
+            call.update(cache_read_tokens=marked[0], cache_write_tokens=marked[1])
         if event.kind == "agent" and (event.zones or {}).get("summary"):
             call["summary_tokens"] = event.zones["summary"]  # the summary this call carried
         self.model_calls.append(call)
@@ -129,7 +133,7 @@ class ReportSink:
             self.pending_summaries = 0
         if event.refused:  # never sent on to the model: nothing to check in it
             return
-        self.meter.add(event.input_tokens, cached, output)
+        self.meter.add(event.input_tokens, cached, output, marked)
         if event.kind == "agent":
             self._note_figures("\n".join(str(m.get("content") or "") for m in event.messages
                                           if m.get("zone") == "summary"))

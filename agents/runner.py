@@ -126,7 +126,8 @@ def run_session(spec: SessionSpec, *, session_id: str, store: Store, events: Eve
         report["invented_unflagged"] = sink.unflagged(invented)
         # The same calls priced under Anthropic's strict cache rule (agents/sim/cache.py).
         usage = transport.strict_usage
-        report["cached_input_tokens_strict"] = sum(cached for _, cached, _ in usage)
+        report["cached_input_tokens_strict"] = sum(
+            marked[0] if marked is not None else cached for _, cached, _, marked in usage)
         report["cost_anthropic_strict"] = round(sum(
             PRICE_TABLES["anthropic-like"].cost(*call) for call in usage), 4)
     return SessionRun(result=result, report=report, engine_ms=list(ledger.turn_ms),

@@ -36,7 +36,10 @@ def run_once(name: str, window: int, *, managed: bool, summarizer: str | None = 
     invent facts, agents/sim/summarizer.py)."""
     scenario = load_scenario(name)
     config = ContextConfig(max_turns=max(ContextConfig().max_turns, len(scenario.model_steps)))
-    profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW)
+    # Both runs mark their cache breakpoints, each as it would (agents/loop/cache_marks.py),
+    # so the Anthropic-like tables bill them like for like.
+    profile = ModelProfile(name="sim", context_size=window if managed else UNLIMITED_WINDOW,
+                           cache_marks=True)
     with tempfile.TemporaryDirectory() as tmp:
         spec = SessionSpec.plan(goal=scenario.goal, scenario=scenario, profile=profile,
                                 config=config, unmanaged=not managed, summarizer=summarizer)
@@ -170,7 +173,10 @@ def cost_sequence(calls: list[dict[str, Any]], table: str = "anthropic-like") ->
     """Cumulative cost after each call under one price table (for the plot)."""
     prices, total, out = PRICE_TABLES[table], 0.0, []
     for c in calls:
-        total += prices.cost(c["input_tokens"], c.get("cached_tokens", 0), c.get("output_tokens", 0))
+        marked = ((c.get("cache_read_tokens", 0), c["cache_write_tokens"])
+                  if "cache_write_tokens" in c else None)
+        total += prices.cost(c["input_tokens"], c.get("cached_tokens", 0),
+                             c.get("output_tokens", 0), marked)
         out.append(round(total, 6))
     return out
 

@@ -3,8 +3,11 @@
 Tokens alone hide what caching does: providers bill a repeated prompt prefix at 10–25 %
 of the input price, so a run that sends more tokens can still cost less. Each table
 gives dollars per 1M input / cached input / output tokens; `cache_write` (where set) is
-what a provider charges for input written to its cache instead of the input price —
-Anthropic-style caching writes every fresh token of a cacheable request.
+what a provider charges for input written to its cache instead of the input price.
+A provider with Anthropic-style breakpoint caching reports what each call read from its
+cache and wrote to it (`marked`: read, written); those tables bill exactly that. A call
+without that report is billed as if every fresh token of a cacheable request were
+written, the dearest reading of it.
 """
 from __future__ import annotations
 
@@ -22,7 +25,13 @@ class PriceTable:
     output: float
     cache_write: float | None = None
 
-    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int,
+             marked: tuple[int, int] | None = None) -> float:
+        if marked is not None and self.cache_write is not None:
+            read, written = marked
+            plain = max(0, input_tokens - read - written)
+            return (plain * self.input + written * self.cache_write + read * self.cached
+                    + output_tokens * self.output) / 1_000_000
         fresh = max(0, input_tokens - cached_tokens)
         fresh_price = self.input
         if self.cache_write is not None and input_tokens >= CACHEABLE_FROM:
@@ -49,9 +58,10 @@ class CostMeter:
         self.tables = {**PRICE_TABLES, "profile": profile_table(profile)}
         self.totals = {name: 0.0 for name in self.tables}
 
-    def add(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> None:
+    def add(self, input_tokens: int, cached_tokens: int, output_tokens: int,
+            marked: tuple[int, int] | None = None) -> None:
         for name, table in self.tables.items():
-            self.totals[name] += table.cost(input_tokens, cached_tokens, output_tokens)
+            self.totals[name] += table.cost(input_tokens, cached_tokens, output_tokens, marked)
 
     def rounded(self) -> dict[str, float]:
         return {name: round(value, 4) for name, value in self.totals.items()}

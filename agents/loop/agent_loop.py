@@ -316,7 +316,8 @@ class AgentLoop:
             self.state.last_request = request
             try:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
-                                              turn=self.state.turn)
+                                              turn=self.state.turn,
+                                              cache_marks=self.keeper.cache_marks(request))
             except ContextOverflow as exc:
                 self.deps.emit(error_event(exc.code, str(exc), fatal=False))
                 overflows += 1

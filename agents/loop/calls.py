@@ -13,6 +13,7 @@ from agents.counting.calibration import request_kind
 from agents.counting.llama_cpp.prompt_count import read_back
 from agents.errors import error_event
 from agents.events import Compaction, Event, ModelCall
+from agents.loop.cache_marks import summary_marks
 from agents.loop.interrupt import CallDeadline, run_interruptible
 from agents.loop.retry import CallCancelled
 from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
@@ -117,12 +118,16 @@ class CallRunner:
         # The session's token counter: a server's tokenizer says when it stopped answering.
         self.counter = None
 
-    def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int) -> ModelReply:
+    def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int,
+                   cache_marks: tuple[int, ...] = ()) -> ModelReply:
+        """`cache_marks`: the messages whose prefix a later request will repeat
+        (agents.loop.cache_marks), marked on the wire where the profile takes marks."""
         sent = self._sent(request.messages, request.tools, max_tokens, None, None)
         count_kind = request_kind(request.tools, "auto", request.messages)
         figures = self._exact(request.messages, request.tools, "auto")
         try:
-            reply = self._timed(request.messages, request.tools, max_tokens, None)
+            reply = self._timed(request.messages, request.tools, max_tokens, None,
+                                cache_marks=cache_marks)
         except ContextOverflow as exc:
             # Counted exactly, a request the server saw as longer than it was grew with the
             # model's own output inside the server (OutputOverflow).
@@ -158,7 +163,8 @@ class CallRunner:
         sent = self._sent(messages, tools, max_tokens, model, choice)
         figures = self._exact(messages, tools, choice)
         try:
-            reply = self._summary_with_retries(messages, tools, max_tokens, model, choice)
+            reply = self._summary_with_retries(messages, tools, max_tokens, model, choice,
+                                               summary_marks(messages, parts) if tools else ())
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
                           described, turn, sent, request_kind(tools, choice, messages), figures)
@@ -187,10 +193,11 @@ class CallRunner:
         return reply
 
     def _summary_with_retries(self, messages, tools, max_tokens, model,
-                              tool_choice) -> ModelReply:
+                              tool_choice, cache_marks=()) -> ModelReply:
         while True:
             try:
-                reply = self._timed(messages, tools, max_tokens, model, tool_choice=tool_choice)
+                reply = self._timed(messages, tools, max_tokens, model, tool_choice=tool_choice,
+                                    cache_marks=cache_marks)
             except ModelError as exc:
                 if self.retries is None or not exc.transient:
                     raise
@@ -306,21 +313,26 @@ class CallRunner:
         finally:
             self.resume()
 
-    def _timed(self, messages, tools, max_tokens, model, tool_choice=None) -> ModelReply:
+    def _timed(self, messages, tools, max_tokens, model, tool_choice=None,
+               cache_marks=()) -> ModelReply:
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             with self.waiting():
-                return self._interruptible(messages, tools, max_tokens, model, tool_choice)
+                return self._interruptible(messages, tools, max_tokens, model, tool_choice,
+                                           cache_marks)
         except ModelError as exc:
             exc.elapsed_s = time.perf_counter() - started  # charged to the retry budget
             raise
         finally:
             self.ledger.outside(time.perf_counter() - started, time.thread_time() - cpu)
 
-    def _interruptible(self, messages, tools, max_tokens, model, tool_choice) -> ModelReply:
+    def _interruptible(self, messages, tools, max_tokens, model, tool_choice,
+                       cache_marks=()) -> ModelReply:
         """One call, cut short by a cancel request or the profile's total call_timeout; the
         call left behind is closed, so a server that watches its connections stops."""
         extra: dict[str, Any] = {"tool_choice": tool_choice} if tool_choice else {}
+        if cache_marks and self.profile.cache_marks:  # stand-in models in tests take none
+            extra["cache_marks"] = cache_marks
         if self.served is not None:
             # llama-cpp-python: it streams no usage (exact counts check it) and no tool call
             # the model chose; its server does not stop a request whose client went away.
@@ -411,7 +423,8 @@ class CallRunner:
         self.emit(ModelCall(
             call=self.ledger.calls, kind=kind, input_tokens=input_tokens,
             engine_tokens=engine_tokens, zones=zones, output_tokens=reply.output_tokens,
-            cached_tokens=reply.cached_tokens, finish_reason=reply.finish_reason,
+            cached_tokens=reply.cached_tokens, cache_read_tokens=reply.cache_read_tokens,
+            cache_write_tokens=reply.cache_write_tokens, finish_reason=reply.finish_reason,
             latency_ms=round(reply.latency_ms, 2),
             cost=profile.cost(input_tokens, reply.cached_tokens, reply.output_tokens),
             over_window=(refused and not output_overflow) or input_tokens > limit,

@@ -30,6 +30,7 @@ from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
 from agents.errors import error_event
 from agents.events import BudgetEvent, Compaction, CompactionStarted, HintBlock
+from agents.loop.cache_marks import agent_marks, plain_marks
 from agents.loop.calls import CallRunner
 from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, OutputOverflow
@@ -59,6 +60,8 @@ class ContextKeeper:
         self._told: set[tuple[str, str]] = set()  # contradictions a hint has named
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
+        # The last agent request's messages and cache marks (agents.loop.cache_marks).
+        self._marked: tuple[list[dict[str, Any]], tuple[int, ...]] | None = None
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
         self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
@@ -184,18 +187,22 @@ class ContextKeeper:
         # Rounds whose results were all cleared are a digest line each: they count in
         # tokens, not as rounds kept.
         rounds = self._history_view().live_rounds
+        if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
+                zones["history"] > self._allowance(zones) and rounds > budget.keep_rounds + 1):
+            return "rolling"
+        return None
+
+    def _allowance(self, zones: dict[str, int]) -> int:
+        """The history's room before the rolling window folds it."""
+        budget = self.ctx.budget()
         # The tail ("since then") rides on the same request: it is paid from the history's
         # allowance, so a request stays within the sum of the zone budgets.
         # The words zone counts at its claim, not its share (C19): the share is room the
         # person's words may take, not room the history may plan to borrow.
         planned = {**budget.budgets(), "words": budget.words}
-        allowance = budget.history - zones["since"] + sum(
+        return budget.history - zones["since"] + sum(
             max(0, planned[zone] - zones[zone])
             for zone in ("system", "snapshot", "words", "summary"))
-        if rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
-                zones["history"] > allowance and rounds > budget.keep_rounds + 1):
-            return "rolling"
-        return None
 
     def clear_first(self, trigger: str | None) -> str | None:
         """The clearing tier (C20) before any summary; the trigger still due after it.
@@ -267,6 +274,73 @@ class ContextKeeper:
     def _retention(self, name: str) -> ToolBoundary:
         tool = self.deps.tools.get(name)
         return tool.boundary if tool is not None else DEFAULT_RETENTION
+
+    def cache_marks(self, request: Request) -> tuple[int, ...]:
+        """The request's cache breakpoints (agents.loop.cache_marks), for a provider
+        whose profile takes them; none otherwise."""
+        if not self.deps.spec.profile.cache_marks:
+            return ()
+        if self.deps.spec.unmanaged:
+            return plain_marks(request.messages)
+        earlier = -1
+        if self._marked is not None:
+            messages, marks = self._marked
+            # A list compares its items by identity first: the kept messages cost nothing.
+            earlier = next((m for m in reversed(marks) if m < len(request.messages)
+                            and request.messages[:m + 1] == messages[:m + 1]), -1)
+        extends = self.next_request_extends(request)
+        marks = agent_marks(request, extends, earlier,
+                            -1 if extends else self._kept_through(request))
+        self._marked = (request.messages, marks)
+        return marks
+
+    def _kept_through(self, request: Request) -> int:
+        """The request's last message that the expected clear leaves as it is: the one
+        before the oldest result it would clear (-1: no clear expected)."""
+        ctx = self.ctx
+        if not ctx.config.clear_tool_results or "history" not in request.zones_of:
+            return -1
+        plan = self._clearing_plan()
+        first = None
+        if plan is not None:
+            first = next((i for i, (a, b) in enumerate(zip(ctx.history, plan.history))
+                          if a is not b), None)
+        if first is None:  # nothing old enough yet: the oldest kept round is next
+            units = self._history_view().units
+            first = sum(len(u.messages) for u in units[:self._keep_from(units)])
+        return request.zones_of.index("history") + first - 1
+
+    def next_request_extends(self, request: Request) -> bool:
+        """Whether the next request is expected to repeat this one's history and add to
+        it, rather than rewrite it: no trigger and no clearing batch due once the newest
+        round's size is added again. A wrong yes costs a quarter of that round's price (a
+        write nothing reads); a wrong no costs more (the round is written a request late
+        and not read in between), so only a rewrite the lines make clear says no."""
+        ctx, budget = self.ctx, self.ctx.budget()
+        growth = newest = 0
+        for message, zone, tokens in zip(reversed(request.messages),
+                                         reversed(request.zones_of),
+                                         reversed(request.tokens_of)):
+            if zone != "history":
+                continue
+            growth += tokens
+            if message.get("role") == "tool":
+                newest += tokens
+            elif message.get("role") == "assistant":
+                break
+        zones = {**request.zones, "history": request.zones["history"] + growth}
+        projected = sum(v for k, v in zones.items() if k not in ("reserve", "hints"))
+        if projected >= budget.trigger_line or projected >= budget.budget_line:
+            return False
+        view = self._history_view()
+        if ctx.config.clear_tool_results:
+            line = int(budget.history * CLEAR_LINE)
+            if zones["history"] > line and (view.clearable(self._keep_from(view.units))
+                                            + newest >= line * CLEAR_BATCH):
+                return False
+        rounds = view.live_rounds + 1
+        return not (rounds > ROUNDS_PER_MAX_ROUNDS * budget.max_rounds or (
+            zones["history"] > self._allowance(zones) and rounds > budget.keep_rounds + 1))
 
     def _clear(self, plan: Clearing, trigger: str) -> None:
         """Apply a batch and say so in the drawer (a compaction of its own kind)."""

@@ -140,6 +140,10 @@ class ModelReply:
     output_tokens: int = 0
     cached_tokens: int = 0
     latency_ms: float = 0.0
+    # What a provider with breakpoint caching reports it read from and wrote to its cache
+    # (Anthropic's usage fields, as gateways pass them on); None where it reports neither.
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class ModelClient:
@@ -172,10 +176,16 @@ class ModelClient:
 
     def request_params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                        max_tokens: int, model: str | None = None,
-                       tool_choice: str | None = None) -> dict[str, Any]:
-        """The SDK's keyword arguments for one call: what the inspector reconstructs from."""
+                       tool_choice: str | None = None,
+                       cache_marks: tuple[int, ...] = ()) -> dict[str, Any]:
+        """The SDK's keyword arguments for one call: what the inspector reconstructs from.
+        `cache_marks`: indices of `messages` whose prefix is worth caching; on the wire only
+        where the profile says the provider takes marks (cache_marks)."""
+        wired = self.wire(messages)
+        if cache_marks and self.profile.cache_marks:
+            wired = with_cache_marks(wired, [self._wired_index(messages, i) for i in cache_marks])
         kwargs: dict[str, Any] = {"model": model or self.profile.model,
-                                  "messages": self.wire(messages), "max_tokens": max_tokens}
+                                  "messages": wired, "max_tokens": max_tokens}
         kwargs.update(self.profile.sampling())
         if tools:
             kwargs["tools"] = tools
@@ -193,11 +203,22 @@ class ModelClient:
         return wire_messages(messages, self.profile.tool_results_as_user,
                              self.profile.single_system_message)
 
+    def _wired_index(self, messages: list[dict[str, Any]], index: int) -> int:
+        """Where message `index` is on the wire: the leading system messages go as one
+        when the profile merges them (wire_messages)."""
+        if not self.profile.single_system_message:
+            return index
+        leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"),
+                       len(messages))
+        return 0 if index < leading else index - max(0, leading - 1)
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  max_tokens: int, model: str | None = None,
-                 tool_choice: str | None = None, stream: bool | None = None) -> ModelReply:
+                 tool_choice: str | None = None, stream: bool | None = None,
+                 cache_marks: tuple[int, ...] = ()) -> ModelReply:
         """One call; `stream` None: as `streaming` says for this client."""
-        kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice)
+        kwargs = self.request_params(messages, tools, max_tokens, model, tool_choice,
+                                     cache_marks)
         if self._key_error is not None:
             raise self._key_error
         self.check_endpoint()
@@ -342,6 +363,23 @@ def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = F
     return out
 
 
+def with_cache_marks(messages: list[dict[str, Any]], marks: list[int]) -> list[dict[str, Any]]:
+    """`messages` with a cache breakpoint on each marked one, as Anthropic-compatible
+    gateways take it: the text as one content part carrying `cache_control`. A message
+    without text (an assistant turn that only calls tools) passes its mark to the nearest
+    earlier one with text: the cached prefix ends a little earlier, never later."""
+    out = list(messages)
+    for index in sorted(set(marks)):
+        at = min(index, len(out) - 1)
+        while at >= 0 and not out[at].get("content"):
+            at -= 1
+        if at < 0 or not isinstance(out[at]["content"], str):  # none, or marked already
+            continue
+        out[at] = {**out[at], "content": [{"type": "text", "text": out[at]["content"],
+                                           "cache_control": {"type": "ephemeral"}}]}
+    return out
+
+
 def resolve_api_key(profile: ModelProfile) -> str | None:
     """The key from the variable the profile names, after checking the name is allowed."""
     if profile.simulated or not profile.api_key_env:
@@ -457,7 +495,7 @@ class _StreamedReply:
             content=storable_text("".join(self.content)), tool_calls=calls,
             finish_reason=self.finish, input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             output_tokens=getattr(usage, "completion_tokens", 0) or 0, cached_tokens=cached,
-            latency_ms=latency_ms)
+            latency_ms=latency_ms, **_reply_breakpoints(usage))
 
 
 def _to_reply(response: Any, latency_ms: float) -> ModelReply:
@@ -484,4 +522,15 @@ def _to_reply(response: Any, latency_ms: float) -> ModelReply:
         finish_reason=choice.finish_reason or "stop",
         input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        cached_tokens=cached, latency_ms=latency_ms)
+        cached_tokens=cached, latency_ms=latency_ms, **_reply_breakpoints(usage))
+
+
+def _reply_breakpoints(usage: Any) -> dict[str, int | None]:
+    """What a provider with breakpoint caching reports it read and wrote (Anthropic's
+    usage fields, as gateways pass them on), else Nones."""
+    read = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    if not isinstance(read, int) and not isinstance(written, int):
+        return {"cache_read_tokens": None, "cache_write_tokens": None}
+    return {"cache_read_tokens": read if isinstance(read, int) else 0,
+            "cache_write_tokens": written if isinstance(written, int) else 0}

@@ -4,7 +4,9 @@ It behaves like a strict provider and imports nothing from the engine: it counts
 received JSON with its own code (agents.sim.counting), refuses a request whose prompt plus
 `max_tokens` exceeds its window with the text OpenAI-compatible servers use, honours
 `max_tokens` for every output, tool calls included (cutting with finish_reason "length"),
-reports usage and prefix-cached tokens, and plays a scenario one step per agent turn.
+reports usage and prefix-cached tokens (and, for a request that marks cache breakpoints,
+what Anthropic's caching would read and write), and plays a scenario one step per agent
+turn.
 Summary requests are answered from exactly the messages given, in the scenario's or the
 caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile); probe
 questions from the conversation before them (agents.sim.probe_answers). `latency_s` makes
@@ -23,7 +25,7 @@ import httpx2
 from agents.protocol import CONTINUE_MARKER, SUMMARY_MARKER, is_tail_request
 from agents.scenarios import Scenario
 from agents.sim import counting, probe_answers
-from agents.sim.cache import PromptCache
+from agents.sim.cache import MAX_BREAKPOINTS, BreakpointCache, PromptCache, read_marks
 from agents.sim.summarizer import SummaryPlayer
 from agents.sim.summary_request import to_labelled
 
@@ -47,7 +49,13 @@ class SimTransport(httpx2.BaseTransport):
         # accepted request, for the benchmark's third price column.
         self.strict_cache = PromptCache(counting.message_tokens, counting.tools_tokens,
                                         strict=True)
-        self.strict_usage: list[tuple[int, int, int]] = []
+        # (prompt, cached, output, (read, written) or None) per accepted request; the last
+        # item when the request carried cache_control marks (agents/sim/cache.py).
+        self.strict_usage: list[tuple[int, int, int, tuple[int, int] | None]] = []
+        # Anthropic's opt-in caching of the marked prefixes, under either rule.
+        self.marked_cache = BreakpointCache(counting.message_tokens, counting.tools_tokens)
+        self.marked_strict = BreakpointCache(counting.message_tokens, counting.tools_tokens,
+                                             strict=True)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
@@ -55,9 +63,15 @@ class SimTransport(httpx2.BaseTransport):
                 404, f"the simulated model serves /chat/completions, not {request.url.path}")
         try:
             body = json.loads(request.content or b"{}")
-            messages = body["messages"]
-        except (ValueError, KeyError) as exc:
+            messages, tools, marked, tools_marked = read_marks(body["messages"],
+                                                               body.get("tools"))
+        except (ValueError, KeyError, AttributeError) as exc:
             return error_response(400, f"invalid request body: {exc}")
+        marks = len(marked) + tools_marked
+        if marks > MAX_BREAKPOINTS:  # Anthropic's refusal, in the OpenAI-compatible shape
+            return error_response(400, f"A maximum of {MAX_BREAKPOINTS} blocks with "
+                                       f"cache_control may be provided. Found {marks}.")
+        body = {**body, "messages": messages, **({"tools": tools} if tools else {})}
         prompt = counting.prompt_tokens(body)
         asked = body.get("max_tokens") or body.get("max_completion_tokens")
         max_tokens = int(asked) if asked else max(0, self.window - prompt)
@@ -87,15 +101,25 @@ class SimTransport(httpx2.BaseTransport):
             message, finish = self._play(messages, max_tokens)
         cached = self.cache.cached_tokens(messages, body.get("tools"))
         output = _output_tokens(message)
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": output,
+                                 "total_tokens": prompt + output,
+                                 "prompt_tokens_details": {"cached_tokens": cached}}
+        strict_marked = None
+        if marks:
+            # Reported as Anthropic-compatible gateways pass them on; prompt_tokens_details
+            # keeps the automatic (OpenAI-like) figure, so one run is priced under both.
+            read, written = self.marked_cache.usage(messages, marked, body.get("tools"),
+                                                    tools_marked)
+            usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=written)
+            strict_marked = self.marked_strict.usage(messages, marked, body.get("tools"),
+                                                     tools_marked, body.get("tool_choice"))
         self.strict_usage.append((prompt, self.strict_cache.cached_tokens(
-            messages, body.get("tools"), body.get("tool_choice")), output))
+            messages, body.get("tools"), body.get("tool_choice")), output, strict_marked))
         return _json_response(200, {
             "id": f"simcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", SIM_MODEL),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": output,
-                      "total_tokens": prompt + output,
-                      "prompt_tokens_details": {"cached_tokens": cached}}})
+            "usage": usage})
 
     def _play(self, messages: list[dict[str, Any]], max_tokens: int) -> tuple[dict, str]:
         last = messages[-1] if messages else {}

@@ -2,7 +2,8 @@
 from agents.config import ModelProfile
 from agents.counting.pricing import PRICE_TABLES, CostMeter, PriceTable
 from agents.counting.tokens import TokenCounter
-from agents.sim.cache import PromptCache, billable_cached
+from agents.sim.cache import (LOOKBACK_BLOCKS, BreakpointCache, PromptCache, billable_cached,
+                               read_marks)
 
 COUNTER = TokenCounter()
 TOOLS = [{"type": "function", "function": {"name": "fetch", "description": "Fetch a page.",
@@ -110,3 +111,89 @@ def test_strict_mode_voids_everything_after_a_changed_tool_list_or_system_text()
     assert c.cached_tokens([changed, history, msg("user", 3)], TOOLS, "auto") == 0
     assert c.cached_tokens([system, history, msg("user", 3)], TOOLS, "auto") == billable_cached(
         COUNTER.tools(TOOLS) + COUNTER.message(system) + COUNTER.message(history))
+
+
+# --- Anthropic-style breakpoint caching: only marked prefixes are written and read.
+
+def marked_cache(strict_rule: bool = False) -> BreakpointCache:
+    return BreakpointCache(COUNTER.message, COUNTER.tools, strict=strict_rule)
+
+
+def test_an_unmarked_request_writes_and_reads_nothing():
+    c = marked_cache()
+    system, history = msg("system", 900, "s"), msg("user", 900, "h")
+    assert c.usage([system, history], [], TOOLS) == (0, 0)
+    # The same prefix marked later is written then, not read: nothing was written before.
+    head = COUNTER.tools(TOOLS) + COUNTER.message(system) + COUNTER.message(history)
+    assert c.usage([system, history, msg("user", 5)], [1], TOOLS) == (0, head)
+
+
+def test_a_marked_prefix_is_written_once_and_read_by_a_later_mark_on_or_after_it():
+    c = marked_cache()
+    system, history = msg("system", 900, "s"), msg("user", 900, "h")
+    head = COUNTER.tools(TOOLS) + COUNTER.message(system)
+    # Marked at the system prompt: the tools and the system prompt are written, the rest
+    # of the request is plain input.
+    assert c.usage([system, history], [0], TOOLS) == (0, head)
+    more = msg("user", 300, "m")
+    grown = [system, history, more]
+    # Marked at its end: the written head is read, the rest up to the mark written.
+    assert c.usage(grown, [2], TOOLS) == (
+        head, COUNTER.message(history) + COUNTER.message(more))
+    assert c.usage(grown + [msg("user", 7, "n")], [2], TOOLS) == (
+        head + COUNTER.message(history) + COUNTER.message(more), 0)
+
+
+def test_a_prefix_under_the_minimum_is_neither_written_nor_read():
+    c = marked_cache()
+    small = msg("system", 100)
+    assert c.usage([small, msg("user", 900, "one")], [0]) == (0, 0)
+    assert c.usage([small, msg("user", 900, "two")], [0]) == (0, 0)
+
+
+def test_a_mark_reads_back_at_most_twenty_blocks():
+    c = marked_cache()
+    system = msg("system", 1100, "s")
+    c.usage([system], [0])
+    turns = [msg("user", 3, f"t{i}") for i in range(LOOKBACK_BLOCKS)]
+    near = [system] + turns[:LOOKBACK_BLOCKS - 1]
+    assert c.usage(near, [len(near) - 1])[0] == COUNTER.message(system)
+    far = [system] + turns
+    assert marked_cache().usage(far, [len(far) - 1])[0] == 0
+    c2 = marked_cache()
+    c2.usage([system], [0])
+    assert c2.usage(far, [len(far) - 1]) == (0, sum(COUNTER.message(m) for m in far))
+
+
+def test_the_strict_rule_voids_the_marked_messages_when_tool_choice_changes():
+    system, history = msg("system", 900, "s"), msg("user", 900, "h")
+    head = COUNTER.tools(TOOLS) + COUNTER.message(system)
+    whole = head + COUNTER.message(history)
+    for strict_rule, read in ((False, whole), (True, head)):
+        c = marked_cache(strict_rule)
+        c.usage([system, history], [0, 1], TOOLS, tool_choice="auto")
+        assert c.usage([system, history, msg("user", 4)], [0, 1], TOOLS,
+                       tool_choice="none")[0] == read
+
+
+def test_the_marks_are_read_off_content_parts_and_do_not_change_what_is_compared():
+    plain = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}]
+    sent = [plain[0], {"role": "user", "content": [
+        {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]}]
+    messages, tools, marked, tools_marked = read_marks(sent, TOOLS)
+    assert messages == plain and marked == [1] and tools == TOOLS and not tools_marked
+    tool_marked = [{**TOOLS[0], "cache_control": {"type": "ephemeral"}}]
+    _, tools, _, tools_marked = read_marks(plain, tool_marked)
+    assert tools == TOOLS and tools_marked
+
+
+def test_anthropic_tables_bill_reported_reads_and_writes_exactly():
+    anthropic, openai = PRICE_TABLES["anthropic-like"], PRICE_TABLES["openai-like"]
+    # Nothing marked: every token at the input price, not the write price.
+    assert anthropic.cost(2000, 0, 0, (0, 0)) == 2000 * 3.00 / 1_000_000
+    assert round(anthropic.cost(2000, 0, 0, (500, 1000)), 9) == round(
+        (500 * 3.00 + 1000 * 3.75 + 500 * 0.30) / 1_000_000, 9)
+    # Without the report: the dearest reading, every fresh token of a cacheable request
+    # written; the automatic tables never read the report.
+    assert anthropic.cost(2000, 0, 0) == 2000 * 3.75 / 1_000_000
+    assert openai.cost(2000, 500, 0, (0, 2000)) == openai.cost(2000, 500, 0)

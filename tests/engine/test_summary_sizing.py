@@ -136,7 +136,7 @@ def test_agent_and_summary_requests_of_a_run_carry_the_same_tools_and_tool_choic
     # So the strict cache rule (a tool_choice change voids the cached messages) costs
     # nothing: every request has as many tokens cached under it as under the usual rule.
     usual = [c["cached_tokens"] for c in out.run.report["model_calls"] if not c.get("refused")]
-    assert [cached for _, cached, _ in out.transport.strict_usage] == usual
+    assert [cached for _, cached, _, _ in out.transport.strict_usage] == usual
     assert sum(usual) > 0
 
 
