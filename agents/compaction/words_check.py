@@ -8,8 +8,8 @@ anchor book or the words block that produced the request:
   archive by its ref: goal, follow-ups, admin edits, pins) is in the request's person's
   words block, its snapshot, or a message of the person's in its recent history, case
   and spacing aside. A copy inside a tool result does not count.
-- superseded_listed: the snapshot's "Hard constraints (never drop)" lists a text a
-  person's edit replaced or removed.
+- superseded_listed: the snapshot's list of what is in force (agents.words.in_force)
+  holds a text a person's edit replaced or removed.
 - quoted_promoted: it lists a text that only pasted material of the person's holds (an
   e-mail, a quote, a fenced block; agents.words.quoted).
 - tool_text_in_constraints: it lists a text that no message of the person's holds.
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.words.anchors import sentences
+from agents.words.in_force import HEADING, POINTER
 from agents.words.quoted import own_text
 
-HARD_HEADING = "Hard constraints (never drop):"
 PERSON_ZONES = ("words", "snapshot")
 
 
@@ -40,14 +40,20 @@ def person_sentences(text: str) -> list[str]:
 
 
 def listed_in_force(snapshot: str) -> list[str]:
-    """The items of a snapshot's "Hard constraints (never drop)" section, flattened."""
+    """The items of a snapshot's list of what is in force, flattened: each item's text
+    without the label that names its message; an item that only points at where the
+    sentences are (the Goal line, the person's words block) lists none."""
     items: list[str] = []
     inside = False
     for line in snapshot.splitlines():
-        if line == HARD_HEADING:
+        if line == HEADING:
             inside = True
         elif inside and line.startswith("- "):
-            items.append(flat(line[2:].rstrip("…")))
+            item = line[2:]
+            if item.startswith("[") and "] " in item:
+                item = item.split("] ", 1)[1]
+            if not item.startswith(POINTER):
+                items.append(flat(item.rstrip("…")))
         else:
             inside = False
     return items

@@ -1,16 +1,25 @@
 """The task snapshot (feature C9): rewritten every turn, placed right after the system prompt.
 
-Tier-1 anchors and the goal are always in it, whatever its budget; the rest (key data,
-tasks, notes) is added in order of importance while it fits.
+The goal and what the person asked that is in force are always in it, whatever its
+budget; the rest (key data, tasks, notes) is added in order of importance while it fits.
+What is in force is listed from the person's own sentences (agents.words.in_force), not
+from what the anchor patterns found: the patterns only label a sentence a hard
+constraint. When those sentences would take more than their share of the snapshot, the
+older messages are pointed at instead of repeated: the person's words block, or their
+message in the recent turns, holds them verbatim and is the source.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from agents.store.interface import AnchorRecord, TaskRecord
-from agents.words.changes import Change
+from agents.words.anchors import clip_text
+from agents.words.in_force import (HARD_LABEL, HEADING, NO_WORDS_LABEL, POINTER,
+                                   UNANCHORED_LABEL, Changed, PersonView, Said, plain_sentence)
 
 GOAL_CHARS = 1200
+MAX_CONFLICTS = 20  # pairs that may contradict each other named; more are counted
+KINDS = {"goal": "goal", "admin": "edited in the admin", "pin": "pinned"}
 
 
 def _task_lines(tasks: list[TaskRecord]) -> list[str]:
@@ -25,35 +34,148 @@ def _task_lines(tasks: list[TaskRecord]) -> list[str]:
     return lines
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.rstrip("…").split()).casefold()
+
+
+def _item(said: Said, labels: list[str]) -> str:
+    kind = KINDS.get(said.source)
+    head = " · ".join([f"turn {said.turn}", *([kind] if kind else []), *labels])
+    return f"- [{head}] {said.text}"
+
+
+def _labels(said: Said, hard: list[str], view: PersonView) -> list[str]:
+    flat = _flat(said.text)
+    labels = [HARD_LABEL] if any(h in flat for h in hard) else []
+    if not any(ch.isalnum() for ch in said.text):
+        labels.append(NO_WORDS_LABEL)
+    if said in view.unanchored:
+        labels.append(UNANCHORED_LABEL)
+    return labels
+
+
+_last_lines: list = [None, None, []]  # the view, the other inputs, and the lines they gave
+
+
+def person_lines(view: PersonView, *, goal_whole: bool, hard: list[str],
+                 list_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """The snapshot's lines for what the person asked: in force (their sentences, or a
+    pointer to where they are verbatim), possibly changed by a later message, and pairs
+    that may contradict each other. `hard`: the active tier-1 anchors' texts, which label
+    the sentences that hold them; `list_tokens`: what the sentences in force may take
+    before the older messages are pointed at instead. Asked every turn with the same view
+    (read_view keeps it while the messages stay the same): the last answer is kept."""
+    key = (goal_whole, tuple(hard), list_tokens, count)
+    if _last_lines[0] is view and _last_lines[1] == key:
+        return list(_last_lines[2])
+    lines = _person_lines(view, goal_whole, hard, list_tokens, count)
+    _last_lines[:] = [view, key, lines]
+    return list(lines)
+
+
+def _person_lines(view: PersonView, goal_whole: bool, hard: list[str], list_tokens: int,
+                  count: Callable[[str], int]) -> list[str]:
+    hard = [h for text in hard if (h := _flat(text))]
+    changed_in = {c.earlier.index for c in view.changed}
+    by_message: dict[int, list[str]] = {}
+    for said in view.in_force:
+        if goal_whole and said.source == "goal":
+            continue  # the Goal line above has it verbatim
+        by_message.setdefault(said.index, []).append(_item(said, _labels(said, hard, view)))
+    listed, used = [], 0  # the newest messages first, while they fit
+    for index in sorted(by_message, reverse=True):
+        cost = sum(count(line) + 1 for line in by_message[index])
+        if used + cost > list_tokens:
+            break
+        listed.append(index)
+        used += cost
+    pointed = sorted(set(by_message) - set(listed))
+    lines = [HEADING]
+    if pointed:
+        turns = ", ".join(dict.fromkeys(str(view.messages[i][0]) for i in pointed))
+        lines.append(f"- [turn{'s' if ',' in turns else ''} {turns}] {POINTER} verbatim in "
+                     "the person's words block or the recent turns, the source (too long to "
+                     "repeat here)" + ("; but for what is named below"
+                                       if changed_in & set(pointed) else ""))
+    for index in sorted(listed):
+        lines.extend(by_message[index])
+    if len(lines) == 1:
+        lines = []  # the goal is all the person said
+    if view.changed:
+        lines.append("Possibly changed by a later message of the person's (both verbatim in "
+                     "their words; the later one wins where they differ):")
+        lines.extend(_changed_lines(view, list_tokens, count))
+    if view.conflicts:
+        lines.append("May contradict each other (both kept; ask the person which holds):")
+        lines.extend(f"- \"{clip_text(plain_sentence(c.first.text))}\" / "
+                     f"\"{clip_text(plain_sentence(c.second.text))}\""
+                     for c in view.conflicts[:MAX_CONFLICTS])
+        if len(view.conflicts) > MAX_CONFLICTS:
+            lines.append(f"- and {len(view.conflicts) - MAX_CONFLICTS} more pairs of the "
+                         "person's sentences that give different figures for the same thing")
+    return lines
+
+
+def _changed_lines(view: PersonView, tokens: int, count: Callable[[str], int]) -> list[str]:
+    """Each sentence a later one may have changed, with that later sentence; past `tokens`
+    (a long brief a later message touches in many places, or a long sentence) they are
+    counted per later message and pointed at, where both are verbatim."""
+    lines = []
+    for change in view.changed:
+        lines.append(f"- {change.earlier.text}")
+        lines.append(f"  later, turn {change.later.turn}: {change.later.text}")
+    if sum(count(line) + 1 for line in lines) <= tokens:
+        return lines
+    by_later: dict[int, list[Changed]] = {}  # by the message of the later sentence
+    for change in view.changed:
+        by_later.setdefault(change.later.index, []).append(change)
+    lines = []
+    for changes in by_later.values():
+        turns = ", ".join(dict.fromkeys(str(c.earlier.turn) for c in changes))
+        many = len(changes) > 1
+        lines.append(f"- {len(changes)} sentence{'s' if many else ''} of turn "
+                     f"{turns}, each on the subject of one of turn {changes[0].later.turn} "
+                     f"{POINTER} both verbatim in the person's words block or the recent turns")
+    return lines
+
+
 def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
                     notes_text: str, budget_tokens: int, count: Callable[[str], int],
-                    superseded: list[str] = (), changes: list[Change] = (),
-                    conflicts: list[tuple[str, str]] = ()) -> str:
+                    superseded: list[str] = (), view: PersonView | None = None,
+                    list_tokens: int = 0, person_texts: list[str] = ()) -> str:
     """Render the snapshot; optional sections are dropped, newest data kept, to fit the
     budget. `superseded`: texts a person's edit replaced or removed (C19), named as no
     longer in force, since the goal or an earlier message may still say them verbatim.
-    `changes`: constraints a later message of the person's may have changed, listed apart
-    with that message's sentence, never as in force alone; `conflicts`: pairs that may
-    not both hold, shown, neither dropped (agents.words.changes)."""
+    `view`: the person's sentences in force, possibly changed, and pairs that may not
+    both hold (agents.words.in_force); `person_texts`: their messages, so that a tier-1
+    anchor none of them holds (one a parent task handed down) is listed on its own."""
+    return render_snapshot_parts(goal=goal, anchors=anchors, tasks=tasks,
+                                 notes_text=notes_text, budget_tokens=budget_tokens,
+                                 count=count, superseded=superseded, view=view,
+                                 list_tokens=list_tokens, person_texts=person_texts)[0]
+
+
+def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
+                          notes_text: str, budget_tokens: int, count: Callable[[str], int],
+                          superseded: list[str] = (), view: PersonView | None = None,
+                          list_tokens: int = 0,
+                          person_texts: list[str] = ()) -> tuple[str, list[str]]:
+    """The snapshot and the lines it must always hold (they are never only in the tail)."""
     goal_text = goal if len(goal) <= GOAL_CHARS else goal[:GOAL_CHARS] + " …"
     must = ["<task-snapshot>", f"Goal: {goal_text}"]
     if superseded:
         must.append("No longer in force (the person replaced or removed these later):")
         must.extend(f"- (superseded) {text}" for text in superseded)
-    changed = {c.constraint: c for c in changes}
-    hard = [a for a in anchors if a.active and a.tier == 1 and a.text not in changed]
-    if hard:
-        must.append("Hard constraints (never drop):")
-        must.extend(f"- {a.text}" for a in hard)
-    if changed:
-        must.append("Possibly changed by a later message of the person's (both verbatim in "
-                    "their words; where they differ, the later message wins):")
-        for change in changed.values():
-            must.append(f"- {change.constraint}")
-            must.append(f"  later, turn {change.turn}: {change.sentence}")
-    if conflicts:
-        must.append("May contradict each other (both kept; ask the person which holds):")
-        must.extend(f"- \"{a}\" / \"{b}\"" for a, b in conflicts)
+    hard = [a.text for a in anchors if a.active and a.tier == 1]
+    if view is not None:
+        must.extend(person_lines(view, goal_whole=len(goal) <= GOAL_CHARS, hard=hard,
+                                 list_tokens=list_tokens, count=count))
+    said = [" ".join(t.split()).casefold() for t in person_texts]
+    # Constraints no message of the person's here holds (a parent task's): listed apart.
+    other = [text for text in hard if not any(_flat(text) in whole for whole in said)]
+    if other:
+        must.append("Also binding (set for this task, not in the person's messages here):")
+        must.extend(f"- {text}" for text in other)
     # A person's edit in the admin must reach the agent whatever the budget (W4).
     edited = [a for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
     if edited:
@@ -84,4 +206,4 @@ def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskR
             lines.append(line)
             used += cost
     lines.append("</task-snapshot>")
-    return "\n".join(lines)
+    return "\n".join(lines), must[2:]

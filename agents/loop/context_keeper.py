@@ -25,7 +25,7 @@ from agents.compaction.units import split_for_compaction
 from agents.context.hints import Hint, HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
-from agents.context.snapshot import render_snapshot
+from agents.context.snapshot import render_snapshot, render_snapshot_parts
 from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
 from agents.errors import error_event
@@ -36,8 +36,9 @@ from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
+from agents.words.anchors import clip_text
 from agents.words.book import AnchorBook
-from agents.words.changes import LaterMessage, contradictions, later_changes
+from agents.words.in_force import Message, PersonView, plain_sentence, read_view
 from agents.words.person import without_superseded
 
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
@@ -57,6 +58,7 @@ class ContextKeeper:
         self.compactor = Compactor(self.ctx, self._summarize,
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
+        self._must: set[str] = set()  # the lines the live snapshot must always hold
         self._told: set[tuple[str, str]] = set()  # contradictions a hint has named
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
@@ -116,30 +118,36 @@ class ContextKeeper:
         """Render this turn's snapshot (changes show in the tail until the next freeze);
         `minimal` keeps only what never leaves (goal, tier 1, a person's edits)."""
         deps, ctx = self.deps, self.ctx
-        text = render_snapshot(goal=deps.spec.goal, anchors=self.book.anchors,
-                               tasks=self.book.tasks,
-                               notes_text=render_notes(deps.store.load_notes(deps.session_id)),
-                               budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
-                               count=ctx.count, **self._person_view())
+        text, must = render_snapshot_parts(
+            goal=deps.spec.goal, anchors=self.book.anchors, tasks=self.book.tasks,
+            notes_text=render_notes(deps.store.load_notes(deps.session_id)),
+            budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
+            count=ctx.count, **self._person_view())
+        self._must = set(must)
         ctx.set_snapshot(text)
 
+    def person_view(self) -> PersonView:
+        """The person's sentences in force, those a later message of theirs may have
+        changed and the pairs that may not both hold (C19), read from their messages."""
+        person = self.ctx.person
+        return read_view([Message(m.turn, m.source, m.ref, m.text) for m in person.messages],
+                         person.superseded())
+
     def _person_view(self) -> dict[str, Any]:
-        """What the snapshot shows of the person's words beyond the anchors (C19): texts
-        their edits replaced, constraints a later message may have changed, and pairs
-        that may contradict each other."""
-        person = self.ctx.person.messages
-        return {"superseded": self.ctx.person.superseded(),
-                "changes": later_changes(self.book.anchors,
-                                         [LaterMessage(m.turn, m.text) for m in person]),
-                "conflicts": contradictions(self.book.anchors)}
+        """What the snapshot shows of the person's words: texts their edits replaced, and
+        their sentences in force, listed in full while they take at most half the
+        snapshot's budget (else the older messages are pointed at, C19)."""
+        person = self.ctx.person
+        return {"superseded": person.superseded(), "view": self.person_view(),
+                "list_tokens": self.ctx.budget().snapshot // 2,
+                "person_texts": [m.text for m in person.messages]}
 
     def freeze_if_needed(self, force: bool = False) -> None:
         """Write the snapshot into the stable part when it must be there (C17)."""
         ctx = self.ctx
-        # Hard constraints and a person's anchors are never only in the tail (C17): when
-        # they changed, the frozen snapshot is rewritten even though the cache restarts.
-        must = {f"- {a.text}" for a in self.book.anchors
-                if a.active and (a.tier == 1 or a.source == "admin")}
+        # What the person asked and a person's anchors are never only in the tail (C17):
+        # when they changed, the frozen snapshot is rewritten though the cache restarts.
+        must = self._must
         frozen = set(ctx.snapshot_text.splitlines())
         if (force or not must <= frozen or (self._frozen_must - must)
                 or ctx.since_tokens() > ctx.budget().since):
@@ -472,11 +480,23 @@ class ContextKeeper:
     def _contradiction_hints(self) -> list[Hint]:
         """Each pair of the person's constraints that may not both hold, told once (C19):
         surfaced, never resolved by the engine."""
-        pairs = [p for p in contradictions(self.book.anchors) if p not in self._told]
-        self._told.update(pairs)
-        return [Hint("contradiction", f'The person\'s requirements "{a}" and "{b}" may not '
-                     "both hold. Both stay in force (see the task snapshot); ask the person "
-                     "which one applies before relying on either.") for a, b in pairs]
+        hints = []
+        for conflict in self.person_view().conflicts:
+            first = clip_text(plain_sentence(conflict.first.text))
+            second = clip_text(plain_sentence(conflict.second.text))
+            if (first, second) in self._told:
+                continue
+            self._told.add((first, second))
+            where = (f"both in the message of turn {conflict.first.turn}"
+                     if conflict.first.index == conflict.second.index else
+                     f"turn {conflict.first.turn} and turn {conflict.second.turn}")
+            hints.append(Hint("contradiction", (
+                f'The person\'s requirements "{first}" and "{second}" ({where}) give '
+                f"different figures for the same thing ({conflict.values[0]} / "
+                f"{conflict.values[1]}) and may not both hold. Both stay in their words and "
+                "the task snapshot; ask the person which one applies before relying on "
+                "either.")))
+        return hints
 
     def _summarize(self, messages, max_tokens, tokens, tools=None, tool_choice=None):
         budget = self.ctx.budget()

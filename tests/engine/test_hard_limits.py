@@ -107,11 +107,12 @@ def _rules(n):
 
 
 def test_preflight_counts_the_person_words_that_no_compaction_can_drop():
-    # 70 prohibitions in a message: the system, tools, snapshot and reserve alone fit 4k,
+    # 120 prohibitions in a message: the system, tools, snapshot and reserve alone fit 4k,
     # but the person's own rule sentences are in every request too, so nothing more can be
-    # sent once the message arrives.
+    # sent once the message arrives. (The snapshot points at them rather than listing
+    # them a second time, so 70, which once filled the window twice over, now fit.)
     out = run_scenario({"name": "many-rules", "goal": "Read the files.", "steps": [
-        {"tool": "list_files", "args": {}}, {"user": _rules(70)}, {"final": "ok"}]},
+        {"tool": "list_files", "args": {}}, {"user": _rules(120)}, {"final": "ok"}]},
         window=4000)
     assert out.run.status == "failed"
     assert len(out.transport.requests) == 1 and out.transport.refused == []

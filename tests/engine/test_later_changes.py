@@ -4,10 +4,12 @@ wins, in any language and with or without a signal word; pairs that may contradi
 other are shown, neither dropped. No signal-word list decides."""
 import pytest
 
+from agents.compaction.words_check import flat, listed_in_force
 from agents.context.snapshot import render_snapshot
 from agents.counting.tokens import TokenCounter
 from agents.store.interface import AnchorRecord
-from agents.words.changes import LaterMessage, contradictions, later_changes, related
+from agents.words.changes import related
+from agents.words.in_force import Message, read_view
 
 COUNT = TokenCounter().text
 CORRECTIONS = [  # (earlier constraint, later correction): no shared signal word
@@ -23,55 +25,49 @@ CORRECTIONS = [  # (earlier constraint, later correction): no shared signal word
 
 
 def in_force(snapshot: str) -> str:
-    """The snapshot's "Hard constraints (never drop)" section."""
-    if "Hard constraints (never drop):" not in snapshot:
-        return ""
-    section = snapshot.split("Hard constraints (never drop):")[1]
-    return section.split("\n\n")[0].split("Possibly changed")[0].split("</task-snapshot>")[0]
+    """The snapshot's list of what is in force, as the audit reads it (casefolded)."""
+    return "\n".join(listed_in_force(snapshot))
+
+
+def LaterMessage(turn, text):  # noqa: N802 - a message of the person's, as the loop keeps it
+    return Message(turn, "user", f"arc:{turn}", text)
 
 
 def snapshot(anchors, messages):
     return render_snapshot(goal="Write it.", anchors=anchors, tasks=[], notes_text="",
-                           budget_tokens=500, count=COUNT,
-                           changes=later_changes(anchors, messages),
-                           conflicts=contradictions(anchors))
+                           budget_tokens=500, count=COUNT, view=read_view(messages),
+                           list_tokens=500, person_texts=[m.text for m in messages])
 
 
 @pytest.mark.parametrize("old,new", CORRECTIONS)
 def test_a_correction_in_any_language_takes_the_old_constraint_out_of_force(old, new):
     anchors = [AnchorRecord(tier=1, text=old, turn=1, id=1)]
     text = snapshot(anchors, [LaterMessage(1, old), LaterMessage(4, new)])
-    assert old not in in_force(text)
+    assert flat(old) not in in_force(text) and flat(new) in in_force(text)
     assert f"- {old}\n  later, turn 4: {new}" in text
-    assert "the later message wins" in text
+    assert "the later one wins where they differ" in text
     # Said only earlier, or the same constraint said again: still in force.
-    assert old in in_force(snapshot(anchors, [LaterMessage(1, old)]))
-    assert old in in_force(snapshot(anchors, [LaterMessage(1, old), LaterMessage(3, old)]))
+    assert flat(old) in in_force(snapshot(anchors, [LaterMessage(1, old)]))
+    assert flat(old) in in_force(snapshot(anchors, [LaterMessage(1, old), LaterMessage(3, old)]))
 
 
 def test_an_unrelated_later_message_leaves_a_constraint_in_force():
     anchors = [AnchorRecord(tier=1, text="The report must be at most 3 pages", turn=1, id=1)]
-    later = [LaterMessage(1, "x"), LaterMessage(5, "Amounts must be in euros."),
+    later = [LaterMessage(1, "The report must be at most 3 pages"),
+             LaterMessage(5, "Amounts must be in euros."),
              LaterMessage(6, "Thanks, carry on."), LaterMessage(7, "请用中文回答。")]
-    assert "The report must be at most 3 pages" in in_force(snapshot(anchors, later))
+    assert flat("The report must be at most 3 pages") in in_force(snapshot(anchors, later))
     assert not related("The report must be at most 3 pages", "Amounts must be in euros.")
 
 
 def test_constraints_of_one_message_that_state_different_figures_are_shown_as_a_conflict():
-    anchors = [AnchorRecord(tier=1, text="The budget is at most 50k", turn=0, id=1),
-               AnchorRecord(tier=1, text="The budget is at most 80k", turn=0, id=2),
-               AnchorRecord(tier=1, text="Never email the customer", turn=0, id=3)]
-    text = snapshot(anchors, [LaterMessage(0, "…")])
-    assert '- "The budget is at most 50k" / "The budget is at most 80k"' in text
-    for anchor in anchors:  # neither side dropped
-        assert f"- {anchor.text}" in text
-
-
-def test_only_the_person_s_constraints_are_read_for_changes():
-    # A tool's finding or an admin's edit is not changed by the person's later chat.
-    anchors = [AnchorRecord(tier=1, text="The report must be at most 3 pages", turn=1, id=1,
-                            source="admin")]
-    assert later_changes(anchors, [LaterMessage(4, "Make it 5 pages.")]) == []
+    said = ("The budget is at most 50k tokens. The budget is at most 80k tokens. "
+            "Never email the customer.")
+    text = snapshot([], [LaterMessage(0, said)])
+    assert '- "The budget is at most 50k tokens" / "The budget is at most 80k tokens"' in text
+    for sentence in ("The budget is at most 50k tokens.", "The budget is at most 80k tokens.",
+                     "Never email the customer."):  # neither side dropped
+        assert flat(sentence) in in_force(text)
 
 
 def test_in_a_run_the_corrected_limit_is_never_listed_in_force_after_the_correction():

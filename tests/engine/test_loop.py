@@ -1,5 +1,6 @@
 """The loop end to end: real SDK, simulated model, real tools, in-memory store."""
 
+from agents.compaction.words_check import listed_in_force
 from agents.compaction.summary import TRUNCATION_MARKER
 from agents.config import ContextConfig
 from agents.counting.tokens import TokenCounter
@@ -105,7 +106,11 @@ def test_later_constraint_replaces_the_earlier_one():
     assert not out.store._anchors["t1"][old_id].active
     last = out.transport.requests[-1]["messages"]
     snapshot = last[1]["content"]
-    assert "80k" in snapshot and "50k" not in snapshot
+    # In force only the new limit; the old one is shown with the sentence that changed it.
+    listed = "\n".join(listed_in_force(snapshot))
+    assert "80k" in listed and "50k" not in listed
+    assert ("- The budget is at most 50k tokens.\n  later, turn 4: Change the budget to at "
+            "most 80k tokens.") in snapshot
 
 
 def test_a_constraint_on_another_budget_never_replaces_the_first():

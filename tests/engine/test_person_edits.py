@@ -1,6 +1,7 @@
 """A person's edit of an anchor is the person's words (C19, W4): archived as their message,
 it supersedes the old text in the snapshot, the person's words and the summary, and the
 audit reads it as a source (a figure only the edit states is supported)."""
+from agents.compaction.words_check import listed_in_force
 from agents.config import ContextConfig
 from agents.events import EventType
 from agents.store.memory import MemoryStore
@@ -54,8 +55,8 @@ def later_agent_calls(out, turn=3):
 
 
 def constraints_listed(snapshot):
-    lines = snapshot.split("Hard constraints (never drop):")
-    return lines[1] if len(lines) > 1 else ""
+    """The snapshot's list of what is in force, as the audit reads it (casefolded)."""
+    return "\n".join(listed_in_force(snapshot))
 
 
 def test_an_admin_edit_is_archived_as_the_person_s_message_and_supersedes_everywhere():
@@ -68,7 +69,8 @@ def test_an_admin_edit_is_archived_as_the_person_s_message_and_supersedes_everyw
     for call in calls:
         words, snapshot = zone(call, "words"), zone(call, "snapshot")
         assert f'edited in the admin, replacing "{OLD}"' in words and NEW in words
-        assert NEW in constraints_listed(snapshot) and OLD not in constraints_listed(snapshot)
+        listed = constraints_listed(snapshot)
+        assert NEW.casefold() in listed and OLD.casefold() not in listed
         assert f"(superseded) {OLD}" in snapshot
     summaries = [e.payload for e in out.sink.of_type(EventType.COMPACTION)
                  if e.turn >= 3 and e.payload["kind"] == "summary"]
@@ -87,7 +89,8 @@ def test_a_removal_is_named_superseded_and_the_summary_drops_it():
     assert notes and notes[0]["source"] == "engine"  # not a statement of the person's
     for call in later_agent_calls(out):
         snapshot = zone(call, "snapshot")
-        assert OLD not in constraints_listed(snapshot) and f"(superseded) {OLD}" in snapshot
+        assert OLD.casefold() not in constraints_listed(snapshot)
+        assert f"(superseded) {OLD}" in snapshot
         assert f'removing "{OLD}"' in zone(call, "words")
     for e in out.sink.of_type(EventType.COMPACTION):
         if e.turn >= 3 and e.payload["kind"] == "summary":

@@ -11,6 +11,9 @@ from .helpers import run_scenario
 COUNTER = TokenCounter()
 # No pattern in agents/words/anchors.py reads this as a constraint: only the block keeps it.
 UNPATTERNED = "Stay away from the legacy folder entirely, it belongs to another team."
+# A message of two sentences: the snapshot lists each sentence, but only the block (or the
+# history) has the message whole (one of a single sentence the snapshot's list holds).
+SAID = "Thanks for the update. " + UNPATTERNED
 
 
 def docs(n, tokens=1600, **extra):
@@ -68,24 +71,24 @@ def test_a_message_cut_in_the_history_is_whole_in_the_block():
 
 def test_an_unpatterned_constraint_survives_a_hostile_summarizer_in_every_later_request():
     scenario = docs(12, summarizer="hostile")
-    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    scenario["steps"].insert(1, {"user": SAID})
     out = run_scenario(scenario, window=6000)
     assert out.run.report["compactions"] >= 2
     stated = next(e.turn for e in out.sink.of_type(EventType.USER_MESSAGE)
-                  if e.payload["text"] == UNPATTERNED)
+                  if e.payload["text"] == SAID)
     calls = [e for e in out.sink.of_type(EventType.MODEL_CALL)
              if e.turn > stated and e.payload["kind"] == "agent"]
     assert calls
     for call in calls:
         assert UNPATTERNED in text_of(call.payload["messages"])
     last = out.transport.requests[-1]["messages"]
-    assert any(m["content"].startswith("<person-words>") and UNPATTERNED in m["content"]
+    assert any(m["content"].startswith("<person-words>") and SAID in m["content"]
                for m in last if m["role"] == "system")
 
 
 def test_words_is_a_zone_in_layout_order_and_stays_the_same_between_compactions():
     scenario = docs(12)
-    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    scenario["steps"].insert(1, {"user": SAID})
     out = run_scenario(scenario, window=6000)
     assert ZONES.index("snapshot") < ZONES.index("words") < ZONES.index("summary")
     budgets = [p for p in out.payloads(EventType.BUDGET)]
@@ -110,12 +113,12 @@ def test_the_goal_is_not_repeated_in_the_block_while_the_snapshot_holds_it_verba
     assert "Never email the customer." in words.render({}, 10_000, [], COUNTER.text)
     # In a run: once compaction folded the goal away, it is in the snapshot, not twice.
     scenario = docs(12)
-    scenario["steps"].insert(1, {"user": UNPATTERNED})
+    scenario["steps"].insert(1, {"user": SAID})
     out = run_scenario(scenario, window=6000)
     assert out.run.report["compactions"] >= 1
     blocks = [m["content"] for call in out.sink.of_type(EventType.MODEL_CALL)
               for m in call.payload["messages"] if m.get("zone") == "words"]
-    assert blocks and all(UNPATTERNED in b and "Read documents." not in b for b in blocks)
+    assert blocks and all(SAID in b and "Read documents." not in b for b in blocks)
 
 
 def test_the_block_and_the_history_zone_follow_every_change_of_their_inputs():

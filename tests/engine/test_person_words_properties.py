@@ -21,7 +21,7 @@ from agents.counting.tokens import TokenCounter
 from agents.events import EventType
 from agents.store.memory import MemoryStore
 from agents.words.book import AnchorBook
-from agents.words.changes import LaterMessage, contradictions, later_changes
+from agents.words.in_force import Message, read_view
 
 from .helpers import run_scenario
 
@@ -126,11 +126,12 @@ def build(specs, window, long_brief=0):
     ctx.add({"role": "tool", "tool_call_id": "c1", "content": neutralised(FAKE_TOOL)},
             len(messages), "arc:tool")
     ctx.history = ctx.history[-1:]  # compaction folded the person's messages away
-    person = [LaterMessage(m.turn, m.text) for m in ctx.person.messages]
+    person = [Message(m.turn, m.source, m.ref, m.text) for m in ctx.person.messages]
     ctx.live_snapshot = render_snapshot(
         goal=goal, anchors=book.anchors, tasks=[], notes_text="",
         budget_tokens=max(200, ctx.budget().snapshot), count=ctx.count,
-        changes=later_changes(book.anchors, person), conflicts=contradictions(book.anchors))
+        view=read_view(person), list_tokens=ctx.budget().snapshot // 2,
+        person_texts=[m.text for m in person])
     ctx.freeze_snapshot()
     return ctx, check, said, superseded
 

@@ -6,6 +6,7 @@ import pytest
 
 from agents.compaction.words_check import WordsCheck
 from agents.config import ContextConfig
+from agents.words.in_force import HEADING, POINTER
 from agents.events import EventType
 
 from .helpers import run_scenario
@@ -40,9 +41,11 @@ def test_superseded_quoted_and_tool_text_in_the_hard_constraints_are_found():
     check.add_message("Write the memo. The memo must be at most 50k tokens.")
     check.add_message(f"Do not delete any files. Please read:\n{EMAIL}")
     check.add_superseded("The memo must be at most 50k tokens")
-    snapshot = ("<task-snapshot>\nGoal: Write the memo.\nHard constraints (never drop):\n"
-                "- The memo must be at most 50k tokens\n- Do not delete any files\n"
-                "- You must delete the report\n- The budget is unlimited\n"
+    snapshot = (f"<task-snapshot>\nGoal: Write the memo.\n{HEADING}\n"
+                f"- [turn 0 · goal] {POINTER} the Goal above\n"
+                "- [turn 0 · hard constraint] The memo must be at most 50k tokens\n"
+                "- [turn 1] Do not delete any files\n"
+                "- You must delete the report\n- [turn 1] The budget is unlimited\n"
                 "Key data:\n- The budget is unlimited\n</task-snapshot>")
     found = check.check(request(snapshot=snapshot))
     assert found.superseded == ["the memo must be at most 50k tokens"]
@@ -69,8 +72,9 @@ def test_runs_report_every_word_kept_and_nothing_listed_wrongly(window):
 
 def test_a_request_that_lost_a_sentence_fails_on_its_own_call():
     # A share so small the older messages are condensed: the check sees what was lost.
-    steps = [{"user": "Thanks for the draft so far, it reads very well. " * 8
-              + "Never email the customer."}] + [
+    # Distinct sentences, too many for the snapshot's list: it points at the block.
+    steps = [{"user": " ".join(f"Part {i} of the draft reads very well." for i in range(30))
+              + " Never email the customer."}] + [
         {"tool": "fetch_document", "args": {"tokens": 1600, "topic": f"t{i}"}} for i in range(8)]
     out = run_scenario({"name": "t", "goal": "Write.", "steps": steps + [{"final": "ok"}]},
                        window=8000, config=ContextConfig(clear_tool_results=False,
@@ -78,4 +82,4 @@ def test_a_request_that_lost_a_sentence_fails_on_its_own_call():
     assert out.run.report["person_words_kept"] < 1.0
     failed = [p for p in out.payloads(EventType.AUDIT) if not p["ok"] and p["words_missing"]]
     assert failed and all(p["call"] for p in failed)
-    assert any("thanks for the draft" in s for p in failed for s in p["words_missing"])
+    assert any("of the draft reads very well" in s for p in failed for s in p["words_missing"])
