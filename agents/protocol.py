@@ -21,6 +21,22 @@ FOLD_LINE = "Messages to fold: the {count} messages just before this one."
 LABELS_LINE = "Their archive labels, in order:"
 CONSTRAINTS_LINE = "Hard constraints (keep verbatim in task_overview):"
 
+# The request that condenses the person's older messages into the requirements in force
+# (agents/words/condensing.py). It starts with SUMMARY_MARKER, so whatever routes summary
+# requests (a replay, a summary model) routes it too; WORDS_MARKER on its second line says
+# which kind. Each message is given under its label ("[m3]"), the older ones to condense
+# after OLDER_LINE, the later ones (kept verbatim) after LATER_LINE; an answer line starts
+# with the label it cites, or "[m1 superseded by m4]" for a sentence a later one changed.
+WORDS_MARKER = "[taskos:words-request]"
+OLDER_LINE = "Older messages to condense:"
+LATER_LINE = "Later messages, kept verbatim (for reference, do not restate them):"
+SUPERSEDED_BY = "superseded by"
+
+
+def words_label(position: int) -> str:
+    """A message's label in the condensing request and its answer: "m3"."""
+    return f"m{position}"
+
 
 def label_line(position: int, turn: int | str, ref: str = "") -> str:
     """One line of the instruction's label list: "3. turn 12, ref arc:s:40"."""

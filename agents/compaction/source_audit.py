@@ -179,7 +179,8 @@ class SourceAudit:
             person = event.source in PERSON_SOURCES
             self.unread.append([event.ref, "person" if person else "raw"])
             if person:  # read back at once: every later request is checked against it
-                self.words.add_message(self.store.read_ref(self.session_id, event.ref) or "")
+                self.words.add_message(self.store.read_ref(self.session_id, event.ref) or "",
+                                       event.ref)
         elif isinstance(event, ToolResult) and event.ref:
             self.unread.append([event.ref, "raw" if event.error else "result"])
         elif isinstance(event, AssistantMessage) and event.ref:

@@ -7,7 +7,11 @@ anchor book or the words block that produced the request:
 - person_words: each sentence of each message the person wrote (read back from the
   archive by its ref: goal, follow-ups, admin edits, pins) is in the request's person's
   words block, its snapshot, or a message of the person's in its recent history, case
-  and spacing aside. A copy inside a tool result does not count.
+  and spacing aside. A copy inside a tool result does not count. Past their share the
+  older messages are condensed by the model into lines that each cite a message
+  (agents.words.condensing): a sentence is also kept when a line of the words block that
+  cites its message (by the ref the block's header gives the label) covers it, by the
+  same language-free measure the engine checked the answer with.
 - superseded_listed: the snapshot's list of what is in force (agents.words.in_force)
   holds a text a person's edit replaced or removed.
 - quoted_promoted: it lists a text that only pasted material of the person's holds (an
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.words.anchors import sentences
+from agents.words.condensing import block_lines, covers, legend_refs
 from agents.words.in_force import HEADING, POINTER
 from agents.words.quoted import own_text
 
@@ -79,13 +84,18 @@ class WordsCheck:
         self.own: list[str] = []  # per message: its own text (no pasted material), flat
         self.whole: list[str] = []  # per message: all of it, flat
         self.superseded: list[str] = []  # texts a person's edit replaced or removed, flat
+        self.refs: dict[str, list[str]] = {}  # sentence → the refs of the messages saying it
         self._parts: tuple[str, ...] = ()
         self._held = ""
         self._snapshot = ""
         self._listed: list[str] = []
 
-    def add_message(self, text: str) -> None:
-        self.sentences += [s for s in person_sentences(text) if s not in self.sentences]
+    def add_message(self, text: str, ref: str = "") -> None:
+        said = person_sentences(text)
+        self.sentences += [s for s in said if s not in self.sentences]
+        if ref:
+            for sentence in said:
+                self.refs.setdefault(sentence, []).append(ref)
         self.own.append(flat(own_text(text)))
         self.whole.append(flat(text))
 
@@ -102,7 +112,10 @@ class WordsCheck:
         if parts != self._parts:
             self._parts, self._held = parts, flat("\n".join(parts))
         held = self._held
-        found = WordsFindings(missing=[s for s in self.sentences if s not in held])
+        missing = [s for s in self.sentences if s not in held]
+        if missing:
+            missing = self._not_cited(missing, messages)
+        found = WordsFindings(missing=missing)
         snapshot = "\n".join(str(m.get("content") or "") for m in messages
                              if m.get("zone") == "snapshot")
         if snapshot != self._snapshot:
@@ -118,12 +131,29 @@ class WordsCheck:
                 found.tool_text.append(item)
         return found
 
+    def _not_cited(self, missing: list[str], messages: list[dict[str, Any]]) -> list[str]:
+        """Of `missing`, those no citing line of the words block covers."""
+        block = "\n".join(str(m.get("content") or "") for m in messages
+                          if m.get("zone") == "words")
+        labels = legend_refs(block)
+        if not labels:
+            return missing
+        by_ref: dict[str, list[str]] = {}
+        for line in block_lines(block):
+            for k in line.cites:
+                if k in labels:
+                    by_ref.setdefault(labels[k], []).append(line.text)
+        return [s for s in missing
+                if not any(covers(text, s) for ref in self.refs.get(s, ())
+                           for text in by_ref.get(ref, ()))]
+
     def to_state(self) -> dict[str, Any]:
         return {"sentences": self.sentences, "own": self.own, "whole": self.whole,
-                "superseded": self.superseded}
+                "superseded": self.superseded, "refs": self.refs}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.sentences = list(state.get("sentences", []))
         self.own = list(state.get("own", []))
         self.whole = list(state.get("whole", []))
         self.superseded = list(state.get("superseded", []))
+        self.refs = {k: list(v) for k, v in (state.get("refs") or {}).items()}

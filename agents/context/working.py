@@ -144,7 +144,8 @@ class WorkingContext:
         # place, so tuple equality, identity first, sees any append, cut or replacement),
         # the budget, the constraints, the frozen snapshot and the person's messages.
         inputs = (tuple(self.history), budget, tuple(self.hard_constraints),
-                  self.snapshot_text, tuple(self.person.messages))
+                  self.snapshot_text, tuple(self.person.messages),
+                  self.person.results_version)
         if inputs == self._words_inputs:
             return self._words_msg
         self._words_inputs = inputs
@@ -274,7 +275,8 @@ class WorkingContext:
                 "snapshot": self.snapshot_text,
                 "summary_text": self.summary_text, "final_phase": self.final_phase,
                 "extra_reserve": self.extra_reserve, "correction": self.correction,
-                "window": self.window, "person": self.person.to_state()}
+                "window": self.window, "person": self.person.to_state(),
+                "person_condensed": self.person.condensed_state()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.history = [Msg.from_state(m) for m in state.get("history", [])]
@@ -286,7 +288,7 @@ class WorkingContext:
         self.extra_reserve = state.get("extra_reserve", 0)
         self.correction = state.get("correction", 1.0)
         self.window = state.get("window", self.window)
-        self.person.restore(state.get("person", []))
+        self.person.restore(state.get("person", []), state.get("person_condensed"))
 
 
 SINCE_OPEN = "<snapshot-update>"

@@ -33,9 +33,10 @@ from agents.events import BudgetEvent, Compaction, CompactionStarted, HintBlock
 from agents.loop.cache_marks import agent_marks, plain_marks
 from agents.loop.calls import CallRunner
 from agents.loop.state import LoopDeps, LoopState
-from agents.provider.client import ContextOverflow, OutputOverflow
+from agents.provider.client import ContextOverflow, ModelError, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
+from agents.words import condensing
 from agents.words.anchors import clip_text
 from agents.words.book import AnchorBook
 from agents.words.in_force import Message, PersonView, plain_sentence, read_view
@@ -90,6 +91,7 @@ class ContextKeeper:
             self.compact(trigger, instructions=manual or "")
         else:
             self.freeze_if_needed()
+        self.condense_words()
         if anchor_changed:  # trigger (b): the snapshot was rebuilt; say so in the drawer
             book.trigger_pending = False
         # Before the first model call the snapshot is only being built: nothing sent yet
@@ -466,6 +468,16 @@ class ContextKeeper:
             budget, messages = ctx.budget(), ctx.person.messages
             total = sum(ctx.count(m.text) for m in messages)
             kept = len(messages) - len(condensed)
+            used = ctx.person.model_used
+            if used is not None:
+                how = (f"are condensed by the model (call {used.call}) into the requirements "
+                       f"in force and checked: {len(used.lines)} lines used, "
+                       f"{len(used.refused)} refused as not the person's words, "
+                       f"{used.verbatim_sentences} sentences no line covered kept verbatim")
+            else:
+                failed = ctx.person.model_failed
+                how = ("are condensed to their constraint sentences, marked in the block"
+                       + (f" ({failed})" if failed else ""))
             self.deps.emit(error_event("words_over_share", (
                 f"The person's messages ({total:,} tokens) exceed their share of the input "
                 f"limit ({budget.words_share:,} tokens, words_share "
@@ -473,9 +485,46 @@ class ContextKeeper:
                 f"the oldest {len(condensed)} ("
                 + ", ".join(f"turn {m.turn}" for m in condensed[:5])
                 + (" …" if len(condensed) > 5 else "")
-                + ") are condensed to their constraint sentences, marked in the block, "
-                "their full text one read_ref away"), fatal=False))
+                + f") {how}, their full text one read_ref away"), fatal=False))
         self._said_over_share = bool(condensed)
+
+    def condense_words(self) -> None:
+        """The person's words past their share (C19): the older messages go through one
+        model request that writes the requirements in force, checked by the engine
+        (agents/words/condensing.py). Asked once per set of older messages; a request that
+        cannot be made or answered leaves the rule's condensing, said in the drawer."""
+        ctx = self.ctx
+        ctx.words_msg()  # renders the block: it names the older messages it wants condensed
+        wanted = ctx.person.wanted
+        if wanted is None:
+            return
+        older, later = wanted
+        messages = condensing.request(older, later)
+        tokens = ctx.counter.request(messages)
+        budget = ctx.budget()
+        # The answer may quote every sentence of the older messages, and a little more.
+        asked = sum(ctx.count(e.text) for e in older) + 256
+        max_tokens = min(asked, budget.window - tokens)
+        result = condensing.Condensed(key=condensing.key_of(older))
+        if tokens > budget.input_limit or max_tokens < min(asked, 256):
+            result.failed = (f"the older messages ({tokens:,} tokens with the instructions) "
+                             f"leave no room for an answer in the {budget.window:,}-token window")
+        else:
+            try:
+                reply = self.calls.summary_call(messages, tokens=tokens,
+                                                limit=budget.input_limit,
+                                                max_tokens=max_tokens, turn=self.state.turn)
+            except ModelError as exc:
+                result.failed = f"the condensing request failed: {exc}"
+                self.deps.emit(error_event(exc.code, (
+                    f"The request that condenses the person's older messages failed ({exc}); "
+                    "they are condensed by rule, marked, until the set of older messages "
+                    "changes"), fatal=False))
+            else:
+                result = condensing.check(reply.content or "", older, later,
+                                          call=self.calls.ledger.calls)
+        ctx.person.store_condensed(result)
+        self._said_over_share = False  # what the drawer was told no longer holds
 
     def _contradiction_hints(self) -> list[Hint]:
         """Each pair of the person's constraints that may not both hold, told once (C19):

@@ -8,7 +8,8 @@ reports usage and prefix-cached tokens (and, for a request that marks cache brea
 what Anthropic's caching would read and write), and plays a scenario one step per agent
 turn.
 Summary requests are answered from exactly the messages given, in the scenario's or the
-caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile); probe
+caller's summarizer mode (agents.sim.summarizer: faithful, lossy, hostile), and so is the
+request that condenses the person's older messages (agents.sim.words_answer); probe
 questions from the conversation before them (agents.sim.probe_answers). `latency_s` makes
 every answer take that long, as a real model's does, so a person (or a browser test) can
 watch a run move instead of seeing it end within a second.
@@ -22,9 +23,9 @@ from typing import Any
 
 import httpx2
 
-from agents.protocol import CONTINUE_MARKER, SUMMARY_MARKER, is_tail_request
+from agents.protocol import CONTINUE_MARKER, SUMMARY_MARKER, WORDS_MARKER, is_tail_request
 from agents.scenarios import Scenario
-from agents.sim import counting, probe_answers
+from agents.sim import counting, probe_answers, words_answer
 from agents.sim.cache import MAX_BREAKPOINTS, BreakpointCache, PromptCache, read_marks
 from agents.sim.summarizer import SummaryPlayer
 from agents.sim.summary_request import to_labelled
@@ -87,7 +88,10 @@ class SimTransport(httpx2.BaseTransport):
         if self.latency_s:  # refusals above come back at once, as providers send them
             time.sleep(self.latency_s)
         first = messages[0].get("content") if messages else ""
-        if isinstance(first, str) and first.startswith(SUMMARY_MARKER):
+        if isinstance(first, str) and first.startswith(f"{SUMMARY_MARKER}\n{WORDS_MARKER}"):
+            message, finish = self._limit(words_answer.answer(messages, self.summaries.mode),
+                                          max_tokens)
+        elif isinstance(first, str) and first.startswith(SUMMARY_MARKER):
             message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
                                                      ensure_ascii=False), max_tokens)
         elif probe_answers.is_probe_request(messages):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from agents.words import condensing
 from agents.words.anchors import extract_anchors, sentences
 from agents.words.quoted import marked, own_text
 
@@ -113,6 +114,14 @@ class PersonWords:
         self._minimum_key: tuple | None = None
         self._minimum = 0
         self.condensed: list[PersonMessage] = []  # those the last block condensed
+        # Past the share the older messages are condensed by the model (condensing.py):
+        # its checked results by the older messages they were made from, the set the last
+        # block wanted one for (the loop asks), and the result the last block used.
+        self.model_results: dict[tuple, condensing.Condensed] = {}
+        self.wanted: tuple[list[condensing.Entry], list[condensing.Entry]] | None = None
+        self.model_used: condensing.Condensed | None = None
+        self.model_failed = ""  # why the last block's older messages have no answer to use
+        self.results_version = 0
 
     def add(self, turn: int, ref: str, text: str, source: str = "user",
             replaces: str = "") -> None:
@@ -166,12 +175,35 @@ class PersonWords:
 
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
                count: Callable[[str], int]) -> str:
-        self.condensed = []
+        self.condensed, self.wanted, self.model_used, self.model_failed = [], None, None, ""
         if not shown:
             return ""
         bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
         cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
         fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
+        if budget > 0 and fixed + sum(cost) > budget:
+            # Past the share: the newest stay verbatim within half of it, the older go to
+            # the model. With its checked answer the block may pass the share by what failed
+            # the check (verbatim beats condensing); only the request's limit (the floor,
+            # budget 0) brings back the rule below, which says what it left out.
+            split, room = len(shown), budget // 2 - fixed
+            while split > 0 and cost[split - 1] <= room:
+                room -= cost[split - 1]
+                split -= 1
+            if split > 0:
+                older, later = self._entries(shown[:split]), self._entries(shown[split:])
+                result = self.model_results.get(condensing.key_of(older))
+                if result is not None and not result.failed:
+                    self.model_used = result
+                    self.condensed = list(shown[:split])
+                    entries = condensing.render(result, older) + [
+                        f"{self._numbered_label(m, e.position)} {body}"
+                        for m, e, body in zip(shown[split:], later, bodies[split:])]
+                    return "\n".join([OPEN, INTRO, *entries, CLOSE])
+                if result is None:
+                    self.wanted = (older, later)
+                else:
+                    self.model_failed = result.failed
         for i, msg in enumerate(shown):  # oldest first, until the block fits
             if fixed + sum(cost) <= budget:
                 break
@@ -180,6 +212,25 @@ class PersonWords:
             if bodies[i] != msg.text:
                 self.condensed.append(msg)
         return _block(shown, bodies)
+
+    def _entries(self, shown: list[PersonMessage]) -> list[condensing.Entry]:
+        positions = {id(m): i + 1 for i, m in enumerate(self.messages)}
+        return [condensing.Entry(positions[id(m)], m.turn, m.ref, m.text) for m in shown]
+
+    @staticmethod
+    def _numbered_label(msg: PersonMessage, position: int) -> str:
+        # A later message kept verbatim next to condensed ones: its label is what a
+        # "superseded by" line names.
+        return f"[m{position} · {_label(msg)[1:]}"
+
+    def store_condensed(self, result: condensing.Condensed) -> None:
+        """A condensing answer, checked (or the reason there is none): used by every
+        block made from the same older messages, so they are asked for once."""
+        if len(self.model_results) >= 8:  # older sets only grow: the newest few matter
+            self.model_results.pop(next(iter(self.model_results)))
+        self.model_results[result.key] = result
+        self.results_version += 1
+        self._key = None
 
     def superseded(self) -> list[str]:
         """The anchor texts a person's edit replaced or removed, oldest first, less any a
@@ -195,6 +246,11 @@ class PersonWords:
     def to_state(self) -> list[dict]:
         return [m.to_state() for m in self.messages]
 
-    def restore(self, raw: list[dict]) -> None:
+    def condensed_state(self) -> list[dict]:
+        return [r.to_state() for r in self.model_results.values()]
+
+    def restore(self, raw: list[dict], condensed: list[dict] | None = None) -> None:
         self.messages = [PersonMessage(**m) for m in raw or ()]
+        results = [condensing.Condensed.from_state(r) for r in condensed or ()]
+        self.model_results = {r.key: r for r in results}
         self._key = self._minimum_key = None

@@ -110,7 +110,7 @@ def test_words_past_their_share_are_said_once_in_the_drawer_with_what_was_conden
                        config=ContextConfig(clear_tool_results=False, words_share=0.02))
     said = [p for p in out.payloads(EventType.ERROR) if p["code"] == "words_over_share"]
     assert len(said) == 1 and not said[0]["fatal"]
-    assert "are condensed to their constraint sentences" in said[0]["message"]
+    assert "are condensed by the model (call " in said[0]["message"]
     assert "turn 1" in said[0]["message"] and said[0]["action"]
     roomy = run_scenario(scenario, window=8000, config=ContextConfig(clear_tool_results=False))
     assert not [p for p in roomy.payloads(EventType.ERROR) if p["code"] == "words_over_share"]

@@ -6,6 +6,7 @@ import pytest
 
 from agents.compaction.words_check import WordsCheck
 from agents.config import ContextConfig
+from agents.loop.context_keeper import ContextKeeper
 from agents.words.in_force import HEADING, POINTER
 from agents.events import EventType
 
@@ -70,8 +71,11 @@ def test_runs_report_every_word_kept_and_nothing_listed_wrongly(window):
             report["tool_text_in_constraints"]) == (0, 0, 0)
 
 
-def test_a_request_that_lost_a_sentence_fails_on_its_own_call():
-    # A share so small the older messages are condensed: the check sees what was lost.
+def test_a_request_that_lost_a_sentence_fails_on_its_own_call(monkeypatch):
+    # A share so small the older messages are condensed, and no model condensing (as when
+    # its request cannot be made): the rule's last resort leaves sentences out, and the
+    # check sees what was lost.
+    monkeypatch.setattr(ContextKeeper, "condense_words", lambda self: None)
     # Distinct sentences, too many for the snapshot's list: it points at the block.
     steps = [{"user": " ".join(f"Part {i} of the draft reads very well." for i in range(30))
               + " Never email the customer."}] + [
