@@ -191,10 +191,12 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
             self.add_error("goal", (
                 f"This goal is about {tokens:,} tokens. At a window of {window:,} tokens the "
                 f"person's words are sent whole up to {share:,} tokens (words_share "
-                f"{DEFAULTS.words_share:g} of the input limit); past that the oldest part "
-                "would be condensed to its constraint sentences, the full text one read_ref "
-                "away. Use a larger window, put the material in a workspace file, or tick "
-                "\"Start anyway\"."))
+                f"{DEFAULTS.words_share:g} of the input limit); past that the older messages "
+                "are condensed by the model into the requirements in force, each line checked "
+                "against the message it cites (a sentence no line covers stays verbatim; "
+                "where even that does not fit, only its constraint sentences are kept, "
+                "marked), the full text one read_ref away. Use a larger window, put the "
+                "material in a workspace file, or tick \"Start anyway\"."))
 
     def _check_knobs(self, data: dict[str, Any]) -> None:
         """Validate each knob alone, by the engine's own check, so an error lands on the
