@@ -15,7 +15,7 @@ window.TaskOSFragments = (function () {
   function applyFragment(node, added, trimmed, stale) {
     var how = node.getAttribute("hx-swap-oob");
     node.removeAttribute("hx-swap-oob");
-    var patch = /^(path|attrs|insert|remove):(.+)$/.exec(how || "");
+    var patch = /^(path|attrs|insert|remove|text):(.+)$/.exec(how || "");
     if (patch) { applyPatch(patch[1], patch[2], node, added, stale); return; }
     if (how === "true" || how === "delete" || how === "attributes") {
       var old = document.getElementById(node.id);
@@ -67,12 +67,15 @@ window.TaskOSFragments = (function () {
   // for (a person swapped it, the page skipped it while folded) is not patched: its panel
   // is asked for whole instead, so the page never drifts from what the server renders.
   function applyPatch(kind, where, node, added, stale) {
+    var spaced = /\+$/.test(where);
+    if (spaced) { where = where.slice(0, -1); }
     var expected = where.split("!");  // "id@rev/2/0!td": the element the page should find
     var steps = expected[0].split("/");
     var head = /^(.*)@(\d+)$/.exec(steps.shift());
     var root = head && document.getElementById(head[1]);
     if (!root) { return; }  // not on the page (the inspector shows a picked call)
     if (foldedAway(root)) { return; }
+    if (kind === "text") { applyTexts(root, head[2], JSON.parse(node.textContent), stale); return; }
     var index = kind === "insert" ? Number(steps.pop()) : -1;
     var el = root.dataset.rev === head[2] ? root : null;
     for (var i = 0; el && i < steps.length; i++) { el = el.children[Number(steps[i])]; }
@@ -85,13 +88,43 @@ window.TaskOSFragments = (function () {
     }
     if (kind === "path" && el.tagName === node.tagName) { morph(el, node, added); }
     else if (kind === "path") { el.replaceWith(node); added.push(node); }
-    else if (kind === "attrs") { morphAttributes(el, node); }
+    else if (kind === "attrs") {
+      // The element's own revision is the page's, not part of what the server renders:
+      // patched away, the next patch of this element would not fit.
+      if (el.hasAttribute("data-rev")) { node.setAttribute("data-rev", el.getAttribute("data-rev")); }
+      morphAttributes(el, node);
+    }
     else if (kind === "remove") { el.remove(); }
     else {  // after the last element, not after the whitespace that closes the list
       var last = el.lastElementChild;
-      el.insertBefore(node, el.children[index] || (last ? last.nextSibling : el.firstChild));
+      var next = el.children[index];  // the element it goes before, if any
+      el.insertBefore(node, next || (last ? last.nextSibling : el.firstChild));
+      // "!p+": the template separates it from its neighbour with white space.
+      if (spaced) { el.insertBefore(document.createTextNode(" "), next || node); }
       added.push(node);
     }
+  }
+
+  // "text:id@rev": [path, text, path, text, …], each path as in a patch ("2/0!td"): the
+  // elements whose text alone changed (table figures), all of one element's in a fragment.
+  // Checked before any is set: the page shows them all or asks for the panel whole.
+  function applyTexts(root, rev, pairs, stale) {
+    var found = [];
+    for (var i = 0; i < pairs.length; i += 2) {
+      var expected = pairs[i].split("!");
+      var el = root.dataset.rev === rev ? root : null;
+      var steps = expected[0].split("/");
+      for (var j = 0; el && j < steps.length; j++) { el = el.children[Number(steps[j])]; }
+      if (!el || el.tagName.toLowerCase() !== expected[1] || el.children.length) {
+        var panel = root.closest("#drawer details.panel");
+        if (panel && stale.indexOf(panel.id) < 0) { stale.push(panel.id); }
+        return;
+      }
+      found.push(el);
+    }
+    found.forEach(function (el, k) {
+      if (el.textContent !== pairs[2 * k + 1]) { el.textContent = pairs[2 * k + 1]; }
+    });
   }
 
   // Makes `old` look like `fresh` while keeping every node that is already right.

@@ -91,7 +91,7 @@
   // Of an element sent whole several times while waiting, only the last copy is kept, and
   // so are no patches of it made before that copy: they name the revision of an earlier
   // copy, which the page, skipping it, never shows (it would ask for the panel whole).
-  var PATCH_OF = /^\s*<[a-z][a-z0-9]* hx-swap-oob="(?:path|attrs|insert|remove):([^"@]+)@/;
+  var PATCH_OF = /^\s*<[a-z][a-z0-9]* hx-swap-oob="(?:path|attrs|insert|remove|text):([^"@]+)@/;
   function dropSuperseded() {
     var seen = {};
     for (var i = pending.length - 1; i >= 0; i--) {

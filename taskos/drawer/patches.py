@@ -10,7 +10,9 @@ that differ, addressed from that element by position:
     <td hx-swap-oob="path:panel-budget-body@7/0/3/1/2!td">8,120</td>    morph this element
     <tr hx-swap-oob="attrs:panel-budget-body@7/0/3/1!tr">…</tr>         copy its attributes
     <li hx-swap-oob="insert:anchors-state@4/0/3!ul">…</li>              insert as child 3
+                                             ("…!ul+": with a space after it, or before it last)
     <i hx-swap-oob="remove:anchors-state@4/0/5!li"></i>                 remove child 5
+    <i hx-swap-oob="text:panel-cost-body@7">["0/1/1!dd", "846,486", …]</i>  set texts
 
 "!td" is the element the page should find there (for an insert, the parent): a browser
 that built another tree from the HTML (a <tbody> it added) gets the panel whole instead.
@@ -23,8 +25,10 @@ other way the element is sent whole, which is always right.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from html import escape, unescape
 from html.parser import HTMLParser
 
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
@@ -36,6 +40,9 @@ SPACE = re.compile(r"\s+")
 # Sent whole when they change, never patched inside: an SVG element arriving alone in a
 # fragment would be parsed as HTML and not drawn.
 OPAQUE = frozenset({"svg"})
+# Elements whose text the HTML parser does not take as written (a <pre>'s first line
+# break is dropped): changed, they are sent whole, never as text.
+RAW_TEXT = frozenset({"pre", "textarea", "script", "style", "title"})
 
 
 class NotPatchable(Exception):
@@ -154,6 +161,12 @@ def _own(source: str, node: Node) -> list[str]:
     return [SPACE.sub(" ", chunk) if chunk.strip() else "" for chunk in chunks]
 
 
+def _closing(source: str, node: Node) -> int:
+    """Where the element's end tag starts (its end when it has none)."""
+    closing = source.rfind("</", node.open_end, node.end)
+    return closing if closing >= node.open_end else node.end
+
+
 def _placed(source: str, node: Node, how: str) -> str:
     if not PLAIN_TAG.fullmatch(node.tag):
         raise NotPatchable(f"<{node.tag}> cannot start a fragment")
@@ -169,8 +182,17 @@ def _keyed(nodes: list[Node]) -> bool:
 def diff(old: Sent, new_html: str, new: Sent) -> list[str]:
     """Fragments that turn `old` (as the page shows it) into `new`; NotPatchable when the
     element should be sent whole instead."""
-    out: list[str] = []
-    _diff(old.html, old.root, new_html, new.root, f"{new.root.dom_id}@{old.rev}", out)
+    out: list = []
+    root = f"{new.root.dom_id}@{old.rev}"
+    _diff(old.html, old.root, new_html, new.root, root, out)
+    texts = [step for step in out if isinstance(step, tuple)]
+    out = [step for step in out if not isinstance(step, tuple)]
+    if texts:
+        # Last: their paths name the elements as they are once the other patches are in.
+        pairs = [item for where, text in texts
+                 for item in (where[len(root) + 1:], text)]
+        out.append(f'<i hx-swap-oob="text:{root}">'
+                   f'{escape(json.dumps(pairs, ensure_ascii=False), quote=False)}</i>')
     return out
 
 
@@ -197,6 +219,12 @@ def _diff(old_src: str, old: Node, new_src: str, new: Node, where: str, out: lis
             _whole(new_src, new, where, old.tag, out)  # rows moved: merged whole on the page
             return
     elif old_own != new_own and not (any(old_kids) and not any(old_own) and not any(new_own)):
+        if (not old_kids and not new_kids and new.tag not in RAW_TEXT and "/" in where
+                and old_src[old.start:old.open_end] == new_src[new.start:new.open_end]):
+            # Only its text changed (a figure in a table cell): the text alone, gathered
+            # with the element's other texts in one fragment ("text:" in diff).
+            out.append((f"{where}!{old.tag}", unescape(new_src[new.open_end:_closing(new_src, new)])))
+            return
         _whole(new_src, new, where, old.tag, out)
         return
     if old_src[old.start:old.open_end] != new_src[new.start:new.open_end]:
@@ -211,7 +239,8 @@ def _diff(old_src: str, old: Node, new_src: str, new: Node, where: str, out: lis
                 out.append(f'<i hx-swap-oob="remove:{where}/{index}!{old_kids[index].tag}"></i>')
         for index, kid in enumerate(new_kids):
             if kid.key not in by_key:
-                out.append(_placed(new_src, kid, f"insert:{where}/{index}!{old.tag}"))
+                out.append(_placed(new_src, kid, f"insert:{where}/{index}!{old.tag}"
+                                   f"{_spacing(new_src, new_kids, index)}"))
         for index, kid in enumerate(new_kids):
             if kid.key in by_key:
                 _diff(old_src, by_key[kid.key], new_src, kid, f"{where}/{index}", out)
@@ -221,9 +250,23 @@ def _diff(old_src: str, old: Node, new_src: str, new: Node, where: str, out: lis
     for index in range(len(old_kids) - 1, len(new_kids) - 1, -1):
         out.append(f'<i hx-swap-oob="remove:{where}/{index}!{old_kids[index].tag}"></i>')
     for index in range(len(old_kids), len(new_kids)):
-        out.append(_placed(new_src, new_kids[index], f"insert:{where}/{index}!{old.tag}"))
+        out.append(_placed(new_src, new_kids[index], f"insert:{where}/{index}!{old.tag}"
+                                                     f"{_spacing(new_src, new_kids, index)}"))
     for index, (before, after) in enumerate(zip(old_kids, new_kids)):
         _diff(old_src, before, new_src, after, f"{where}/{index}", out)
+
+
+def _spacing(source: str, kids: list[Node], index: int) -> str:
+    """"+" when white space separates the inserted child from the one after it (or, the
+    last, from the one before it): the page puts a space there too, so inline elements
+    read as the template writes them ("history 1,657 tools 617", not "…1,657tools…")."""
+    if index + 1 < len(kids):
+        gap = source[kids[index].end:kids[index + 1].start]
+    elif index > 0:
+        gap = source[kids[index - 1].end:kids[index].start]
+    else:
+        return ""
+    return "+" if gap and not gap.strip() else ""
 
 
 def _whole(source: str, node: Node, where: str, shown: str, out: list[str]) -> None:

@@ -81,7 +81,7 @@ def test_frames_after_the_first_sync_are_deltas_and_the_panels_never_drift(
         whole = Counter(name for frame in live for name in WHOLE_BODY.findall(frame))
         assert whole == {}, f"panels sent whole after the first sync: {dict(whole)}"
         patches = sum(frame.count('hx-swap-oob="path:') + frame.count('hx-swap-oob="insert:')
-                      for frame in live)
+                      + frame.count('hx-swap-oob="text:') for frame in live)
         assert patches > 0
         per_turn = sum(len(frame.encode()) for frame in live) / turns
         # At 8 000 nearly every turn compacts: each brings a detailed compaction, the

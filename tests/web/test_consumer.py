@@ -87,7 +87,7 @@ async def test_page_says_where_it_stands_then_follows_live_budget(session, ann, 
                                  {"type": "session.event", "event": row.to_dict()})
     html = await comm.receive_from(timeout=TIMEOUT)
     # The budget's body as patches of what the page holds: the figure that changed.
-    assert 'hx-swap-oob="path:panel-budget-body@' in html and "1,456" in html
+    assert 'hx-swap-oob="text:panel-budget-body@' in html and "1,456" in html
     assert 'id="panel-budget-body"' not in html and "1,000" not in html
     # Only the panels a BUDGET touches are re-rendered.
     assert "panel-anchors" not in html

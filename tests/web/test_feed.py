@@ -95,7 +95,7 @@ def test_a_row_appended_again_is_sent_whole_when_it_next_changes():
     first = feed.not_sent("inspector", [row.format(10)], skip=True)
     assert 'data-rev="' in first[0]
     patched = feed.not_sent("inspector", [row.format(11)], skip=True)
-    assert patched == ['<b hx-swap-oob="path:inspector-msg-5@1/0!b">11</b>']
+    assert patched == ['<i hx-swap-oob="text:inspector-msg-5@1">["0!b", "11"]</i>']
     feed.not_sent("inspector", ['<ol hx-swap-oob="beforeend:#inspector-messages">'
                                 '<li class="msg" id="inspector-msg-5"><b>11</b> tok</li></ol>'],
                   skip=True)
