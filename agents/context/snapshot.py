@@ -18,7 +18,7 @@ from agents.words.in_force import (HARD_LABEL, HEADING, NO_WORDS_LABEL, POINTER,
                                    UNANCHORED_LABEL, Changed, PersonView, Said, plain_sentence)
 
 GOAL_CHARS = 1200
-MAX_CONFLICTS = 20  # pairs that may contradict each other named; more are counted
+MAX_CONFLICTS = 20  # pairs that may contradict each other named at most; more are counted
 KINDS = {"goal": "goal", "admin": "edited in the admin", "pin": "pinned"}
 
 
@@ -107,12 +107,19 @@ def _person_lines(view: PersonView, goal_whole: bool, hard: list[str], list_toke
         lines.extend(_changed_lines(view, list_tokens, count))
     if view.conflicts:
         lines.append("May contradict each other (both kept; ask the person which holds):")
-        lines.extend(f"- \"{clip_text(plain_sentence(c.first.text))}\" / "
-                     f"\"{clip_text(plain_sentence(c.second.text))}\""
-                     for c in view.conflicts[:MAX_CONFLICTS])
-        if len(view.conflicts) > MAX_CONFLICTS:
-            lines.append(f"- and {len(view.conflicts) - MAX_CONFLICTS} more pairs of the "
-                         "person's sentences that give different figures for the same thing")
+        shown, used = 0, 0
+        for conflict in view.conflicts[:MAX_CONFLICTS]:
+            line = (f"- \"{clip_text(plain_sentence(conflict.first.text))}\" / "
+                    f"\"{clip_text(plain_sentence(conflict.second.text))}\"")
+            used += count(line) + 1
+            if shown and used > list_tokens:  # the first is named whatever the budget
+                break
+            lines.append(line)
+            shown += 1
+        if len(view.conflicts) > shown:
+            lines.append(f"- and {len(view.conflicts) - shown} more pairs of the person's "
+                         "sentences that give different figures for the same thing, each "
+                         "named in a hint")
     return lines
 
 

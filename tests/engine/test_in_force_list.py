@@ -216,3 +216,18 @@ def test_sentences_keep_their_list_number_and_skip_lines_of_only_punctuation():
     assert split_sentences("1. First rule.\n2. Second one. Third.\n|---|---|\n- item\n😀") == [
         "1. First rule.", "2. Second one.", "Third.", "- item", "😀"]
     assert split_sentences("Use 1.5 pages. Then stop.") == ["Use 1.5 pages.", "Then stop."]
+
+
+def test_many_possible_contradictions_are_counted_past_the_list_s_budget():
+    said = " ".join(f"Chapter {k} has at most {10 + k} pages. Chapter {k} has at most {50 + k} "
+                    "pages." for k in range(1, 9))
+    messages = [Message(0, "goal", "arc:0", "Write the book."), Message(1, "user", "arc:1", said)]
+    view = read_view(messages)
+    assert len(view.conflicts) == 8
+    roomy, tight = (render_snapshot(goal="Write the book.", anchors=[], tasks=[], notes_text="",
+                                    budget_tokens=0, count=COUNT, view=view, list_tokens=tokens,
+                                    person_texts=[said]) for tokens in (2000, 30))
+    assert roomy.count('- "Chapter') == 8 and "more pairs" not in roomy
+    assert tight.count('- "Chapter') == 1  # the first is named whatever the budget
+    assert "- and 7 more pairs of the person's sentences" in tight
+    assert COUNT(tight) < COUNT(roomy) // 2
