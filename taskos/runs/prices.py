@@ -48,10 +48,17 @@ def unpriced(profile: Any) -> bool:
 
 def cost_at(calls: Iterable[Any], table: str) -> float:
     """Dollars the calls (ModelCall events or their figures) would cost at `table`; calls
-    the provider refused were never charged."""
+    the provider refused were never charged. A call whose provider reported what it read
+    from and wrote to a breakpoint cache is billed by that, as the engine's report does."""
     prices = PRICE_TABLES[table]
-    return round(sum(prices.cost(c.input_tokens, c.cached_tokens, c.output_tokens)
+    return round(sum(prices.cost(c.input_tokens, c.cached_tokens, c.output_tokens,
+                                 _breakpoint_figures(c))
                      for c in calls if not getattr(c, "refused", False)), 6)
+
+
+def _breakpoint_figures(call: Any) -> tuple[int, int] | None:
+    written = getattr(call, "cache_write_tokens", None)
+    return None if written is None else (getattr(call, "cache_read_tokens", None) or 0, written)
 
 
 def costs_at_tables(calls: list[Any]) -> list[dict[str, Any]]:

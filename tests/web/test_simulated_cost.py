@@ -72,3 +72,16 @@ def test_an_unknown_price_table_is_a_system_check_error(settings):
     assert "openai-like" in errors[0].hint and chosen_table() == "openai-like"
     settings.TASKOS_PRICE_TABLE = "deepseek-like"
     assert check_price_table() == [] and chosen_table() == "deepseek-like"
+
+
+def test_calls_with_reported_cache_reads_and_writes_are_priced_by_them(session):
+    # A provider with breakpoint caching (profile cache_marks) reports both figures: the
+    # Anthropic-like table bills the written part at the write price, the rest plain.
+    kind, payload = model_call(1, 3000)
+    add_events(session, (kind, {**payload, "cache_read_tokens": 1000,
+                                "cache_write_tokens": 1500}))
+    calls = list(load_events(session, ["MODEL_CALL"]))
+    assert cost_at(calls, "anthropic-like") == pytest.approx(
+        (500 * 3.00 + 1500 * 3.75 + 1000 * 0.30 + 120 * 15.00) / 1e6)
+    # The automatic table keeps the usual cached figure (none here).
+    assert cost_at(calls, "openai-like") == pytest.approx((3000 * 2.00 + 120 * 8.00) / 1e6)
