@@ -41,6 +41,7 @@ UNIT_CHARS = 12
 # "de", "zu" after a figure name a part ("Part 3 of the draft"), not a measure.
 MIN_UNIT_LETTERS = 3
 SPACED_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+MAX_SHARING = 8  # sentences of a message one figure may tie together as naming one thing
 
 HEADING = ("In force besides the goal (the person's own sentences, oldest first; a later "
            "one wins where they differ):")
@@ -174,9 +175,10 @@ def measures(text: str) -> tuple[tuple[str, float, str], ...]:
 def _clash(a: Said, b: Said) -> tuple[str, tuple[str, str]] | None:
     """The unit two sentences give different figures of, when they are about the same
     thing: the same words around the figures within one message, related words across
-    messages (agents.words.changes). Where a sentence holds several figures, one must be
-    the same ("section 6 … 106 words" and "section 6 … 157 words"; "section 5 … 105
-    words" is another section)."""
+    messages (agents.words.changes). Where a sentence holds several figures, the first
+    must be the same, as the item both are about ("section 6 … 106 words" and "section 6
+    … 157 words"; "section 5 … 105 words" is another section, and so is "section 300 …
+    400 words" beside "section 7 … 400 words")."""
     mine, theirs = measures(a.text), measures(b.text)
     if not mine or not theirs:
         return None
@@ -186,10 +188,9 @@ def _clash(a: Said, b: Said) -> tuple[str, tuple[str, str]] | None:
             return None
     elif not related(plain_a, plain_b):
         return None
-    figs_a, figs_b = set(_FIGURE.findall(plain_a)), set(_FIGURE.findall(plain_b))
-    if not (len(figs_a) == len(figs_b) == 1 or figs_a & figs_b):
-        return None
     values_b = {unit: (value, written) for unit, value, written in theirs}
+    if not len(_figures(a.text)) == len(_figures(b.text)) == 1 and mine[0][:2] != theirs[0][:2]:
+        return None  # they do not name the same item first: two items of a list
     for unit, value, written in mine:
         other = values_b.get(unit)
         if other is not None and other[0] != value:
@@ -254,13 +255,9 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
     two that clash; across messages, a sentence and the later one that may have changed
     it, unless that one says plainly that it replaces it ("instead", 改为 …)."""
     pairs: list[Conflict] = []
-    by_unit: dict[tuple[int, str], list[Said]] = {}
-    for s in current:
-        for unit in {m[0] for m in measures(s.text)}:
-            by_unit.setdefault((s.index, unit), []).append(s)
     seen: set[tuple[Said, Said]] = set()
-    for group in by_unit.values():
-        found_here = [(a, b, found) for i, a in enumerate(group) for b in group[i + 1:]
+    for group in _same_message_groups(current):
+        found_here = [(a, b, found) for a, b in _candidates(group)
                       if (found := _clash(a, b))]
         clashes: dict[Said, int] = {}
         for a, b, _found in found_here:
@@ -278,3 +275,37 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
             seen.add((a, b))
             pairs.append(Conflict(a, b, *found))
     return tuple(sorted(pairs, key=lambda c: (c.second.index, c.first.index)))
+
+
+def _same_message_groups(current: list[Said]) -> list[list[Said]]:
+    """The sentences that may clash within a message: the same message, a figure of the
+    same unit and the same words around the figures (as _clash asks)."""
+    groups: dict[tuple, list[Said]] = {}
+    for s in current:
+        for unit in {m[0] for m in measures(s.text)}:
+            groups.setdefault((s.index, unit, topic(plain_sentence(s.text))), []).append(s)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _candidates(group: list[Said]) -> list[tuple[Said, Said]]:
+    """The pairs of a group _clash may accept, without trying every pair of a long list:
+    two sentences of one figure each (more such are a list, whose items each clash with
+    several), or two that share a figure ("section 6 …"). A figure most of a long list
+    shares (a year) names no item."""
+    single = [s for s in group if len(_figures(s.text)) == 1]
+    found = {(single[0], single[1])} if len(single) == 2 else set()
+    holding: dict[str, list[Said]] = {}
+    for s in group:
+        for figure in _figures(s.text):
+            holding.setdefault(figure, []).append(s)
+    order = {s: i for i, s in enumerate(group)}
+    for sharing in holding.values():
+        if 1 < len(sharing) <= MAX_SHARING:
+            found.update((a, b) for i, a in enumerate(sharing) for b in sharing[i + 1:]
+                         if order[a] < order[b])
+    return sorted(found, key=lambda pair: (order[pair[0]], order[pair[1]]))
+
+
+@lru_cache(maxsize=4096)
+def _figures(text: str) -> frozenset[str]:
+    return frozenset(_FIGURE.findall(plain_sentence(text)))

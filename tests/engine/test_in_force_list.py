@@ -231,3 +231,12 @@ def test_many_possible_contradictions_are_counted_past_the_list_s_budget():
     assert tight.count('- "Chapter') == 1  # the first is named whatever the budget
     assert "- and 7 more pairs of the person's sentences" in tight
     assert COUNT(tight) < COUNT(roomy) // 2
+
+
+def test_a_long_numbered_list_yields_only_its_real_contradiction():
+    lines = [f"{i}. Section {i} must stay under {100 + i} words, as of 2026." for i in range(1, 1201)]
+    lines.insert(700, "Section 7 must stay under 400 words, as of 2026.")
+    view = read_view([Message(1, "user", "arc:1", "\n".join(lines))])
+    assert [(c.first.text, c.second.text) for c in view.conflicts] == [
+        ("7. Section 7 must stay under 107 words, as of 2026.",
+         "Section 7 must stay under 400 words, as of 2026.")]
