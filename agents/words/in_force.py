@@ -224,20 +224,32 @@ def _read_view(messages: tuple[Message, ...], superseded: tuple[str, ...]) -> Pe
     by_message: list[list[Said]] = [[] for _ in messages]
     for s in current:
         by_message[s.index].append(s)
+    # Per message, where each content mark occurs: only a sentence sharing a mark can be
+    # related, so a long message is not compared sentence by sentence with another.
+    by_mark: list[dict[str, list[int]]] = [{} for _ in messages]
+    for index, sentences_of in enumerate(by_message):
+        for position, later in enumerate(sentences_of):
+            for mark in topic(later.text):
+                by_mark[index].setdefault(mark, []).append(position)
     changed: list[Changed] = []
     in_force: list[Said] = []
     for s in current:
         newest = None
-        for index in range(s.index + 1, len(messages)):
+        mine = topic(s.text)
+        for index in range(len(messages) - 1, s.index, -1):  # the newest message first
             if flats[s] in wholes[index]:
                 continue  # the same sentence said again there: not a change
-            for later in by_message[index]:
-                # The goal is the task and is sent verbatim, as its own line of the
-                # snapshot: a later sentence on its subject usually adds to it ("the
-                # report must include a table"), so only one that gives another figure of
-                # the same unit is shown as a change of it.
-                if related(s.text, later.text) and (s.source != "goal" or _clash(s, later)):
-                    newest = later
+            positions = sorted({p for mark in mine for p in by_mark[index].get(mark, ())},
+                               reverse=True)
+            # The goal is the task and is sent verbatim, as its own line of the snapshot:
+            # a later sentence on its subject usually adds to it ("the report must include
+            # a table"), so only one that gives another figure of the same unit is shown
+            # as a change of it.
+            newest = next((later for p in positions if related(
+                s.text, (later := by_message[index][p]).text)
+                and (s.source != "goal" or _clash(s, later))), None)
+            if newest is not None:
+                break
         if newest is None:
             in_force.append(s)
         else:

@@ -240,3 +240,13 @@ def test_a_long_numbered_list_yields_only_its_real_contradiction():
     assert [(c.first.text, c.second.text) for c in view.conflicts] == [
         ("7. Section 7 must stay under 107 words, as of 2026.",
          "Section 7 must stay under 400 words, as of 2026.")]
+
+
+def test_a_rule_corrected_twice_is_shown_with_the_newest_correction():
+    view = read_view([Message(1, "user", "arc:1", "El informe debe tener como máximo 3 páginas."),
+                      Message(3, "user", "arc:3", "El informe: 5 páginas. Gracias."),
+                      Message(5, "user", "arc:5", "Todo bien. El informe: 8 páginas.")])
+    assert [(c.earlier.text, c.later.text) for c in view.changed] == [
+        ("El informe debe tener como máximo 3 páginas.", "El informe: 8 páginas."),
+        ("El informe: 5 páginas.", "El informe: 8 páginas.")]
+    assert [s.text for s in view.in_force] == ["Gracias.", "Todo bien.", "El informe: 8 páginas."]
