@@ -16,6 +16,7 @@ result as it ages would restart it on every turn.
 """
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -185,3 +186,9 @@ class HistoryView:
     def clearable(self, keep_from: int) -> int:
         """clearable_tokens(self.units, keep_from)."""
         return self._clearable[max(0, min(keep_from, len(self.units)))]
+
+    def first_clearable(self, keep_from: int) -> int:
+        """The first unit before `keep_from` holding a result a clear may take; `keep_from`
+        when none does (the running sums only grow: a bisection finds it)."""
+        keep_from = max(0, min(keep_from, len(self.units)))
+        return min(keep_from, bisect.bisect_right(self._clearable, 0, 0, keep_from + 1) - 1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from agents.compaction.clearing import Clearing, HistoryView, plan_clearing
+from agents.compaction.clearing import Clearing, HistoryView, is_cleared, plan_clearing
 from agents.compaction.compactor import CompactionOutcome, Compactor
 from agents.compaction.hooks import CompactionMetrics, CompressCall, CompressHook, run_with_hooks
 from agents.compaction.probes import ask_probes
@@ -65,6 +65,7 @@ class ContextKeeper:
         self._view: HistoryView | None = None  # the triggers' reading of the history
         # The last agent request's messages and cache marks (agents.loop.cache_marks).
         self._marked: tuple[list[dict[str, Any]], tuple[int, ...]] | None = None
+        self._keep_memo: tuple[list, tuple[int, int, bool], int] | None = None  # _keep_from's
         self.metrics = CompactionMetrics()
         # Onion order: publishing sees the final state, after rescue and metrics ran.
         self.hooks: list[CompressHook] = [self._publish_hook, self.metrics,
@@ -275,11 +276,18 @@ class ContextKeeper:
 
     def _keep_from(self, units: list, emergency: bool = False) -> int:
         """The first unit of the recent rounds, which are never cleared (as compaction
-        keeps them)."""
+        keeps them). Kept for the last list of units asked about: the triggers, the
+        clearing tier and the cache marks ask about the same history in one turn."""
         budget = self.ctx.budget()
-        return split_for_compaction(
-            units, keep_tokens=min(budget.keep_tokens, budget.history // 2),
-            keep_rounds=budget.keep_rounds, emergency=emergency)
+        keep_tokens = min(budget.keep_tokens, budget.history // 2)
+        key = (keep_tokens, budget.keep_rounds, emergency)
+        if self._keep_memo is not None and self._keep_memo[0] is units \
+                and self._keep_memo[1] == key:
+            return self._keep_memo[2]
+        found = split_for_compaction(units, keep_tokens=keep_tokens,
+                                     keep_rounds=budget.keep_rounds, emergency=emergency)
+        self._keep_memo = (units, key, found)
+        return found
 
     def _retention(self, name: str) -> ToolBoundary:
         tool = self.deps.tools.get(name)
@@ -306,19 +314,22 @@ class ContextKeeper:
 
     def _kept_through(self, request: Request) -> int:
         """The request's last message that the expected clear leaves as it is: the one
-        before the oldest result it would clear (-1: no clear expected)."""
+        before the oldest result a clear may take, read off the triggers' view of the
+        history (retention ignored, so never later than the clear's own first change);
+        -1 when no clear is expected."""
         ctx = self.ctx
         if not ctx.config.clear_tool_results or "history" not in request.zones_of:
             return -1
-        plan = self._clearing_plan()
-        first = None
-        if plan is not None:
-            first = next((i for i, (a, b) in enumerate(zip(ctx.history, plan.history))
-                          if a is not b), None)
-        if first is None:  # nothing old enough yet: the oldest kept round is next
-            units = self._history_view().units
-            first = sum(len(u.messages) for u in units[:self._keep_from(units)])
-        return request.zones_of.index("history") + first - 1
+        view = self._history_view()
+        units = view.units
+        keep_from = min(self._keep_from(units), len(units))
+        # Nothing old enough yet: the oldest kept round is the next to go.
+        first = view.first_clearable(keep_from)
+        offset = sum(len(unit.messages) for unit in units[:first])
+        if first < len(units):
+            offset += next((i for i, m in enumerate(units[first].messages)
+                            if m.role == "tool" and m.ref and not is_cleared(m)), 0)
+        return request.zones_of.index("history") + offset - 1
 
     def next_request_extends(self, request: Request) -> bool:
         """Whether the next request is expected to repeat this one's history and add to

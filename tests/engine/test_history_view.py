@@ -47,6 +47,10 @@ def test_the_view_says_what_a_recount_says(spec, keep_from):
     assert view.live_rounds == sum(1 for u in units if u.is_round and not all_cleared(u))
     assert view.residue == residue(units)
     assert view.clearable(keep_from) == clearable_tokens(units, max(0, keep_from))
+    # The first unit holding a result a clear may take (keep_from when none does).
+    bound = max(0, min(keep_from, len(units)))
+    assert view.first_clearable(keep_from) == next(
+        (u for u in range(bound) if clearable_tokens([units[u]], 1) > 0), bound)
 
 
 def test_a_keeper_reads_the_history_again_once_it_changed():
