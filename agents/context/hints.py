@@ -79,6 +79,9 @@ class HintInjector:
         self.last_success: tuple[str, int] = ("", 0)
         self.pending_repeats: list[tuple[str, int]] = []
         self.pending_files: list[tuple[str, int]] = []  # the person's, not told yet (T9)
+        # Pairs of the person's requirements a contradiction hint named (C19): told once,
+        # a resumed session too.
+        self.told_contradictions: set[tuple[str, str]] = set()
 
     def record_tool_call(self, name: str, arguments_json: str, failed: bool) -> int:
         """Count failures of identical calls; a success of that call resets its count.
@@ -165,7 +168,8 @@ class HintInjector:
                 "pending_errors": [[name, count] for name, count in self.pending_errors],
                 "last_success": list(self.last_success),
                 "pending_repeats": [[name, count] for name, count in self.pending_repeats],
-                "pending_files": [[path, size] for path, size in self.pending_files]}
+                "pending_files": [[path, size] for path, size in self.pending_files],
+                "told_contradictions": sorted([a, b] for a, b in self.told_contradictions)}
 
     def from_state(self, state: dict[str, Any] | None) -> "HintInjector":
         """Restore what to_state() saved, in place (a resumed session keeps its throttles)."""
@@ -179,6 +183,8 @@ class HintInjector:
         self.last_success = (str(key), int(repeats))
         self.pending_repeats = [(str(n), int(c)) for n, c in state.get("pending_repeats", [])]
         self.pending_files = [(str(p), int(b)) for p, b in state.get("pending_files", [])]
+        self.told_contradictions = {(str(a), str(b))
+                                    for a, b in state.get("told_contradictions", [])}
         return self
 
 

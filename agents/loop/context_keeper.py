@@ -60,7 +60,6 @@ class ContextKeeper:
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self._must: set[str] = set()  # the lines the live snapshot must always hold
-        self._told: set[tuple[str, str]] = set()  # contradictions a hint has named
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
         # The last agent request's messages and cache marks (agents.loop.cache_marks).
@@ -544,9 +543,9 @@ class ContextKeeper:
         for conflict in self.person_view().conflicts:
             first = clip_text(plain_sentence(conflict.first.text))
             second = clip_text(plain_sentence(conflict.second.text))
-            if (first, second) in self._told:
+            if (first, second) in self.hints.told_contradictions:
                 continue
-            self._told.add((first, second))
+            self.hints.told_contradictions.add((first, second))
             where = (f"both in the message of turn {conflict.first.turn}"
                      if conflict.first.index == conflict.second.index else
                      f"turn {conflict.first.turn} and turn {conflict.second.turn}")

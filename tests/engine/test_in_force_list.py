@@ -250,3 +250,15 @@ def test_a_rule_corrected_twice_is_shown_with_the_newest_correction():
         ("El informe debe tener como máximo 3 páginas.", "El informe: 8 páginas."),
         ("El informe: 5 páginas.", "El informe: 8 páginas.")]
     assert [s.text for s in view.in_force] == ["Gracias.", "Todo bien.", "El informe: 8 páginas."]
+
+
+def test_a_contradiction_told_once_is_not_told_again_after_a_resume():
+    from agents.context.hints import HintInjector
+
+    first, second = "The memo must be at most 300 words.", "The memo must be at least 800 words."
+    out = run([first, second])
+    assert len(hints_of(out)) == 1
+    saved = out.store.load_state("t1")["hints"]  # what a resumed session starts from
+    restored = HintInjector(ContextConfig()).from_state(saved)
+    assert restored.told_contradictions == {("The memo must be at most 300 words",
+                                             "The memo must be at least 800 words")}
