@@ -19,7 +19,7 @@ window.TaskOSFragments = (function () {
     if (patch) { applyPatch(patch[1], patch[2], node, added, stale); return; }
     if (how === "true" || how === "delete" || how === "attributes") {
       var old = document.getElementById(node.id);
-      if (!old || foldedAway(old)) { return; }
+      if (!old) { return; }
       if (how === "delete") { old.remove(); }
       else if (how === "attributes") { morphAttributes(old, node); }
       else if (old.tagName === node.tagName) { morph(old, node, added); }
@@ -28,7 +28,7 @@ window.TaskOSFragments = (function () {
     }
     var parts = /^(beforeend|afterbegin):#(.+)$/.exec(how || "");
     var target = parts && document.getElementById(parts[2]);
-    if (!target || foldedAway(target)) { return; }
+    if (!target) { return; }
     Array.prototype.push.apply(added, node.children);
     // A row arriving again (a resync raced a delta, a reconnect replayed a batch) takes
     // the place of the one shown, where it is shown: appends are idempotent, never a
@@ -46,25 +46,15 @@ window.TaskOSFragments = (function () {
     if (kept && trimmed.indexOf(kept) < 0) { trimmed.push(kept); }
   }
 
-  // A folded panel is not updated (the server stops sending once it knows; this covers
-  // what was already on the way): unfolding it asks for the panel whole.
-  var skipped = {};  // panels that missed fragments while folded, by name
-  function foldedAway(el) {
-    var panel = el.closest && el.closest("#drawer details.panel");
-    var away = Boolean(panel && !panel.open && el !== panel);
-    if (away) { skipped[panel.id.replace(/^panel-/, "")] = true; }
-    return away;
-  }
-  function takeSkipped(name) {
-    var missed = Boolean(skipped[name]);
-    delete skipped[name];
-    return missed;
-  }
+  // A folded panel is updated too: the server stops sending its fragments once it knows
+  // it is folded, and what was already on the way is applied (its content is not laid out
+  // while folded). Skipping those made the page ask for the panel whole when unfolded: on
+  // a long run the whole compactions panel, ~170 KB parsed and merged in one task.
 
   // A patch of an element the server sent whole before (taskos/drawer/patches.py):
   // "id@rev/2/0!td" is the element with that id, as sent with revision rev (its data-rev),
   // then its children by position, which must be a <td>. An element that is not the one the patch was made
-  // for (a person swapped it, the page skipped it while folded) is not patched: its panel
+  // for (a person swapped it) is not patched: its panel
   // is asked for whole instead, so the page never drifts from what the server renders.
   function applyPatch(kind, where, node, added, stale) {
     var spaced = /\+$/.test(where);
@@ -74,7 +64,6 @@ window.TaskOSFragments = (function () {
     var head = /^(.*)@(\d+)$/.exec(steps.shift());
     var root = head && document.getElementById(head[1]);
     if (!root) { return; }  // not on the page (the inspector shows a picked call)
-    if (foldedAway(root)) { return; }
     if (kind === "text") { applyTexts(root, head[2], JSON.parse(node.textContent), stale); return; }
     var index = kind === "insert" ? Number(steps.pop()) : -1;
     var el = root.dataset.rev === head[2] ? root : null;
@@ -202,5 +191,5 @@ window.TaskOSFragments = (function () {
     });
   }
 
-  return { apply: applyFragment, trim: trim, takeSkipped: takeSkipped };
+  return { apply: applyFragment, trim: trim };
 })();

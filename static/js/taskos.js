@@ -39,10 +39,9 @@
     var panel = event.target;
     if (!socket || !panel.matches || !panel.matches("#drawer details.panel")) { return; }
     var name = panel.id.replace(/^panel-/, "");
-    // Unfolded: only what changed while it was folded comes, unless the page skipped
-    // fragments of it meanwhile (then it comes whole).
-    var stale = panel.open && window.TaskOSFragments.takeSkipped(name);
-    socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [], stale: stale }));
+    // Unfolded: only what changed while it was folded comes (the page applied every
+    // fragment the server sent before it stopped).
+    socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [] }));
   }, true);
 
   // Messages are applied once per animation frame, and no more of them in one frame than

@@ -155,8 +155,8 @@ class EventFeed:
         return [part.replace(SENT_WHOLE, f'{SENT_WHOLE} data-rev="{new.rev}"', 1)]
 
     def forget(self, panels: set[str]) -> None:
-        """The page does not show what it was sent of these panels (it skipped fragments
-        of a folded panel, or a person swapped a part): they are sent whole next."""
+        """The page does not show what it was sent of these panels (a patch did not fit,
+        or a person swapped a part): they are sent whole next."""
         for name in panels:
             self.sent.pop(name, None)
             self.folded.pop(name, None)

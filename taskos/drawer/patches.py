@@ -17,9 +17,9 @@ that differ, addressed from that element by position:
 "!td" is the element the page should find there (for an insert, the parent): a browser
 that built another tree from the HTML (a <tbody> it added) gets the panel whole instead.
 "@7" is the revision the element was sent whole with (its data-rev on the page): an element
-a person replaced since (the inspector's call picker swaps its body) or one the page
-skipped (a folded panel) has another, and the page asks for it whole instead of applying a
-patch to something else (static/js/fragments.js). Children with ids (or data-seq) are
+a person replaced since (the inspector's call picker swaps its body) has another, and the
+page asks for it whole instead of applying a patch to something else
+(static/js/fragments.js). Children with ids (or data-seq) are
 matched by them (a list gaining rows gets inserts), others by position; when the structure differs in any
 other way the element is sent whole, which is always right.
 """

@@ -90,8 +90,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
         The page may add "open": [panel names] (then folded panels are not re-rendered
         while the task runs) and "refresh": [names] for panels it just unfolded, with
-        "stale": true when it does not show what it was sent of them (it skipped
-        fragments while they were folded, or a patch did not fit): then they come whole.
+        "stale": true when it does not show what it was sent of them (a patch did not
+        fit): then they come whole.
         """
         if self.group is None:
             return

@@ -30,10 +30,14 @@ def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, sta
     try:
         page.click("#panel-curve > summary")  # fold the curve before the first call
         expect(page.locator("#panel-curve")).not_to_have_attribute("open", "")
-        # The consumer handles the page's messages in order: once the Hints panel unfolded
-        # after it has been re-sent, the consumer also knows the curve is folded.
+        # The consumer handles the page's messages in order: once the Hints panel the page
+        # asked for after it has been re-sent, the consumer also knows the curve is folded.
+        # The page asks through the protocol's fallback: a patch that does not fit what it
+        # shows (a revision the page never had) makes it ask for that panel whole.
         page.eval_on_selector("#panel-hints-body", "el => { el.dataset.before = '1'; }")
-        page.click("#panel-hints > summary")
+        page.evaluate("""() => document.dispatchEvent(new CustomEvent("htmx:wsBeforeMessage", {
+            cancelable: true,
+            detail: {message: '<b hx-swap-oob="path:panel-hints-body@999999/0!b">x</b>'}}))""")
         expect(page.locator("#panel-hints-body[data-before]")).to_have_count(0)
         stack.resume("worker")
         # Three calls, and more than two transcript pages for the windowing below.
