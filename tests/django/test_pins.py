@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from agents.compaction.words_check import flat, listed_in_force
 from taskos.runs import services
 from taskos.runs.models import Anchor, ArchivedTurn, Session, SessionEvent
 from taskos.store.call_messages import full_payload
@@ -39,7 +40,7 @@ def owned(sim_profile, plain_user, client):
 
 def test_pin_and_unpin_reach_the_next_model_call(owned, client, monkeypatch):
     """POST pin once turn 1 is committed, unpin once turn 4 is: the snapshot of every agent
-    call in between has the pinned sentence as a hard constraint, none after has it."""
+    call in between lists the pinned sentence as in force, none after does."""
     session, posted = owned, {}
     original = DjangoStore.save_state
 
@@ -61,9 +62,9 @@ def test_pin_and_unpin_reach_the_next_model_call(owned, client, monkeypatch):
 
     pin = Anchor.objects.get(session=session, source="pin")
     assert (pin.tier, pin.text, pin.active) == (1, posted["text"], False)  # kept, inactive
-    line = f"- {posted['text']}"
+    said = flat(posted["text"])
     for turn, messages in agent_calls(session):
-        has = line in snapshot_of(messages).splitlines()
+        has = said in listed_in_force(snapshot_of(messages))  # as the audit reads the list
         assert has == (2 <= turn < 5), (turn, has)  # saved "turn" is the next one
     changes = [(p["action"], p["new"] or p["old"]) for p in SessionEvent.objects.filter(
         session=session, type="ANCHOR_CHANGED", payload__source="pin").values_list(
