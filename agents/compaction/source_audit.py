@@ -153,7 +153,11 @@ class SourceAudit:
 
     def __init__(self, store: Any, session_id: str, emit: Callable[[Event], None]) -> None:
         self.store, self.session_id, self.emit = store, session_id, emit
-        self.unread: list[list[str]] = []  # [ref, kind]: kind "person" or "raw"
+        self.unread: list[list[str]] = []  # [ref, kind]: kind "person", "result" or "raw"
+        # How many of `unread`, from its start, were read ahead (read_ahead): what they hold
+        # is in the sets already; they stay in `unread` until the next read_archive, so a
+        # saved state that lists them unread resumes by reading them again.
+        self._ahead = 0
         self.statements: list[str] = []  # the person's binding statements still in force
         self.known: set[str] = set()  # figure values found in archived raw rows
         self.known_names: set[str] = set()  # file names and marks of archived raw rows
@@ -172,6 +176,7 @@ class SourceAudit:
         # keeps instead of sorting the whole set again (the copies stay as saved).
         self._learnt: dict[str, list[str]] = {name: [] for name in LEARNT}
         self._saved: dict[str, list[str]] = {}
+        self._unsaved: set[str] = set()  # sets grown by reading ahead, saved at read_archive
 
     # --- what happened
     def observe(self, event: Event) -> None:
@@ -203,33 +208,58 @@ class SourceAudit:
             if self.pending is not None:
                 self.read_archive()
                 self._audit(event)
+            else:
+                self.read_ahead()
 
     def read_archive(self) -> None:
         """Read every row archived since the last look, by its ref, from the Store."""
+        self._read(self.unread[self._ahead:])
+        self.unread, self._ahead = [], 0
+        for name in self._unsaved:  # the rows read ahead are no longer listed unread
+            self._saved.pop(name, None)
+        self._unsaved.clear()
+
+    def read_ahead(self) -> None:
+        """Read the rows archived since the last look, up to the first of the person's, once
+        per agent call: each row is read once either way, but in the turn after it was
+        archived, not all at the next compaction (a summary's turn read ~40 tool results).
+        What they hold joins the sets at once; the saved lists take it at the next
+        read_archive (until then the rows are saved as unread), so a turn's state save does
+        not copy the growing lists. A message of the person's waits for read_archive, which
+        also takes its statements; the rows after it wait with it, to keep the learnt order."""
+        rows = self.unread[self._ahead:]
+        person = next((i for i, (_, kind) in enumerate(rows) if kind == "person"), len(rows))
+        self._read(rows[:person], save=False)
+        self._ahead += person
+
+    def _read(self, rows: list[list[str]], save: bool = True) -> None:
         many = getattr(self.store, "read_refs", None)  # one statement on a database
-        texts = many(self.session_id, [r for r, _ in self.unread]) if many and self.unread else {}
-        for ref, kind in self.unread:
+        texts = many(self.session_id, [r for r, _ in rows]) if many and rows else {}
+        for ref, kind in rows:
             text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
             text = text or ""
-            self._learn("known", values_in(text))
+            self._learn("known", values_in(text), save)
             said = plain(text)
             said_marks = marks(said)  # both sets take them: read once (most of the time here)
-            self._learn("known_names", _name_marks(said, said_marks))
+            self._learn("known_names", _name_marks(said, said_marks), save)
             if kind in ("person", "result"):
-                self._learn("source_marks", said_marks)
+                self._learn("source_marks", said_marks, save)
             if kind == "person":
-                self._learn("person_marks", said_marks)
+                self._learn("person_marks", said_marks, save)
                 self._add_statements(text)
-        self.unread = []
 
-    def _learn(self, name: str, found: AbstractSet[str]) -> None:
-        """Add `found` to the set `name`, and what was new to its learnt order."""
+    def _learn(self, name: str, found: AbstractSet[str], save: bool = True) -> None:
+        """Add `found` to the set `name`, and what was new to its learnt order; `save`:
+        the next state save copies the grown list, else the next read_archive says when."""
         known: set[str] = getattr(self, name)
         new = found - known
         if new:
             known |= new
             self._learnt[name].extend(sorted(new))  # sorted: the same order in any process
-            self._saved.pop(name, None)
+            if save:
+                self._saved.pop(name, None)
+            else:
+                self._unsaved.add(name)
 
     def _add_statements(self, text: str) -> None:
         for sentence in _SENTENCES.split(text):
@@ -317,6 +347,7 @@ class SourceAudit:
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
+        self._ahead, self._unsaved = 0, set()
         self.statements = list(state.get("statements", []))
         self._saved = {}
         for name in LEARNT:

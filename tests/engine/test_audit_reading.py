@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agents.compaction.source_audit import _FILE_NAME, SourceAudit, _name_marks
-from agents.events import Compaction, ModelCall, ToolResult
+from agents.events import AssistantMessage, Compaction, ModelCall, ToolResult, UserMessage
 from agents.store.memory import MemoryStore
 from agents.words.marks import _COMMON, _CJK_RUN, _MARK, marks
 
@@ -139,3 +139,87 @@ def test_the_saved_audit_grows_by_what_it_learnt_and_resumes_the_same():
     old = {**again, "known": sorted(audit.known), "known_names": sorted(audit.known_names)}
     resumed.from_state(old)
     assert resumed.known == audit.known and resumed.known_names == audit.known_names
+
+
+def _events_of_a_session(store, with_calls: bool):
+    """Results, an assistant turn and a person's message, then a compaction and the call
+    it is audited at; `with_calls`: an agent call after every turn (the audit reads
+    ahead at each), else none until the compaction's."""
+    rows = [("tool", "result", "East 727.3 MW in yields_east.csv"),
+            ("assistant", "raw", "Reading the West report next (Oberland)"),
+            ("user", "person", "Instead, you must report in GW only."),
+            ("tool", "result", "West 912.4 MW, 1,204.5 k units")]
+    for turn, (role, kind, text) in enumerate(rows, start=1):
+        ref = store.archive("s", turn, role, text)
+        if kind == "person":
+            yield UserMessage(text=text, source="user", ref=ref, turn=turn)
+        elif kind == "raw":
+            yield AssistantMessage(content=text, ref=ref, turn=turn)
+        else:
+            yield ToolResult(call_id=f"c{turn}", name="fetch_document", ref=ref, turn=turn)
+        if with_calls:
+            yield ModelCall(call=turn, kind="agent", turn=turn + 1, messages=[
+                {"role": "user", "content": "Instead, you must report in GW only."}])
+    summary = "## Findings\n- West 912.4 MW, East 727.3 MW (yields_east.csv), North 55.5 MW"
+    yield Compaction(trigger="rolling", summary_after=summary, turn=6)
+    yield ModelCall(call=9, kind="agent", turn=6, messages=[
+        {"role": "system", "content": summary, "zone": "summary"}])
+
+
+def _run(with_calls: bool, stop_after: int | None = None, saves: list | None = None):
+    store, emitted = MemoryStore(), []
+    audit = SourceAudit(store, "s", emitted.append)
+    if saves is not None:
+        saves.append(audit.to_state())
+    for i, event in enumerate(_events_of_a_session(store, with_calls)):
+        if stop_after is not None and i == stop_after:
+            return audit, store
+        audit.observe(event)
+    return audit, emitted
+
+
+def test_reading_ahead_learns_what_reading_at_the_compaction_learns():
+    # Before the compaction the calls have read the rows up to the person's message.
+    before, _ = _run(with_calls=True, stop_after=8)
+    assert "727.3" in before.known and "912.4" not in before.known
+    ahead, ahead_audits = _run(with_calls=True)
+    once, once_audits = _run(with_calls=False)
+    assert ahead.to_state() == once.to_state()  # same sets, same learnt order, statements
+    # The compaction's audit (the call also fails the words check: no words block here).
+    audited = [a.unsupported_figures for a in ahead_audits if a.call == 9 and a.unsupported_figures]
+    assert audited == [["55.5"]] == [a.unsupported_figures for a in once_audits
+                                     if a.unsupported_figures]
+    assert ahead.statements == once.statements == ["you must report in GW only"]
+
+
+def test_rows_read_ahead_stay_unread_in_the_saved_state_until_the_compaction():
+    # Stopped after the first result, the assistant turn and a call each: both read ahead.
+    saves: list = []
+    audit, store = _run(with_calls=True, stop_after=4, saves=saves)
+    assert "727.3" in audit.known and "oberland" in audit.known_names
+    saved = audit.to_state()
+    assert [kind for _, kind in saved["unread"]] == ["result", "raw"]
+    # The lists saved before are saved again, not copied anew: they grow at the read that
+    # empties `unread`.
+    assert saved["known"] is saves[0]["known"] and saved["known"] == []
+    resumed = SourceAudit(store, "s", lambda event: None)
+    resumed.from_state(saved)
+    resumed.read_archive()  # a resumed run reads them again
+    audit.read_archive()
+    for name in ("known", "known_names", "source_marks", "person_marks"):
+        assert getattr(resumed, name) == getattr(audit, name)
+    assert resumed.to_state() == audit.to_state()
+    assert audit.to_state()["unread"] == [] and "727.3" in audit.to_state()["known"]
+
+
+def test_a_person_message_is_not_read_ahead_nor_what_follows_it():
+    # Up to the person's message and the call after it: it waits for read_archive.
+    audit, store = _run(with_calls=True, stop_after=6)
+    assert audit.statements == []
+    assert [kind for _, kind in audit.unread] == ["result", "raw", "person"]
+    ref = store.archive("s", 4, "tool", "South 31.7 MW")
+    audit.observe(ToolResult(call_id="c9", name="fetch_document", ref=ref, turn=4))
+    audit.read_ahead()
+    assert "31.7" not in audit.known  # after the person's message: waits with it
+    audit.read_archive()
+    assert "31.7" in audit.known and audit.statements == ["you must report in GW only"]
