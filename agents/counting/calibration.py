@@ -45,6 +45,20 @@ MAX_SPANS = 64  # spans of equal count sources kept (see TokenCalibration.label)
 SPANS_SAID = 3  # of them, said in the report before the call where exactness was lost
 
 
+_sized: tuple[list[dict[str, Any]], int] | None = None  # the last schema list and its size
+
+
+def _schemas_size(tools: list[dict[str, Any]]) -> int:
+    """Characters of the schemas as JSON. A session's schema list is built once and never
+    changed in place (agents/context/working.py counts its tokens once too): dumped for the
+    first call that sends it, not for every call."""
+    global _sized
+    sized = _sized  # read once: another thread's session may replace it meanwhile
+    if sized is None or sized[0] is not tools:
+        sized = _sized = (tools, len(json.dumps(tools, ensure_ascii=False, sort_keys=True)))
+    return sized[1]
+
+
 def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None,
                  messages: list[dict[str, Any]] | None = None) -> str:
     """What a server adds depends on the tools offered, whether they may be called, and
@@ -54,7 +68,7 @@ def request_kind(tools: list[dict[str, Any]] | None, tool_choice: str | None,
     — the truncation marker — costs the tools a second time)."""
     if not tools:
         return "no-tools"
-    size = len(json.dumps(tools, ensure_ascii=False, sort_keys=True))
+    size = _schemas_size(tools)
     systems = sum(1 for m in messages or () if m.get("role") == "system")
     return f"{tool_choice or 'auto'}:{len(tools)}/{size}" + (f"/s{systems}" if systems > 1 else "")
 

@@ -27,7 +27,13 @@ _MARK = re.compile(rf"[^\W_{CJK}]{{3,}}|\d{{2,}}")  # words of 3+ letters, numbe
 # _MARK on ASCII text: there its class is [A-Za-z0-9], and lower-casing, which for ASCII
 # is casefolding, changes no character's class or the text's length, so matching the
 # lower-cased text finds the same spans already casefolded (and ASCII has no CJK run).
-_ASCII_MARK = re.compile(r"[a-z0-9]{3,}|[0-9]{2,}")
+# There each match is a whole run of [a-z0-9] (a match starts where a run starts, and a
+# run too short for the first branch leaves no room for a match inside it): the runs of
+# 3+ and the runs of two digits. The runs are what str.split() gives once every other
+# character is a space, at a fifth of the regex's cost (the source audit marks every
+# archived row).
+_ASCII_GAPS = str.maketrans({chr(c): " " for c in range(128)
+                             if not ("a" <= chr(c) <= "z" or "0" <= chr(c) <= "9")})
 # In CJK text a mark is two characters in a row (every pair, overlapping): one character
 # alone is shared by chance (文, 的, 是 are in most texts), as two letters would be.
 _CJK_RUN = re.compile(rf"[{CJK}]{{2,}}")
@@ -68,8 +74,9 @@ def plain(text: str) -> str:
 def marks(text: str) -> set[str]:
     """The words of 3+ letters and numbers of 2+ digits of `text`, casefolded (in CJK text
     every two characters in a row), common function words left out."""
-    if text.isascii():  # most texts: the same marks, a third of the cost (see _ASCII_MARK)
-        return set(_ASCII_MARK.findall(text.lower())) - _COMMON
+    if text.isascii():  # most texts: the same marks, a tenth of the cost (see _ASCII_GAPS)
+        runs = set(text.lower().translate(_ASCII_GAPS).split())
+        return {run for run in runs if len(run) > 2 or (len(run) == 2 and run.isdigit())} - _COMMON
     found = {m.casefold() for m in _MARK.findall(text)}
     for run in _CJK_RUN.findall(text):
         found.update(run[i:i + 2] for i in range(len(run) - 1))

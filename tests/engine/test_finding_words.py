@@ -1,0 +1,34 @@
+"""A tool result's line reads like a finding when it holds one of the words findings use
+(agents/words/conclusions.py); the check is one regex search, which must say what the
+rule says: a listed substring anywhere, or an ASCII word that is one of the whole words
+or starts with one of the prefixes."""
+
+import re
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from agents.words.conclusions import (_FINDING_START, _FINDING_SUBSTRINGS, _FINDING_WHOLE,
+                                      _has_finding_word)
+
+PIECES = st.lists(st.sampled_from([
+    "sum", "summary", "mean", "meaning", "rows", "arrows", "fell", "rose", "roses", "grew",
+    "rate", "rates", "crate", "null", "nullable", "annul", "drop", "dropped", "eavesdrop",
+    "total", "subtotal", "count", "增长", "总", "同比", "x", " ", "-", "_", "1", "é", "\n",
+    ".", "sum1", "rate_"]), max_size=12)
+
+
+def rule(low: str) -> bool:
+    if any(part in low for part in _FINDING_SUBSTRINGS):
+        return True
+    return any(w in _FINDING_WHOLE or w.startswith(_FINDING_START)
+               for w in re.findall(r"[a-z]+", low))
+
+
+@settings(max_examples=500, deadline=None)
+@given(PIECES.map("".join) | PIECES.map(" ".join) | st.text(max_size=40))
+@example("the failure rate fell")
+@example("crates arrows annul")
+def test_the_search_says_what_the_rule_says(text):
+    low = text.lower()
+    assert _has_finding_word(low) == rule(low)
