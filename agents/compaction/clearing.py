@@ -1,9 +1,11 @@
 """The clearing tier (feature C20): old tool results replaced in place, no model call.
 
 A cleared result keeps its message (so the call before it still has its answer) but its
-content becomes one line: the tool, its arguments, the size of what it returned, the head
-of the result (or the statistics line of a table) and the archive ref that reads it back
-whole. The archive is never touched, so what was cleared stays exact there.
+content becomes one line: the tool, the size of what it returned, the head of the result
+(or the statistics line of a table) and the archive ref that reads it back whole. The
+call's arguments are not repeated: the call, with its arguments whole, is the message
+right before the digest in every request that carries it (a round is kept or folded as a
+unit), and repeating them cost every cleared result up to 80 characters again. The archive is never touched, so what was cleared stays exact there.
 
 Each tool's boundary declaration (feature C10) says how long its results stay: the
 newest `keep_last` results of the tool are kept, a result is cleared only once
@@ -27,7 +29,6 @@ from agents.tools.base import ToolBoundary
 
 CLEARED_MARK = "[cleared:"
 HEAD_CHARS = 80  # of the result, whitespace collapsed
-ARGS_CHARS = 80  # of the call's arguments
 MIN_SAVING = 48  # tokens a result must save to be worth a digest (and a changed prefix)
 STATS_HEAD = "Statistics over all "  # agents/tools/tabular.py's statistics line
 
@@ -48,7 +49,7 @@ def _short(text: str, keep: int) -> str:
     return cut.rstrip(" ,;:")
 
 
-def digest(name: str, arguments: str, msg: Msg) -> str:
+def digest(name: str, msg: Msg) -> str:
     """The one line that stands for a cleared result. Its size is written "5.5k chars":
     an engine's measure, not a figure of the result a summary could pass on as one."""
     text = msg.text
@@ -59,7 +60,7 @@ def digest(name: str, arguments: str, msg: Msg) -> str:
     # Only the head is read: a result may be megabytes long.
     shown = (_short(stats, HEAD_CHARS) if stats
              else json.dumps(_short(text[:HEAD_CHARS * 4], HEAD_CHARS), ensure_ascii=False))
-    return (f"{CLEARED_MARK} {name} {_short(arguments, ARGS_CHARS)} → "
+    return (f"{CLEARED_MARK} {name} → "
             f"{len(text) / 1000:.1f}k chars, begins {shown}; "
             f"whole: read_ref(ref=\"{msg.ref}\")]")
 
@@ -83,14 +84,10 @@ class Clearing:
         return [min(turns), max(turns)] if turns else []
 
 
-def _calls(unit: Unit) -> dict[str, tuple[str, str]]:
-    """tool_call_id -> (tool name, arguments) for the calls of a unit's first message."""
-    out = {}
-    for call in unit.messages[0].data.get("tool_calls") or []:
-        function = call.get("function") or {}
-        out[call.get("id")] = (str(function.get("name") or ""),
-                               str(function.get("arguments") or ""))
-    return out
+def _calls(unit: Unit) -> dict[str, str]:
+    """tool_call_id -> tool name for the calls of a unit's first message."""
+    return {call.get("id"): str((call.get("function") or {}).get("name") or "")
+            for call in unit.messages[0].data.get("tool_calls") or []}
 
 
 def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
@@ -104,14 +101,14 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
         seen += units[i].is_round
     newest: dict[str, int] = {}  # per tool, results met so far from the newest back
     keep: set[int] = set()  # ids of the results their tool's keep_last protects
-    named: dict[int, tuple[str, str]] = {}
+    named: dict[int, str] = {}
     for unit in reversed(units):
         calls = _calls(unit) if unit.is_round else {}
         for msg in reversed(unit.messages[1:]):
             if msg.role != "tool":
                 continue
-            name, args = calls.get(msg.data.get("tool_call_id"), ("", ""))
-            named[id(msg)] = (name, args)
+            name = calls.get(msg.data.get("tool_call_id"), "")
+            named[id(msg)] = name
             if not is_cleared(msg):
                 newest[name] = newest.get(name, 0) + 1
                 if newest[name] <= retention(name).keep_last:
@@ -126,12 +123,12 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
                     or is_cleared(msg)):
                 out.append(msg)
                 continue
-            name, args = named.get(id(msg), ("", ""))
+            name = named.get(id(msg), "")
             policy = retention(name)
             if policy.never_clear or rounds_after[i] < policy.clear_after_rounds:
                 out.append(msg)
                 continue
-            data: dict[str, Any] = {**msg.data, "content": digest(name, args, msg)}
+            data: dict[str, Any] = {**msg.data, "content": digest(name, msg)}
             short = Msg.build(counter, data, msg.turn, msg.ref)
             if msg.tokens - short.tokens < MIN_SAVING:
                 out.append(msg)

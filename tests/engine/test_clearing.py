@@ -104,6 +104,15 @@ def test_old_results_are_cleared_in_place_and_stay_exact_in_the_archive():
         assert ref in first.payload["refs"]
         assert f'read_ref(ref="{ref}")' in msg["content"] and "fetch_document" in msg["content"]
         assert msg["content"] in first.payload["digests"] and "\n" not in msg["content"]
+        # The digest does not repeat the call's arguments: the call, whole, is right
+        # before it in the same request.
+        call_msg = next(m for m in after["messages"] if any(
+            c["id"] == msg["tool_call_id"] for c in m.get("tool_calls") or []))
+        arguments = next(c["function"]["arguments"] for c in call_msg["tool_calls"]
+                         if c["id"] == msg["tool_call_id"])
+        assert arguments and arguments not in msg["content"]
+        position = after["messages"].index(call_msg)
+        assert msg in after["messages"][position + 1:position + 1 + len(call_msg["tool_calls"])]
         original = out.store.read_ref("t1", ref)
         assert original.startswith("# source") and len(original) > 4 * len(msg["content"])
     saved = first.payload["before"]["history"] - first.payload["after"]["history"]
