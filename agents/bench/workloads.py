@@ -267,6 +267,14 @@ TARGETS = [
       for key, check, limit in (("person_words_kept", ">=", 1.0), ("superseded_listed", "<=", 0),
                                 ("quoted_promoted", "<=", 0),
                                 ("tool_text_in_constraints", "<=", 0))),
+    # Carrying less: the managed run cheaper than not managing at all under every price
+    # table (cache writes and the strict rule included), the summary a small part of the
+    # input, and no summary call whose text no agent request carried.
+    *(("retrieval-6x1600", f"cost_ratio.{table}", "<=", 0.9)
+      for table in ("openai-like", "anthropic-like", "anthropic-strict")),
+    *((name, "summary_share", "<=", 0.15) for name in ("long-200", "long-1000")),
+    *((name, "unused_summaries", "<=", 0)
+      for name in ("retrieval-6x1600", "sales-report", "long-200", "long-1000")),
     ("long-1000", "engine_tenth_ratio", "<=", 1.2),
     ("long-1000", "engine_ms_per_call", "<=", 4.0),
     # Compaction turns cheap and plain turns flat, in CPU time (wall time moves with load).

@@ -40,6 +40,12 @@ def test_bench_json_has_the_cost_keys_and_the_targets(tmp_path):
         r["cost"]["openai-like"] / r["unmanaged_cost"]["openai-like"], 3)
     assert r["peak_window_share"] == round(r["peak_input_tokens"] / 4000, 4)
     assert len(r["cost_sequences"]["openai-like"]) == len(r["model_calls"])
+    # Managing the context costs less than not managing it, at every price table.
+    verdicts = {row["key"]: (row["value"], row["met"])
+                for row in json.loads(path.read_text())["targets"]}
+    for table in ("openai-like", "anthropic-like", "anthropic-strict"):
+        assert verdicts[f"cost_ratio.{table}"] == (r["cost_ratio"][table], True), table
+    assert verdicts["unused_summaries"] == (0, True)
 
 
 def test_targets_name_what_is_met_and_what_is_missed():
@@ -48,13 +54,15 @@ def test_targets_name_what_is_met_and_what_is_missed():
                             "peak_window_share": 0.2, "over_window_requests": 0,
                             "anchor_survival": 1.0, "summary_calls": 21,
                             "person_words_kept": 1.0, "superseded_listed": 0,
-                            "quoted_promoted": 1, "tool_text_in_constraints": 0}}
+                            "quoted_promoted": 1, "tool_text_in_constraints": 0,
+                            "summary_share": 0.16, "unused_summaries": 0}}
     verdicts = {row["key"]: row["met"] for row in targets(results)}
     assert verdicts == {"cost_ratio.openai-like": True, "cost_ratio.anthropic-like": False,
                         "peak_window_share": True, "over_window_requests": True,
                         "anchor_survival": True, "summary_calls": False,
                         "person_words_kept": True, "superseded_listed": True,
-                        "quoted_promoted": False, "tool_text_in_constraints": True}
+                        "quoted_promoted": False, "tool_text_in_constraints": True,
+                        "summary_share": False, "unused_summaries": True}
 
 
 def test_bench_plot_draws_a_png(tmp_path):
