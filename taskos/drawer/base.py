@@ -72,5 +72,8 @@ def render_panel(panel: Panel, session: Session, events: list[Event], *, oob: bo
                 "panel": panel, "oob": True, "badge": panel.badge(context), "delta": delta})
     return render_to_string("drawer/panel.html", {
         "panel": panel, "session": session, "oob": oob, "badge": panel.badge(context),
-        "body": render_to_string(panel.template, {**context, "session": session}),
+        # on_page: the page's own render, which may leave a finished session's folded
+        # details to be fetched when opened (a live update always sends what it shows).
+        "body": render_to_string(panel.template, {**context, "session": session,
+                                                  "on_page": not oob}),
     })

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from taskos.drawer.calls import ToolsLost, request_body
 from taskos.drawer.events import call_payload, load_events
+from taskos.drawer.panels.compactions import CompactionsPanel
 from taskos.drawer.panels.inspector import InspectorPanel
 from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn
@@ -73,6 +74,19 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
     # Only the following body carries the id live updates target, so a pinned call stays.
     dom_id = f"{panel.dom_id}-body" if pinned is None else f"{panel.dom_id}-pinned"
     return HttpResponse(f'<div id="{dom_id}" class="panel-body">{body}</div>')
+
+
+@login_required
+@require_GET
+def compactions_older(request: HttpRequest, pk: int) -> HttpResponse:
+    """The Compactions panel's earlier rows, one line each: what a finished session's page
+    fetches when its list of earlier compactions is opened."""
+    session = owned_session(request, pk)
+    panel = CompactionsPanel()
+    context = panel.get_context(session, load_events(session, panel.event_types))
+    return HttpResponse(render_to_string("drawer/panels/_compactions_older_rows.html",
+                                         {"older": context["older"], "session": session},
+                                         request=request))
 
 
 @login_required
