@@ -278,6 +278,13 @@ class SourceAudit:
                                if not (_plain(s) in old or old in _plain(s))]
 
     # --- the audit
+    def _own_ref(self, name: str) -> bool:
+        """`name` is one of this session's archive refs ("arc:<session>:<id>"), which a
+        cleared result's digest quotes for read_ref: the engine's name for a row, not a
+        name the summary could have made up from nothing."""
+        prefix = f"arc:{self.session_id}:"
+        return name.startswith(prefix) and name[len(prefix):].isdigit()
+
     def _audit(self, call: ModelCall) -> None:
         pending, self.pending = self.pending, None
         messages = call.messages or []
@@ -291,7 +298,8 @@ class SourceAudit:
             if scaled not in self.known and raw not in self.known and written not in unsupported:
                 unsupported.append(written)
         self.flagged += [f for f in unsupported if f not in self.flagged]
-        names = [n for n in names_in(summary) if not _marks_of_name(n) <= self.known_names]
+        names = [n for n in names_in(summary) if not _marks_of_name(n) <= self.known_names
+                 and not self._own_ref(n)]
         self.flagged_names += [n for n in names if n not in self.flagged_names]
         tool_stated = self.tool_stated(summary)
         ok = not missing and not unsupported and not names and not tool_stated

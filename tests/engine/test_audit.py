@@ -115,6 +115,17 @@ def test_a_figure_only_an_earlier_summary_holds_stays_flagged_until_it_is_gone()
     assert h.audit.failures == 2 and h.audit.flagged == ["7,777,777"]
 
 
+def test_a_cleared_result_s_archive_ref_in_the_summary_is_no_made_up_name():
+    h = Harness()
+    h.tool("Revenue 1,234 units in Q3.")
+    own = f'- fetch_document: [cleared: fetch_document → whole: read_ref(ref="arc:{SID}:1")]'
+    h.compaction(own)
+    assert h.request("x", summary=own)["ok"] is True
+    other = '- fetch_document: [cleared: fetch_document → whole: read_ref(ref="arc:b2:1")]'
+    h.compaction(other)
+    assert h.request("x", summary=other)["unsupported_names"] == ["arc:b2:1"]
+
+
 def test_no_audit_without_a_compaction_and_refused_requests_are_not_audited():
     h = Harness()
     h.person("Never email the customer.")
@@ -148,7 +159,9 @@ HOSTILE = {"name": "hostile-audit", "summarizer": "hostile",
 
 
 def test_every_figure_the_hostile_summarizer_invents_is_flagged_and_counted():
-    out = run_scenario(HOSTILE, window=8000)
+    # At 10 000 the summary's discoveries section has room for the invented lines (the
+    # simulator writes them first, the oldest, which a tighter section leaves out).
+    out = run_scenario(HOSTILE, window=10_000)
     report = out.run.report
     invented = out.transport.summaries.invented
     assert invented, "the hostile summarizer must have made something up"
