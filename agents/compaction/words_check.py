@@ -47,13 +47,15 @@ def person_sentences(text: str) -> list[str]:
 def listed_in_force(snapshot: str) -> list[str]:
     """The items of a snapshot's list of what is in force, flattened: each item's text
     without the label that names its message; an item that only points at where the
-    sentences are (the Goal line, the person's words block) lists none."""
+    sentences are (the Goal line, the person's words block) lists none. `snapshot` may
+    include its "since then" block, whose new items ("- [turn N] …") come without the
+    list's heading (it is in the frozen snapshot above them)."""
     items: list[str] = []
     inside = False
     for line in snapshot.splitlines():
         if line == HEADING:
             inside = True
-        elif inside and line.startswith("- "):
+        elif (inside and line.startswith("- ")) or line.startswith("- [turn "):
             item = line[2:]
             if item.startswith("[") and "] " in item:
                 item = item.split("] ", 1)[1]
@@ -117,7 +119,7 @@ class WordsCheck:
             missing = self._not_cited(missing, messages)
         found = WordsFindings(missing=missing)
         snapshot = "\n".join(str(m.get("content") or "") for m in messages
-                             if m.get("zone") == "snapshot")
+                             if m.get("zone") in ("snapshot", "since"))
         if snapshot != self._snapshot:
             self._snapshot, self._listed = snapshot, listed_in_force(snapshot)
         for item in self._listed:

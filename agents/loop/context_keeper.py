@@ -12,6 +12,7 @@ every tier-1 anchor is back in view); the spec's own hooks run inside them.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from agents.compaction.clearing import Clearing, HistoryView, is_cleared, plan_clearing
@@ -39,9 +40,13 @@ from agents.tools.notes import render_notes
 from agents.words import condensing
 from agents.words.anchors import clip_text
 from agents.words.book import AnchorBook
-from agents.words.in_force import Message, PersonView, plain_sentence, read_view
+from agents.words.in_force import HEADING, Message, PersonView, plain_sentence, read_view
 from agents.words.person import without_superseded
 
+# An item of the snapshot's in-force list (agents.context.snapshot): "- [turn 8] text",
+# "- [turn 2 · hard constraint] text".
+_LIST_ITEM = re.compile(r"- \[turn (?P<turn>\d+)(?P<labels>(?: · [^\]]*)?)\] (?P<sentence>.*)",
+                        re.S)
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 DEFAULT_RETENTION = ToolBoundary()  # a tool the registry does not know (any more)
 CLEAR_LINE = 0.5  # of the history zone: over it, old results are cleared (C3 a, C20)
@@ -60,6 +65,7 @@ class ContextKeeper:
                                    fresh=deps.spec.profile.tool_free_summaries)
         self._frozen_must: set[str] = set()  # hard constraints in the frozen snapshot
         self._must: set[str] = set()  # the lines the live snapshot must always hold
+        self._riding: set[str] = set()  # new lines whose message the history holds whole
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
         # The last agent request's messages and cache marks (agents.loop.cache_marks).
@@ -151,12 +157,36 @@ class ContextKeeper:
         # when they changed, the frozen snapshot is rewritten though the cache restarts.
         must = self._must
         frozen = set(ctx.snapshot_text.splitlines())
-        if (force or not must <= frozen or (self._frozen_must - must)
-                or ctx.since_tokens() > ctx.budget().since):
+        if (force or not all(line in frozen or self._rides_in_history(line) for line in must)
+                or (self._frozen_must - must) or ctx.since_tokens() > ctx.budget().since):
             ctx.freeze_snapshot()
             self._frozen_must = must
+            self._riding.clear()
         elif not self._frozen_must:
             self._frozen_must = must & frozen
+
+    def _rides_in_history(self, line: str) -> bool:
+        """A new line of the in-force list that the request already carries verbatim: a
+        sentence of a person's message still whole in the history (not a hard constraint,
+        an edit or a pin, which the frozen snapshot always holds). Refreezing for it would
+        restart the cache from the snapshot on for every follow-up the person sends; it
+        waits in the tail until the next freeze, and the compaction that takes its
+        message out of the history refreezes anyway."""
+        if line in self._riding:
+            return True
+        if line == HEADING:
+            return True  # the list's heading names nothing of the person's
+        item = _LIST_ITEM.fullmatch(line)
+        if item is None or item["labels"]:
+            return False
+        turn, sentence = int(item["turn"]), item["sentence"]
+        said = {m.ref: m.text for m in self.ctx.person.messages
+                if m.turn == turn and m.source in ("user", "scenario") and sentence in m.text}
+        # Whole: a message over the history's cap is cut there, its sentence not verbatim.
+        if not said or not any(said.get(m.ref) == m.text for m in self.ctx.history):
+            return False
+        self._riding.add(line)  # only a compaction removes it, and that refreezes
+        return True
 
     def fixed_parts(self) -> list[FixedPart]:
         """What every request carries whatever compaction does (the preflight's parts)."""

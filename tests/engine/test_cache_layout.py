@@ -209,3 +209,31 @@ def test_the_tool_schemas_are_written_out_once_per_session_not_per_call(monkeypa
     assert len(calls) == 9 and json.loads(calls[0]["request"]["tools"])  # stored in full once
     assert all(c["request"]["tools"] == {"tools_of_call": calls[0]["call"]} for c in calls[1:])
     assert len(dumped) == 1
+
+
+def test_a_follow_up_the_history_holds_whole_waits_in_the_tail_without_restarting_the_cache():
+    # A plain follow-up (no hard constraint) in another language: its sentence is in the
+    # request verbatim as the person's message, so the frozen snapshot stays and every
+    # later request still starts with the one before it.
+    follow_up = "Añade también el margen bruto por región."
+    out = run_scenario(docs(6, users={3: follow_up}), window=128_000,
+                       config=ContextConfig(clear_tool_results=False))
+    assert out.run.report["compactions"] == 0
+    requests = agent_requests(out)
+    for before, after in zip(requests, requests[1:]):
+        stable = without_tail(before["messages"])
+        assert after["messages"][:len(stable)] == stable
+    assert len({r["messages"][1]["content"] for r in requests}) == 1
+    last = requests[-1]["messages"]
+    assert any(m["role"] == "user" and m["content"] == follow_up for m in last)
+    tail = [m["content"] for m in last if str(m.get("content")).startswith("<snapshot-update>")]
+    assert tail and follow_up in tail[0]  # listed as in force, in the tail until a freeze
+    assert out.run.report["person_words_kept"] == 1.0
+
+
+def test_a_follow_up_with_a_hard_constraint_is_frozen_into_the_snapshot_at_once():
+    out = run_scenario(docs(6, users={3: "Never delete any file."}), window=128_000,
+                       config=ContextConfig(clear_tool_results=False))
+    snapshots = [r["messages"][1]["content"] for r in agent_requests(out)]
+    assert "Never delete any file." not in snapshots[0]
+    assert "Never delete any file." in snapshots[-1] and len(set(snapshots)) == 2

@@ -74,7 +74,9 @@ def test_a_rule_in_any_language_is_in_the_list_or_the_list_points_at_where_it_is
     calls = agent_calls(out, after_text=rule)
     assert len(calls) >= 4
     for call in calls:
-        snapshot = zone(call, "snapshot")
+        # The snapshot as the model reads it: the frozen one and its "since then" lines (a
+        # new message's sentences wait there while the history holds the message whole).
+        snapshot = zone(call, "snapshot", "since")
         listed = listed_in_force(snapshot)
         said_at = next(e.turn for e in out.sink.of_type(EventType.USER_MESSAGE)
                        if e.payload["text"] == rule)
