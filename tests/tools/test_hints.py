@@ -114,7 +114,8 @@ def test_state_round_trip_keeps_every_throttle():
     assert kinds(hints(resumed, now=T0 + dt.timedelta(minutes=10), tasks=tasks)) == ["tool_error"]
     assert HintInjector(config).from_state(None).to_state() == {
         "last_time_hint": None, "seen_tasks": None, "failures": [], "pending_errors": [],
-        "last_success": ["", 0], "pending_repeats": [], "pending_files": []}
+        "last_success": ["", 0], "pending_repeats": [], "pending_files": [],
+        "told_contradictions": []}
 
 
 def test_a_successful_call_repeated_in_a_row_is_counted_across_a_resume():
