@@ -22,8 +22,10 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 # every task). The run is deterministic: these do not vary between runs.
 MAX_STATEMENTS_PER_TURN = {"postgresql": 21.5, "sqlite": 20.0}
 # On PostgreSQL a batch's writes go out as one query (taskos/store/batch_writes.py): 17.6 queries
-# per turn, BEGIN and COMMIT included, against 23.6 when each went out on its own.
-MAX_ROUND_TRIPS_PER_TURN = {"postgresql": 18.5}
+# per turn, BEGIN and COMMIT included, against 23.6 when each went out on its own. The
+# source audit then read the rows a turn archived at the next agent call (one statement,
+# instead of all of them at the next compaction): 18.9.
+MAX_ROUND_TRIPS_PER_TURN = {"postgresql": 19.0}
 
 
 class WorkerKilled(BaseException):
