@@ -228,10 +228,12 @@ def test_reload_and_reconnect_resync_the_drawer(page: Page, stack: Stack) -> Non
     assert_page_matches_database(page, stack, pk)
 
 
-def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, line: str) -> bool | None:
-    """Whether the first agent call after event `seq` has `line` in its task snapshot
-    (None while there is no such call yet)."""
+def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, sentence: str) -> bool | None:
+    """Whether the first agent call after event `seq` lists `sentence` as in force in its
+    task snapshot, as the audit reads the list (None while there is no such call yet)."""
     import json
+
+    from agents.compaction.words_check import flat, listed_in_force
     for (payload,) in stack.query("SELECT payload FROM runs_sessionevent WHERE session_id = ? "
                                   "AND type = 'MODEL_CALL' AND seq > ? ORDER BY seq", pk, seq):
         data = json.loads(payload)
@@ -239,7 +241,7 @@ def pinned_in_a_call_after(stack: Stack, pk: int, seq: int, line: str) -> bool |
             continue
         snapshot = next((m.get("content") or "" for m in data.get("messages", [])
                          if str(m.get("content") or "").startswith("<task-snapshot>")), "")
-        return line in snapshot.splitlines()
+        return flat(sentence) in listed_in_force(snapshot)
     return None
 
 
@@ -281,12 +283,11 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         assert sentence and sentence == " ".join(selected.split())
         page.click("form.pin-sentence button")
         expect(page.locator("#flash")).to_contain_text("Pinned as a hard constraint")
-    line = f"- {sentence}"
     wait_for(lambda: pin_event_seq(stack, pk, "added") is not None, "the engine to sync the pin")
     added = pin_event_seq(stack, pk, "added")
-    wait_for(lambda: pinned_in_a_call_after(stack, pk, added, line) is not None,
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, added, sentence) is not None,
              "a model call after the pin")
-    assert pinned_in_a_call_after(stack, pk, added, line)
+    assert pinned_in_a_call_after(stack, pk, added, sentence)
     pin_row = page.locator("#panel-anchors-body li.anchor:has(.source-pin)").first
     expect(pin_row).to_contain_text(sentence)
 
@@ -296,9 +297,9 @@ def test_a_sentence_pinned_in_the_drawer_reaches_the_next_call_and_unpins(
         expect(page.locator("#flash")).to_contain_text("Unpinned")
     wait_for(lambda: pin_event_seq(stack, pk, "removed") is not None, "the engine to drop the pin")
     removed = pin_event_seq(stack, pk, "removed")
-    wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, line) is not None,
+    wait_for(lambda: pinned_in_a_call_after(stack, pk, removed, sentence) is not None,
              "a model call after the unpin")
-    assert pinned_in_a_call_after(stack, pk, removed, line) is False
+    assert pinned_in_a_call_after(stack, pk, removed, sentence) is False
     assert stack.scalar("SELECT active FROM runs_anchor WHERE session_id = ? AND source = 'pin'",
                         pk) == 0  # kept, inactive
     cancel(page)
