@@ -4,6 +4,7 @@ Starts a private stack (Redis, a Celery worker, daphne, SQLite: tests/browser/st
 runs a scenario from the start form with the session page open and prints:
 
 - the longest main-thread task while the session ran (PerformanceObserver "longtask"),
+  and the long animation frames split into script and the rendering after it;
   and the total blocked time (each long task's time past 50 ms) as a share of the run;
 - how long applying one frame's websocket updates took (the page's own measure);
 - panel toggles (click on a panel's summary until the next frame is painted): p99, max;
@@ -48,6 +49,19 @@ OBSERVE = """() => {
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) window.__longtasks.push(entry.duration);
   }).observe({type: "longtask", buffered: true});
+  // The long frames split into their script and the rendering after it (style, layout,
+  // paint): a long task made of rendering is cut by touching fewer elements, not by
+  // spreading the script over more frames.
+  window.__longframes = [];
+  if (PerformanceObserver.supportedEntryTypes.includes("long-animation-frame")) {
+    new PerformanceObserver((list) => {
+      for (const frame of list.getEntries()) {
+        const script = frame.scripts.reduce((sum, s) => sum + s.duration, 0);
+        const render = frame.renderStart ? frame.startTime + frame.duration - frame.renderStart : 0;
+        window.__longframes.push({duration: frame.duration, script: script, render: render});
+      }
+    }).observe({type: "long-animation-frame", buffered: true});
+  }
 }"""
 TOGGLE = """async (id) => {
   const summary = document.querySelector('#' + id + ' > summary');
@@ -216,6 +230,7 @@ def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | N
     if stop_trace is not None:
         stop_trace()  # the run only, not the reload of the finished page
     longtasks = page.evaluate("window.__longtasks")
+    longframes = sorted(page.evaluate("window.__longframes"), key=lambda f: -f["duration"])
     flushes = page.evaluate("performance.getEntriesByName('taskos-flush').map(e => e.duration)")
     turns = stack.scalar("SELECT turns FROM runs_session WHERE id = ?", pk)
 
@@ -246,6 +261,9 @@ def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | N
         f"longest main-thread task: {max(longtasks, default=0):.0f} ms "
         f"({len(longtasks)} long tasks, {sum(longtasks) / 1000:.1f} s in them; total blocked "
         f"time {blocked:.1f} s = {100 * blocked / run_s:.1f} % of the run)",
+        f"long animation frames: {len(longframes)} (> 50 ms); the longest five, script + "
+        "rendering after it: " + ", ".join(
+            f"{f['duration']:.0f} = {f['script']:.0f} + {f['render']:.0f} ms" for f in longframes[:5]),
         f"websocket: {ws_bytes / 1e6:.2f} MB in {len(frames)} frames (largest "
         f"{max((len(f) for f in frames), default=0) / 1000:.0f} KB; after the first, "
         f"{sum(len(f.encode()) for f in frames[1:]) / max(1, turns):.0f} bytes a turn)",
