@@ -79,3 +79,20 @@ def test_an_inserted_child_is_spaced_only_where_the_template_spaces_it():
     new = '<select id="s"><option>latest</option>\n<option>3</option><option>2</option></select>'
     # Appended last, with no space between it and the option before it.
     assert patches(old, new)[0] == '<option hx-swap-oob="insert:s@3/2!select">2</option>'
+
+
+def test_the_recent_compactions_stay_keyed_while_one_is_running():
+    # While a compaction runs the list starts with its spinner line. Without an id of its
+    # own, the rows were matched by position, and the compaction that was newest was sent
+    # whole in the next one's place (the page rebuilt a row it already showed).
+    from django.template.loader import render_to_string
+
+    def recent(numbers, running=None):
+        rows = [{"number": n, "trigger": "rolling", "zones": [], "cleared": 1} for n in numbers]
+        return render_to_string("drawer/panels/_compactions_recent.html",
+                                {"rows": rows, "running_trigger": running, "oob": False})
+
+    steps = patches(recent([4, 3], running="rolling"), recent([5, 4]))
+    assert not [s for s in steps if "path:" in s], steps  # nothing replaced whole
+    assert any("insert:" in s and 'id="compaction-5"' in s for s in steps)
+    assert sum("remove:" in s for s in steps) == 2  # the spinner line and compaction 3
