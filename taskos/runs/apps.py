@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class RunsConfig(AppConfig):
@@ -9,6 +10,7 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         # Here, not at the top of the module: edits imports the models, which Django loads
         # only after every app's AppConfig module.
-        from . import edits
+        from . import edits, prices
 
         edits.connect()
+        checks.register(prices.check_price_table)

@@ -29,8 +29,10 @@ def table_named(name: str | None) -> str:
     return name if name in PRICE_TABLES else chosen_table()
 
 
-@checks.register()
 def check_price_table(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """taskos.E101: TASKOS_PRICE_TABLE names no table. Registered by the runs app's
+    AppConfig.ready(), so `manage.py check` runs it whether or not anything imported this
+    module first (registered here at import, a bare `check` never saw it)."""
     # A typo in the setting would otherwise show every would-be cost at another table
     # than the one the operator asked for, without a word.
     name = getattr(settings, "TASKOS_PRICE_TABLE", DEFAULT_TABLE)

@@ -3,9 +3,16 @@
 named price tables, labelled as such (feature W9)."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.test import override_settings
 
 from agents import PRICE_TABLES
 from taskos.drawer.events import load_events
@@ -72,6 +79,22 @@ def test_an_unknown_price_table_is_a_system_check_error(settings):
     assert "openai-like" in errors[0].hint and chosen_table() == "openai-like"
     settings.TASKOS_PRICE_TABLE = "deepseek-like"
     assert check_price_table() == [] and chosen_table() == "deepseek-like"
+
+
+@override_settings(TASKOS_PRICE_TABLE="anthropc-like")
+def test_manage_py_check_fails_on_an_unknown_price_table():
+    with pytest.raises(SystemCheckError, match="taskos.E101"):
+        call_command("check")
+
+
+def test_a_fresh_manage_py_check_runs_the_price_table_check():
+    # In a new process nothing has imported taskos.runs.prices before the checks run:
+    # only a check the runs app registers in ready() is among them.
+    env = {**os.environ, "TASKOS_PRICE_TABLE": "anthropc-like"}
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=settings.BASE_DIR,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "taskos.E101" in done.stderr and "'anthropc-like' is not a price table" in done.stderr
 
 
 def test_calls_with_reported_cache_reads_and_writes_are_priced_by_them(session):
