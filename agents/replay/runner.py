@@ -23,7 +23,8 @@ SIM_URL = "http://sim.taskos.invalid/v1"
 # Report keys compared between runs; numbers get a delta, the rest old/new only.
 COMPARED = ("status", "turns", "total_input_tokens", "peak_input_tokens", "compactions",
             "summary_calls", "over_window_requests", "anchor_survival", "cached_tokens",
-            "cost", "audit_failures", "impossible_decisions")
+            "cache_read_tokens", "cache_write_tokens", "cost", "audit_failures",
+            "impossible_decisions")
 
 
 class DispatchModel:

@@ -45,7 +45,8 @@ def stored_report(session: Session) -> dict[str, Any]:
     rows = SessionEvent.objects.filter(session=session)
     # Only the figures compared are read, in SQL: a call's prompt stays in the database.
     calls = select(rows, ModelCall, ("call", "kind", "input_tokens", "cached_tokens", "cost",
-                                     "over_window", "output_tokens", "refused"))
+                                     "over_window", "output_tokens", "refused",
+                                     "cache_read_tokens", "cache_write_tokens"))
     compactions = select(rows, Compaction, ("noop", "audit"))
     audits = select(rows, Audit, ("ok", "unsupported_figures", "unsupported_names"))
     impossible = select(rows.filter(payload__code=IMPOSSIBLE), ErrorEvent, ("message",))
@@ -72,6 +73,7 @@ def stored_report(session: Session) -> dict[str, Any]:
         "over_window_requests": sum(1 for c in calls if c.over_window),
         "anchor_survival": anchor_survival(session),
         "cached_tokens": cached, "cached_share": round(cached / sum(inputs), 4) if inputs else 0,
+        **breakpoint_cache(calls),
         "cost": round(sum(float(c.cost) for c in calls), 6),
         # What the calls would have cost at each of the benchmark's named tables: the only
         # money a simulated run (or an unpriced profile) can show.
@@ -87,6 +89,17 @@ def stored_report(session: Session) -> dict[str, Any]:
         # (their work is the recording's and is not counted in this run's figures).
         "reused_children": reused,
     }
+
+
+def breakpoint_cache(calls: list[ModelCall]) -> dict[str, int | None]:
+    """What the calls read from and wrote to a breakpoint cache (profile cache_marks), as
+    the provider reported it; None when no call reported it (a provider that caches by
+    itself). Refused calls were never sent, so never read or wrote anything."""
+    reported = [c for c in calls if c.cache_write_tokens is not None and not c.refused]
+    if not reported:
+        return {"cache_read_tokens": None, "cache_write_tokens": None}
+    return {"cache_read_tokens": sum(c.cache_read_tokens or 0 for c in reported),
+            "cache_write_tokens": sum(c.cache_write_tokens for c in reported)}
 
 
 def _canonical(session: Session) -> dict[str, str]:

@@ -4,6 +4,7 @@ import re
 import pytest
 
 from taskos.runs import services
+from taskos.replays.sessions import create_replay
 from taskos.runs.models import Session
 from taskos.worker.execute import execute_session
 from taskos.worker.tasks import run_session
@@ -106,3 +107,55 @@ def test_a_delegating_session_is_replayed_from_the_page_with_its_answers_reused(
     assert context["children"] == [] and [r["pk"] for r in context["reused"]] == [
         str(c.pk) for c in children]
     assert "This replay ran no sub-agent" in panel
+
+
+@pytest.fixture
+def marking_profile(db):
+    """The simulated model behind a provider whose prompt cache is opt-in: requests carry
+    cache marks, and each call reports what it read from and wrote to the marked cache."""
+    from taskos.runs.models import ModelProfile
+    return ModelProfile.objects.create(name="sim-marked", model="taskos-sim",
+                                       context_size=128_000, cache_marks=True)
+
+
+def test_the_compare_view_reads_and_prices_the_marked_cache(ann, ann_client, marking_profile,
+                                                            channels_redis_url):
+    from agents import PRICE_TABLES
+    from taskos.replays.compare import compare
+    from taskos.runs.models import SessionEvent
+    from taskos.runs.prices import session_cost_at
+
+    recorded = services.create_session(ann, "", "sales-report", marking_profile, 16000, {})
+    execute_session(recorded)
+    recorded.refresh_from_db()
+    assert recorded.status == "finished"
+    replay = create_replay(recorded, ann)
+    run_session.apply(args=[replay.pk])
+    payloads = list(SessionEvent.objects.filter(session=recorded, type="MODEL_CALL")
+                    .values_list("payload", flat=True))
+    read = sum(p["cache_read_tokens"] for p in payloads)
+    written = sum(p["cache_write_tokens"] for p in payloads)
+    assert read > 0 and written > 0
+    result = compare(recorded, [replay])
+    source, (replayed,) = result["source"], result["replays"]
+    assert (source["cache_read_tokens"], source["cache_write_tokens"]) == (read, written)
+    # Replayed with the recorded settings, the same requests read and write the same.
+    for key in ("cache_read_tokens", "cache_write_tokens"):
+        assert replayed["differences"][key] == {"source": source[key], "replay": source[key],
+                                                "delta": 0, "change": 0.0}
+    # Priced as the engine's own report priced them while the session ran: the written
+    # tokens at the table's write price, the read ones at its cached price.
+    for table in PRICE_TABLES:
+        assert source["costs_at"][table] == pytest.approx(
+            session_cost_at(recorded, table), abs=1e-6), table
+    html = ann_client.get(f"/sessions/{recorded.pk}/compare?prices=anthropic-like"
+                          ).content.decode()
+    cells = re.findall(r'<td class="cache-marked">([^<]*)</td>', html)
+    assert cells == [f"{read:,} / {written:,}"] * 2
+    shown = re.findall(r"\$([\d.,]+) <span class=\"muted\">at anthropic-like prices", html)
+    assert shown == [f"{source['costs_at']['anthropic-like']:,.4f}"] * 2
+
+
+def test_runs_without_a_marked_cache_show_no_cache_reads_or_writes(ann_client, recorded):
+    html = ann_client.get(f"/sessions/{recorded.pk}/compare").content.decode()
+    assert re.search(r'<td class="cache-marked"><span class="muted"[^>]*>–</span></td>', html)

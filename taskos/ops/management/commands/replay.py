@@ -61,7 +61,8 @@ class Command(StorageErrorsInOneLine, BaseCommand):
         replay.refresh_from_db()
         compared = compare(source, [replay])["replays"][0]
         out = {**report, **{k: compared[k] for k in (
-            "session", "summary_calls", "cached_tokens", "cached_share", "cost",
+            "session", "summary_calls", "cached_tokens", "cached_share", "cache_read_tokens",
+            "cache_write_tokens", "cost",
             "audit_failures", "differences", "first_difference")}, "replay_of": source.pk}
         if options["json"]:
             self.stdout.write(json.dumps(out, default=str))
