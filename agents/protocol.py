@@ -30,6 +30,12 @@ CONSTRAINTS_LINE = "Hard constraints (keep verbatim in task_overview):"
 WORDS_MARKER = "[taskos:words-request]"
 OLDER_LINE = "Older messages to condense:"
 LATER_LINE = "Later messages, kept verbatim (for reference, do not restate them):"
+# Older messages too many for one request are condensed in several, newest part first;
+# each request after the first gives the requirements the later parts' answers stated
+# after this line ("[m7] …"), so a sentence one of them changed can be named superseded.
+CONDENSED_LATER_LINE = ("Requirements of later older messages, condensed in other requests "
+                        "(for reference: they may change a sentence above; do not restate "
+                        "them):")
 SUPERSEDED_BY = "superseded by"
 
 

@@ -37,7 +37,7 @@ from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, ModelError, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
-from agents.words import condensing
+from agents.words import condensing_parts
 from agents.words.anchors import clip_text
 from agents.words.book import AnchorBook
 from agents.words.in_force import HEADING, Message, PersonView, plain_sentence, read_view
@@ -510,10 +510,19 @@ class ContextKeeper:
             kept = len(messages) - len(condensed)
             used = ctx.person.model_used
             if used is not None:
-                how = (f"are condensed by the model (call {used.call}) into the requirements "
+                calls = f"call {used.call}"
+                if used.parts > 1:  # a part the same as another (or cached) is asked once
+                    calls = (f"in {used.parts} parts, {len(used.calls)} requests: calls "
+                             + ", ".join(map(str, used.calls[:8]))
+                             + (" …" if len(used.calls) > 8 else ""))
+                how = (f"are condensed by the model ({calls}) into the requirements "
                        f"in force and checked: {len(used.lines)} lines used, "
                        f"{len(used.refused)} refused as not the person's words, "
                        f"{used.verbatim_sentences} sentences no line covered kept verbatim")
+                block = ctx.words_msg()
+                if block is not None and block.tokens > budget.words_share:
+                    how += (f"; the block still takes {block.tokens:,} tokens, over the share "
+                            "(nothing is left out: the history has less room)")
             else:
                 failed = ctx.person.model_failed
                 how = ("are condensed to their constraint sentences, marked in the block"
@@ -529,40 +538,37 @@ class ContextKeeper:
         self._said_over_share = bool(condensed)
 
     def condense_words(self) -> None:
-        """The person's words past their share (C19): the older messages go through one
+        """The person's words past their share (C19): the older messages go through a
         model request that writes the requirements in force, checked by the engine
-        (agents/words/condensing.py). Asked once per set of older messages; a request that
-        cannot be made or answered leaves the rule's condensing, said in the drawer."""
+        (agents/words/condensing.py), or through several when one cannot hold them with
+        its answer (agents/words/condensing_parts.py). Asked once per set of older
+        messages; a request that cannot be made or answered leaves the rule's condensing,
+        said in the drawer."""
         ctx = self.ctx
         ctx.words_msg()  # renders the block: it names the older messages it wants condensed
         wanted = ctx.person.wanted
         if wanted is None:
             return
         older, later = wanted
-        messages = condensing.request(older, later)
-        tokens = ctx.counter.request(messages)
         budget = ctx.budget()
-        # The answer may quote every sentence of the older messages, and a little more.
-        asked = sum(ctx.count(e.text) for e in older) + 256
-        max_tokens = min(asked, budget.window - tokens)
-        result = condensing.Condensed(key=condensing.key_of(older))
-        if tokens > budget.input_limit or max_tokens < min(asked, 256):
-            result.failed = (f"the older messages ({tokens:,} tokens with the instructions) "
-                             f"leave no room for an answer in the {budget.window:,}-token window")
-        else:
+
+        def ask(messages: list[dict[str, str]], tokens: int,
+                max_tokens: int) -> tuple[str, int, str]:
             try:
                 reply = self.calls.summary_call(messages, tokens=tokens,
                                                 limit=budget.input_limit,
                                                 max_tokens=max_tokens, turn=self.state.turn)
             except ModelError as exc:
-                result.failed = f"the condensing request failed: {exc}"
                 self.deps.emit(error_event(exc.code, (
                     f"The request that condenses the person's older messages failed ({exc}); "
                     "they are condensed by rule, marked, until the set of older messages "
                     "changes"), fatal=False))
-            else:
-                result = condensing.check(reply.content or "", older, later,
-                                          call=self.calls.ledger.calls)
+                return "", 0, f"the condensing request failed: {exc}"
+            return reply.content or "", self.calls.ledger.calls, ""
+
+        result = condensing_parts.condense(
+            older, later, window=budget.window, limit=budget.input_limit, count=ctx.count,
+            count_request=ctx.counter.request, ask=ask, cache=ctx.person.part_answers)
         ctx.person.store_condensed(result)
         self._said_over_share = False  # what the drawer was told no longer holds
 

@@ -19,7 +19,7 @@ import re
 import zlib
 from typing import Any
 
-from agents.protocol import LATER_LINE, OLDER_LINE, SUPERSEDED_BY
+from agents.protocol import CONDENSED_LATER_LINE, LATER_LINE, OLDER_LINE, SUPERSEDED_BY
 
 LOSSY_SHARE = 3
 _ENTRY = re.compile(r"^\[(m\d+)\] ", re.M)
@@ -32,7 +32,9 @@ def older_messages(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     body = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
     if OLDER_LINE not in body:
         return []
-    older = body.split(OLDER_LINE, 1)[1].split(LATER_LINE, 1)[0]
+    older = body.split(OLDER_LINE, 1)[1]
+    for end in (LATER_LINE, CONDENSED_LATER_LINE):  # what follows is for reference only
+        older = older.split(end, 1)[0]
     parts = _ENTRY.split(older)
     return [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
 

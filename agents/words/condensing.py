@@ -2,7 +2,8 @@
 
 While the person's messages fit their share of the input limit they are sent whole
 (person.py). Past it the newest stay verbatim and the older ones go through one model
-request that writes "the requirements in force": one line per requirement, each citing the
+request (several, in parts, when one cannot hold them with its answer: condensing_parts.py)
+that writes "the requirements in force": one line per requirement, each citing the
 message it comes from ("[m3] …"), corrections applied ("[m1 superseded by m4] …" names a
 sentence a later message changed). The engine checks that answer without any
 language-specific pattern, with one measure in every script:
@@ -156,7 +157,9 @@ class Condensed:
     refused: list[str] = field(default_factory=list)
     uncovered: dict[int, list[str]] = field(default_factory=dict)
     failed: str = ""  # why no answer could be used (the request was refused, cut, …)
-    call: int = 0  # the MODEL_CALL that answered, for the drawer
+    call: int = 0  # the MODEL_CALL that answered (the first, of several), for the drawer
+    calls: list[int] = field(default_factory=list)  # every MODEL_CALL that answered a part
+    parts: int = 1  # the requests' parts the older messages were cut into (condensing_parts)
 
     @property
     def verbatim_sentences(self) -> int:
@@ -166,7 +169,8 @@ class Condensed:
         return {"key": [list(k) for k in self.key], "lines": [x.to_state() for x in self.lines],
                 "refused": self.refused,
                 "uncovered": {str(k): v for k, v in self.uncovered.items()},
-                "failed": self.failed, "call": self.call}
+                "failed": self.failed, "call": self.call, "calls": self.calls,
+                "parts": self.parts}
 
     @classmethod
     def from_state(cls, raw: dict[str, Any]) -> "Condensed":
@@ -175,7 +179,10 @@ class Condensed:
                           for x in raw.get("lines", [])],
                    refused=list(raw.get("refused", [])),
                    uncovered={int(k): list(v) for k, v in (raw.get("uncovered") or {}).items()},
-                   failed=raw.get("failed", ""), call=int(raw.get("call", 0)))
+                   failed=raw.get("failed", ""), call=int(raw.get("call", 0)),
+                   calls=[int(c) for c in raw.get("calls") or ([raw["call"]] if raw.get("call")
+                                                                else [])],
+                   parts=int(raw.get("parts", 1)))
 
 
 def key_of(older: list[Entry]) -> tuple:
@@ -220,26 +227,48 @@ def parse_lines(answer: str) -> tuple[list[CitingLine], list[str]]:
 
 def check(answer: str, older: list[Entry], later: list[Entry], call: int = 0) -> Condensed:
     """The answer checked against the person's messages (see the module's docstring)."""
+    known = {e.position for e in older} | {e.position for e in later}
+    used, refused = usable_lines(answer, older, {e.position: e.text for e in older}, known)
+    return resolve(key_of(older), used, refused, older, later, [call] if call else [])
+
+
+def usable_lines(answer: str, asked: list[Entry], sources: dict[int, str],
+                 known: set[int]) -> tuple[list[CitingLine], list[str]]:
+    """The lines of an answer that may be used, and the refused ones (rendered). `asked`:
+    the messages (or parts of one) the request gave; a line must cite only those, and
+    what it states must be in `sources`, the whole messages' own text (a part of a
+    message stops at a sentence, pasted material at its own lines). `known`: every
+    message a "superseded by" line may name."""
+    positions = {e.position for e in asked}
+    used: list[CitingLine] = []
+    refused, other = [], []
+    parsed, other = parse_lines(answer)
+    refused += other
+    for line in parsed:
+        if not all(k in positions for k in line.cites):
+            refused.append(line.render())
+            continue
+        if line.superseded_by and not (line.superseded_by in known
+                                       and line.superseded_by > line.cites[0]):
+            refused.append(line.render())
+            continue
+        source = "\n".join(own_text(sources[k]) for k in line.cites)
+        if not supported(line.text, source):
+            refused.append(line.render())
+            continue
+        used.append(line)
+    return used, refused
+
+
+def resolve(key: tuple, used: list[CitingLine], refused: list[str], older: list[Entry],
+            later: list[Entry], calls: list[int]) -> Condensed:
+    """The usable lines of one answer or of several (each part's, merged) against every
+    sentence of the whole older messages: what is kept, and what stays verbatim."""
     by_position = {e.position: e for e in older}
     later_positions = {e.position for e in later}
     everything = {**{e.position: e for e in later}, **by_position}
-    result = Condensed(key=key_of(older), call=call)
-    parsed, other = parse_lines(answer)
-    result.refused += other
-    used: list[CitingLine] = []
-    for line in parsed:
-        if not all(k in by_position for k in line.cites):
-            result.refused.append(line.render())
-            continue
-        if line.superseded_by and not (line.superseded_by in everything
-                                       and line.superseded_by > line.cites[0]):
-            result.refused.append(line.render())
-            continue
-        source = "\n".join(own_text(by_position[k].text) for k in line.cites)
-        if not supported(line.text, source):
-            result.refused.append(line.render())
-            continue
-        used.append(line)
+    result = Condensed(key=key, call=calls[0] if calls else 0, calls=list(calls))
+    result.refused += refused
     # Quoted in a line that states it in force: a "superseded by" line quoting a sentence
     # says the opposite, and holds only as the check below allows.
     quoted = [flat(line.text) for line in used if not line.superseded_by]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from agents.words import condensing
+from agents.words import condensing, condensing_parts
 from agents.words.anchors import extract_anchors, sentences
 from agents.words.quoted import marked, own_text
 
@@ -45,6 +45,8 @@ class PersonMessage:
             state["replaces"] = self.replaces
         return state
 
+
+MAX_PART_ANSWERS = 256  # a 100 000-character brief at a 2k window is some 60 parts
 
 EDIT_KINDS = {"admin": "edited in the admin", "pin": "pinned"}
 
@@ -121,6 +123,10 @@ class PersonWords:
         self.wanted: tuple[list[condensing.Entry], list[condensing.Entry]] | None = None
         self.model_used: condensing.Condensed | None = None
         self.model_failed = ""  # why the last block's older messages have no answer to use
+        # Older messages too many for one request are condensed in parts (condensing_parts):
+        # each part's checked answer by its contents, so a new older message asks only for
+        # the parts it changed.
+        self.part_answers: dict[tuple, condensing_parts.PartAnswer] = {}
         self.results_version = 0
 
     def add(self, turn: int, ref: str, text: str, source: str = "user",
@@ -228,6 +234,8 @@ class PersonWords:
         block made from the same older messages, so they are asked for once."""
         if len(self.model_results) >= 8:  # older sets only grow: the newest few matter
             self.model_results.pop(next(iter(self.model_results)))
+        while len(self.part_answers) > MAX_PART_ANSWERS:
+            self.part_answers.pop(next(iter(self.part_answers)))
         self.model_results[result.key] = result
         self.results_version += 1
         self._key = None

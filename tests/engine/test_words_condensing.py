@@ -1,6 +1,7 @@
 """The person's words past their share: condensed by the model, checked by the engine (C19).
 
-The older messages go through one model request that writes the requirements in force,
+The older messages go through one model request (several, in parts, when one cannot hold
+them with its answer) that writes the requirements in force,
 each line citing its message; the engine keeps a line only when the cited message supports
 it, and keeps verbatim every sentence no line quotes, covers or names as superseded by a
 later message that is itself kept. The measure is the same in every script.
@@ -15,10 +16,10 @@ from agents.context.working import WorkingContext
 from agents.counting.tokens import TokenCounter
 from agents.events import EventType
 from agents.loop.calls import CallRunner
-from agents.protocol import WORDS_MARKER
+from agents.protocol import CONDENSED_LATER_LINE, WORDS_MARKER
 from agents.provider.client import ModelError
 from agents.sim import words_answer
-from agents.words import condensing
+from agents.words import condensing, condensing_parts
 from agents.words.condensing import Entry, covers, supported
 
 from . import test_person_words_properties as properties
@@ -276,3 +277,135 @@ def test_a_condensing_request_that_fails_is_said_and_the_rule_condenses(monkeypa
     told = [p["message"] for p in errors if p.get("code") == "words_over_share"]
     assert any("condensed to their constraint sentences, marked in the block (the "
                "condensing request failed: the words model is down)" in t for t in told), told
+
+
+# A long brief: background the person repeats (a brief pasted from several documents says
+# the same things more than once), with the six requirements in its middle.
+BACKGROUND = ["The team met on Monday to review the archive of earlier reports.",
+              "Several readers asked for clearer headings in the long sections.",
+              "Our previous vendor delivered the data in monthly batches.",
+              "The regional offices each keep their own spreadsheets of sales figures.",
+              "Last year the board discussed the format at two of its meetings.",
+              "Most of the figures come from the ledger of the finance department.",
+              "A few customers wrote to say the charts were hard to read on phones."]
+REQUIREMENTS = ["The report must be at most 5 pages.", "Use the blue palette for every chart.",
+                "Cite each source by its title.", "预算不超过5万元。",
+                "El informe debe estar en español.", "報告書には表を3つ入れること。"]
+
+
+def brief(chars):
+    said, i = [], 0
+    while sum(len(s) + 1 for s in said) < chars // 2:
+        said.append(BACKGROUND[i % len(BACKGROUND)])
+        i += 1
+    said += REQUIREMENTS
+    while sum(len(s) + 1 for s in said) + len(BACKGROUND[i % len(BACKGROUND)]) < chars:
+        said.append(BACKGROUND[i % len(BACKGROUND)])
+        i += 1
+    return " ".join(said)
+
+
+def brief_scenario(chars, summarizer):
+    steps = [{"tool": "fetch_document", "args": {"tokens": 150, "topic": f"t{i}"}}
+             for i in range(6)]
+    steps[1:1] = [{"user": brief(chars)}, steps[1], {"user": "Thanks, carry on."}]
+    return {"name": "brief", "tools": ["fetch_document"], "goal": "Write the report.",
+            "summarizer": summarizer, "steps": steps + [{"final": "ok"}]}
+
+
+@pytest.mark.parametrize("window,chars", [(2048, 99_000), (8000, 50_000), (32_000, 99_000)])
+@pytest.mark.parametrize("summarizer", ["faithful", "lossy", "hostile"])
+def test_a_brief_too_long_for_one_condensing_request_is_condensed_in_parts(window, chars,
+                                                                          summarizer):
+    out = run_scenario(brief_scenario(chars, summarizer), window=window,
+                       config=ContextConfig(clear_tool_results=False))
+    assert out.run.status == "finished", out.run.result.error
+    asked = words_requests(out)
+    assert len(asked) >= 2 and all(p["kind"] == "summary" for p in asked)
+    assert out.transport.refused == []  # every part fit the window with its answer's room
+    told = [p["message"] for p in out.payloads(EventType.ERROR)
+            if p.get("code") == "words_over_share"]
+    assert any("condensed by the model (in " in t and " parts, " in t for t in told), told
+    agent = [p for p in out.payloads(EventType.MODEL_CALL) if p["kind"] == "agent"
+             and p["call"] > asked[-1]["call"]]
+    blocks = [m["content"] for p in agent for m in p["messages"] if m.get("zone") == "words"]
+    assert blocks and all("[messages m2:" in b for b in blocks)  # m1 is the goal
+    for block in blocks:  # the middle of the brief is there, as a line or verbatim
+        assert all(condensing.flat(r).rstrip("。.") in condensing.flat(block)
+                   for r in REQUIREMENTS), block
+        assert words_answer.INVENTED not in block
+        assert len(block) < chars // 10  # condensed: each background sentence once
+    report = out.run.report
+    assert report["person_words_kept"] == 1.0
+    assert report["over_window_requests"] == 0
+
+
+LONG = Entry(1, 0, "arc:0", " ".join(f"Background note {i} is about region R{i}." for i in range(120))
+             + " The report must be at most 3 pages. " + " ".join(
+                 f"Archive note {i} is from year {1900 + i}." for i in range(120)))
+CHANGE = Entry(2, 1, "arc:1", " ".join(f"Detail {i} on the archive of region Q{i}."
+                                       for i in range(120)) + " Make the report 5 pages.")
+
+
+def quoting(messages, extra=(), but=None):
+    """Every sentence of the request's older messages quoted under its label (but the one
+    holding `but`), and `extra`."""
+    return "\n".join([*(line for line in words_answer.faithful_lines(messages)
+                        if but is None or but not in line), *extra])
+
+
+def condense_with(ask, older, later=(), window=2048, cache=None):
+    return condensing_parts.condense(list(older), list(later), window=window,
+                                     limit=window - 256, count=COUNTER.text,
+                                     count_request=COUNTER.request, ask=ask,
+                                     cache={} if cache is None else cache)
+
+
+def test_a_long_message_is_cut_between_its_sentences_under_its_own_label():
+    pieces = condensing_parts.pieces(LONG, 300, COUNTER.text)
+    assert len(pieces) > 3 and all(p.position == 1 and p.ref == "arc:0" for p in pieces)
+    assert all(COUNTER.text(p.text) <= 300 for p in pieces)
+    assert [s for p in pieces for s in condensing.message_sentences(p.text)] == \
+        condensing.message_sentences(LONG.text)
+
+
+def test_a_sentence_a_message_in_a_later_part_changed_is_resolved_across_parts():
+    requests = []
+
+    def ask(messages, tokens, max_tokens):
+        requests.append((messages, tokens, max_tokens))
+        text = messages[1]["content"]
+        extra = []
+        if "at most 3 pages" in text.split(CONDENSED_LATER_LINE)[0]:
+            # The later part's lines are given for reference: the change can be named.
+            assert "[m2] Make the report 5 pages." in text.split(CONDENSED_LATER_LINE)[1]
+            extra = ["[m1 superseded by m2] The report must be at most 3 pages."]
+        return quoting(messages, extra, but="at most 3 pages"), len(requests), ""
+
+    result = condense_with(ask, [LONG, CHANGE])
+    assert result.parts == len(requests) > 2
+    assert all(tokens + most <= 2048 for _, tokens, most in requests)
+    assert result.uncovered == {} and result.refused == []
+    assert "[m1 superseded by m2] The report must be at most 3 pages." in \
+        [line.render() for line in result.lines]
+
+
+def test_parts_are_cached_and_a_failed_part_is_said():
+    asked = []
+
+    def ask(messages, tokens, max_tokens):
+        asked.append(messages)
+        return quoting(messages), len(asked), ""
+
+    cache = {}
+    first = condense_with(ask, [LONG], cache=cache)
+    assert first.uncovered == {} and len(asked) == first.parts > 1
+    again = condense_with(ask, [LONG, CHANGE], cache=cache)  # only the new parts are asked
+    assert again.uncovered == {} and len(asked) < first.parts + again.parts
+    failed = condense_with(lambda *_: ("", 0, "the words model is down"), [LONG, CHANGE])
+    assert failed.failed.startswith(f"part {failed_part(failed)} of ")
+    assert "the words model is down" in failed.failed and failed.lines == []
+
+
+def failed_part(result):
+    return result.failed.split(" ")[1]
