@@ -44,6 +44,27 @@
     socket.send(JSON.stringify({ open: openPanels(), refresh: panel.open ? [name] : [] }));
   }, true);
 
+  // The earlier compactions, one line each: a running session's page holds the newest few
+  // (the list's data-keep), a finished one's none. Opened, their list fetches the rest,
+  // those numbered below its last row, and from then on keeps every row: dropping the
+  // oldest shown as new ones arrive would leave a gap above the fetched ones. A panel sent
+  // whole again brings the list back to the newest few: fetched again while it is open.
+  var EARLIER_UNLOADED = "#drawer details[data-earlier-url][open] > ol:not([data-loaded])";
+  function loadEarlier(list) {
+    var details = list.parentNode;
+    list.setAttribute("data-loaded", "");
+    list.removeAttribute("data-keep");
+    var last = list.lastElementChild;
+    var number = last && /-(\d+)$/.exec(last.id);
+    htmx.ajax("GET", details.dataset.earlierUrl + (number ? "?before=" + number[1] : ""),
+              { target: list, swap: "beforeend" });
+  }
+  document.addEventListener("toggle", function (event) {
+    var list = event.target.matches && event.target.matches("details[data-earlier-url]")
+      && document.querySelector(EARLIER_UNLOADED);
+    if (list) { loadEarlier(list); }
+  }, true);
+
   // Messages are applied once per animation frame, and no more of them in one frame than
   // fits the frame's budget: a burst of events costs a few swaps spread over a few frames
   // instead of one long task (on long-1000 a model call brings ~100 KB of fragments:
@@ -136,6 +157,8 @@
       if (el.matches(HTMX_ATTRS) || el.querySelector(HTMX_ATTRS)) { htmx.process(el); }
     });
     if (following && transcript) { trimTranscript(transcript); }
+    var earlier = document.querySelector(EARLIER_UNLOADED);
+    if (earlier) { loadEarlier(earlier); }
     var inbox = document.getElementById("curve-inbox");  // new points for the curve
     if (inbox && inbox.firstElementChild) { window.TaskOSCurve.take(inbox); }
     if (curveBoxCame) { syncCurveScale(); }

@@ -79,13 +79,19 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def compactions_older(request: HttpRequest, pk: int) -> HttpResponse:
-    """The Compactions panel's earlier rows, one line each: what a finished session's page
-    fetches when its list of earlier compactions is opened."""
+    """The Compactions panel's earlier rows, one line each, newest first: what a page
+    fetches when its list of earlier compactions is opened. With `before` (a number), only
+    those numbered below it: a running session's page holds the newest few already."""
     session = owned_session(request, pk)
+    try:
+        before = int_param(request, "before")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
     panel = CompactionsPanel()
     context = panel.get_context(session, load_events(session, panel.event_types))
+    older = [row for row in context["older"] if before is None or row["number"] < before]
     return HttpResponse(render_to_string("drawer/panels/_compactions_older_rows.html",
-                                         {"older": context["older"], "session": session},
+                                         {"older": older, "session": session},
                                          request=request))
 
 

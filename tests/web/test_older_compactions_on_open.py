@@ -1,25 +1,35 @@
-"""A finished session's page leaves its earlier compactions (one line each, folded) to be
-fetched when that list is opened; a running session's page holds them, as live updates
-add to them."""
+"""The earlier compactions, one line each under a folded list: a finished session's page
+holds none of them and a running session's page the newest LIVE_EARLIER, which its live
+updates keep to that many; opening the list fetches the rest (below the last row shown)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from taskos.drawer.panels.compactions import DETAILED
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
+from taskos.drawer.panels.compactions import DETAILED, LIVE_EARLIER
+from taskos.drawer.stream import render_named_panels, render_update
 
 from .factories import add_events, compaction
 
 pytestmark = pytest.mark.django_db
 
-EARLIER = 5
+EARLIER = LIVE_EARLIER + 5
 
 
-def older_list(html: str) -> str:
-    found = re.search(r'<ol class="log brief" id="compactions-older-list">(.*?)</ol>', html, re.S)
+def older_list(html: str) -> tuple[str, str]:
+    """The earlier compactions' list: its attributes after the id, and its rows."""
+    found = re.search(r'<ol class="log brief" id="compactions-older-list"([^>]*)>(.*?)</ol>',
+                      html, re.S)
     assert found, html
-    return found.group(1)
+    return found.group(1), found.group(2)
+
+
+def numbers(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<li class="compaction-brief" id="compaction-brief-(\d+)"',
+                                       html)]
 
 
 def with_compactions(session, status: str):
@@ -34,25 +44,51 @@ def test_a_finished_page_fetches_its_earlier_compactions_when_opened(session, an
     with_compactions(session, "finished")
     page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
     url = f"/sessions/{session.pk}/compactions/older"
-    assert older_list(page) == ""
+    assert older_list(page) == ("", "")
     assert f'{EARLIER} earlier compactions' in page
-    assert re.search(rf'<details class="older" id="compactions-older" hx-get="{url}" '
-                     r'hx-trigger="toggle once" hx-target="#compactions-older-list">', page)
+    assert f'<details class="older" id="compactions-older" data-earlier-url="{url}">' in page
     # The newest compactions are on the page in full, as before.
     shown = re.findall(r'<article class="compaction" id="compaction-(\d+)"', page)
     assert shown == [str(DETAILED + EARLIER - n) for n in range(DETAILED)]
 
     rows = ann_client.get(url).content.decode()
-    numbers = [int(n) for n in re.findall(r'<li class="compaction-brief" id="compaction-brief-(\d+)"',
-                                          rows)]
-    assert numbers == list(range(EARLIER, 0, -1))  # newest first, as the live page lists them
+    assert numbers(rows) == list(range(EARLIER, 0, -1))  # newest first, as the page lists them
 
 
-def test_a_running_page_holds_its_earlier_compactions(session, ann_client):
+def test_a_running_page_holds_the_newest_earlier_compactions_and_fetches_the_rest(
+        session, ann_client):
     with_compactions(session, "running")
     page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
-    assert older_list(page).count('class="compaction-brief"') == EARLIER
-    assert "hx-get" not in re.search(r'<details class="older"[^>]*>', page).group(0)
+    attributes, rows = older_list(page)
+    # The page drops rows past data-keep as live updates add new ones on top.
+    assert attributes == f' data-keep="{LIVE_EARLIER}"'
+    held = numbers(rows)
+    assert held == list(range(EARLIER, EARLIER - LIVE_EARLIER, -1))
+    assert f'{EARLIER} earlier compactions' in page
+    rest = ann_client.get(f"/sessions/{session.pk}/compactions/older?before={held[-1]}")
+    assert numbers(rest.content.decode()) == list(range(held[-1] - 1, 0, -1))
+    bad = ann_client.get(f"/sessions/{session.pk}/compactions/older?before=x")
+    assert bad.status_code == 400
+
+
+def test_a_live_page_sent_the_panel_whole_gets_the_newest_earlier_compactions_only(session):
+    with_compactions(session, "running")
+    feed = EventFeed(PANELS)
+    update = render_update(session, 0, full=True, feed=feed)
+    body = update.html.split('id="panel-compactions-body"', 1)[1]
+    attributes, rows = older_list(body)
+    assert attributes == f' data-keep="{LIVE_EARLIER}"'
+    assert len(numbers(rows)) == LIVE_EARLIER
+    # A compaction that arrives adds its predecessor on top; the page trims the list.
+    add_events(session, compaction())
+    html = render_update(session, update.last_seq, feed=feed).html
+    moved = re.search(r'<div hx-swap-oob="afterbegin:#compactions-older-list">(.*?)</div>',
+                      html, re.S).group(1)
+    assert numbers(moved) == [EARLIER + 1]
+    # Sent whole again (the page lost track of it): the newest LIVE_EARLIER as well.
+    feed.forget({"compactions"})
+    whole = render_named_panels(session, {"compactions"}, feed=feed)
+    assert numbers(older_list(whole)[1]) == list(range(EARLIER + 1, EARLIER + 1 - LIVE_EARLIER, -1))
 
 
 def test_only_the_owner_reads_the_earlier_compactions(session, client, django_user_model):

@@ -20,6 +20,10 @@ DETAILED = 2  # newest compactions shown in full; older ones get one line each. 
 # again whenever a compaction arrives (on long-200, hiding the compactions, anchors and
 # tasks panels took the longest main-thread task from ~500 ms to 280 ms in
 # drawer_bench.py), so only two are kept in full.
+LIVE_EARLIER = 10  # earlier compactions a running session's page holds, one line each:
+# the rest are fetched when their folded list is opened (static/js/taskos.js). On long-1000
+# the page had held all of them, ~390 rows and 2 400 elements, styled and laid out again
+# with every compaction that arrived.
 
 
 def sections(text: str) -> list[tuple[str, list[str]]]:
@@ -158,6 +162,7 @@ class CompactionsPanel(Panel):
         return {
             "rows": [detailed_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[:DETAILED]],
             "older": [brief_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[DETAILED:]],
+            "live_earlier": LIVE_EARLIER,
             # No-ops and anchor refreshes are listed, not counted: nothing was compacted.
             "count": sum(1 for ev in done if not ev.noop),
             "audit_failures": sum(1 for a in audits.values() if a.ok is False),
