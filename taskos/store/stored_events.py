@@ -15,10 +15,11 @@ tests/django/test_discarded_turns.py holds to that list.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any, Iterable, TypeVar
 
 from django.db import connections
-from django.db.models import F, Func, JSONField, QuerySet
+from django.db.models import F, Func, JSONField, QuerySet, TextField
 
 from agents import ErrorEvent, Event, EventType, event_from
 
@@ -86,6 +87,26 @@ class PayloadOf(Func):
                 f"WHERE e.key = ANY(%s))", (*params, self.keys))
 
 
+class PayloadValues(Func):
+    """A row's payload values at `keys` in SQLite, as one JSON array (null where absent).
+
+    A lookup per key made Django decode each value on its own: the drawer's 23 keys of a
+    long-1000 run's 1024 calls took 330-550 ms to read that way (most of a finished page's
+    server time) and ~130 ms as one array a row. json_extract with several paths gives
+    the values as JSON (false stays false; with one path it would give 0)."""
+
+    output_field = TextField()
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        super().__init__(F("payload"))
+        self.paths = [f'$."{key}"' for key in keys] * (2 if len(keys) == 1 else 1)
+
+    def as_sql(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return (f"json_extract({sql}, {', '.join(['%s'] * len(self.paths))})",
+                (*params, *self.paths))
+
+
 def select(rows: QuerySet, cls: type[E], keys: Iterable[str]) -> list[E]:
     """The `cls` events among `rows` with only `keys` of their payloads read, in SQL.
 
@@ -96,7 +117,11 @@ def select(rows: QuerySet, cls: type[E], keys: Iterable[str]) -> list[E]:
         _check_fields(cls, keys)
         payloads = ((row, row["payload_of"] or {})
                     for row in rows.values("seq", "turn", "at", payload_of=PayloadOf(keys)))
-    else:  # SQLite: a lookup per key
+    elif connections[rows.db].vendor == "sqlite":
+        _check_fields(cls, keys)
+        payloads = ((row, dict(zip(keys, json.loads(row["values_of"]))))
+                    for row in rows.values("seq", "turn", "at", values_of=PayloadValues(keys)))
+    else:  # a lookup per key
         payloads = ((row, {key: row[f"p_{key}"] for key in keys})
                     for row in rows.values("seq", "turn", "at", **payload_lookups(cls, keys)))
     events = []
