@@ -33,7 +33,8 @@ from agents.loop import AgentLoop, RunResult, SessionSpec, canonical_keys
 from agents.loop.agent_loop import WAITING_FOR_APPROVAL
 from agents.model_check import (Capability, CheckFailed, CheckResult, check_model,
                                 format_result, result_json)
-from agents.provider import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
+from agents.provider import (DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url,
+                             mark_carriers, wire_with_marks)
 from agents.replay import Recording, RecordingError, build_recording, differences, replay_runner
 from agents.report import ReportSink
 from agents.runner import SessionRun, run_session
@@ -82,6 +83,8 @@ __all__ = [
     "run_bench", "run_once", "PRICE_TABLES",
     # what the drawer shows the engine's way, and keys kept out of everything
     "ANNOTATIONS", "REPLY_PRIMING", "TokenCounter", "canonical_keys",
+    # a stored call's messages as its request sent them, cache marks and all
+    "wire_with_marks", "mark_carriers",
     "plan_budget",  # the start form says when a goal exceeds the person's words' share
     "KeyEnvRefused", "RedactingFilter", "check_key_env", "redact",
     # the workspace as the tools open it, for the person's files (T9); the demo data

@@ -122,7 +122,7 @@ class CallRunner:
                    cache_marks: tuple[int, ...] = ()) -> ModelReply:
         """`cache_marks`: the messages whose prefix a later request will repeat
         (agents.loop.cache_marks), marked on the wire where the profile takes marks."""
-        sent = self._sent(request.messages, request.tools, max_tokens, None, None)
+        sent = self._sent(request.messages, request.tools, max_tokens, None, None, cache_marks)
         count_kind = request_kind(request.tools, "auto", request.messages)
         figures = self._exact(request.messages, request.tools, "auto")
         try:
@@ -160,11 +160,11 @@ class CallRunner:
         else:
             described = [{**m, "zone": "summary_request"} for m in messages]
         choice = (tool_choice or "auto") if tools else None
-        sent = self._sent(messages, tools, max_tokens, model, choice)
+        marks = summary_marks(messages, parts) if tools else ()
+        sent = self._sent(messages, tools, max_tokens, model, choice, marks)
         figures = self._exact(messages, tools, choice)
         try:
-            reply = self._summary_with_retries(messages, tools, max_tokens, model, choice,
-                                               summary_marks(messages, parts) if tools else ())
+            reply = self._summary_with_retries(messages, tools, max_tokens, model, choice, marks)
         except ContextOverflow as exc:
             self._refused("summary", exc, tokens, limit, {"summary_request": tokens},
                           described, turn, sent, request_kind(tools, choice, messages), figures)
@@ -262,11 +262,14 @@ class CallRunner:
             return None
         return OutputOverflow(exc, estimate, counted="the calibrated count")
 
-    def _sent(self, messages, tools, max_tokens, model, tool_choice) -> dict[str, Any]:
+    def _sent(self, messages, tools, max_tokens, model, tool_choice,
+              cache_marks=()) -> dict[str, Any]:
         """The request's parameters other than the messages, in the order they are sent.
 
         Tool schemas repeat on nearly every call, so once a call recorded them the next
-        calls record {"tools_of_call": N} instead of a copy (see _stored_request).
+        calls record {"tools_of_call": N} instead of a copy (see _stored_request). The
+        cache marks that went on the wire are kept as the messages they were asked on
+        ("cache_marks"): the messages are stored unmarked, shared with the next call's.
         """
         params_of = getattr(self.model, "request_params", None)
         if params_of is None:  # a stand-in model in tests: nothing to reconstruct from
@@ -283,6 +286,8 @@ class CallRunner:
         orders = {str(i): list(m) for i, m in enumerate(messages) if list(m) != canonical_keys(m)}
         if orders:
             sent["key_orders"] = orders
+        if cache_marks and self.profile.cache_marks:  # as _interruptible sends them
+            sent["cache_marks"] = list(cache_marks)
         return sent
 
     def _tools_text(self, tools: list[dict[str, Any]]) -> str:

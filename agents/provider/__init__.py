@@ -5,8 +5,9 @@ server's "your request is longer than my window" message; `hosts` says which hos
 profile's URL may name.
 """
 from agents.provider.client import (ContextOverflow, ModelClient, ModelError, ModelReply,
-                                    OutputOverflow)
+                                    OutputOverflow, mark_carriers, wire_with_marks)
 from agents.provider.hosts import DEFAULT_HOSTS, HostUnresolved, UrlRefused, check_model_url
 
 __all__ = ["ContextOverflow", "ModelClient", "ModelError", "ModelReply", "OutputOverflow",
-           "DEFAULT_HOSTS", "HostUnresolved", "UrlRefused", "check_model_url"]
+           "DEFAULT_HOSTS", "HostUnresolved", "UrlRefused", "check_model_url",
+           "wire_with_marks", "mark_carriers"]

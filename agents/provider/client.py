@@ -181,9 +181,10 @@ class ModelClient:
         """The SDK's keyword arguments for one call: what the inspector reconstructs from.
         `cache_marks`: indices of `messages` whose prefix is worth caching; on the wire only
         where the profile says the provider takes marks (cache_marks)."""
-        wired = self.wire(messages)
-        if cache_marks and self.profile.cache_marks:
-            wired = with_cache_marks(wired, [self._wired_index(messages, i) for i in cache_marks])
+        profile = self.profile
+        wired = wire_with_marks(messages, cache_marks if profile.cache_marks else (),
+                                tool_results_as_user=profile.tool_results_as_user,
+                                single_system_message=profile.single_system_message)
         kwargs: dict[str, Any] = {"model": model or self.profile.model,
                                   "messages": wired, "max_tokens": max_tokens}
         kwargs.update(self.profile.sampling())
@@ -202,15 +203,6 @@ class ModelClient:
         """The messages as this profile sends them (see wire_messages)."""
         return wire_messages(messages, self.profile.tool_results_as_user,
                              self.profile.single_system_message)
-
-    def _wired_index(self, messages: list[dict[str, Any]], index: int) -> int:
-        """Where message `index` is on the wire: the leading system messages go as one
-        when the profile merges them (wire_messages)."""
-        if not self.profile.single_system_message:
-            return index
-        leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"),
-                       len(messages))
-        return 0 if index < leading else index - max(0, leading - 1)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  max_tokens: int, model: str | None = None,
@@ -361,6 +353,44 @@ def wire_messages(messages: list[dict[str, Any]], tool_results_as_user: bool = F
             m = {**m, "role": "user"}
         out.append(m)
     return out
+
+
+def wired_index(messages: list[dict[str, Any]], index: int, single_system_message: bool) -> int:
+    """Where message `index` is on the wire: the leading system messages go as one when
+    the profile merges them (wire_messages)."""
+    if not single_system_message:
+        return index
+    leading = next((i for i, m in enumerate(messages) if m.get("role") != "system"),
+                   len(messages))
+    return 0 if index < leading else index - max(0, leading - 1)
+
+
+def wire_with_marks(messages: list[dict[str, Any]], cache_marks: tuple[int, ...] | list[int] = (),
+                    *, tool_results_as_user: bool = False,
+                    single_system_message: bool = False) -> list[dict[str, Any]]:
+    """`messages` as a request sends them (wire_messages), with a cache breakpoint on each
+    of `cache_marks` (indices of `messages`). The one rule for the client and for anything
+    that rebuilds a sent request from the engine's messages and the marks stored with it."""
+    wired = wire_messages(messages, tool_results_as_user, single_system_message)
+    if cache_marks:
+        wired = with_cache_marks(wired, [wired_index(messages, i, single_system_message)
+                                         for i in cache_marks])
+    return wired
+
+
+def mark_carriers(messages: list[dict[str, Any]], wired: list[dict[str, Any]],
+                  single_system_message: bool = False) -> set[int]:
+    """Indices of `messages` whose text ends a prefix `wired` (their sent form, see
+    wire_with_marks) marks for caching: where a mark really went, which is not where it was
+    asked for when that message had no text, and for merged system messages the last."""
+    carriers: dict[int, int] = {}
+    for index in range(len(messages)):
+        at = wired_index(messages, index, single_system_message)
+        content = wired[at].get("content") if at < len(wired) else None
+        if isinstance(content, list) and any(isinstance(part, dict) and "cache_control" in part
+                                             for part in content):
+            carriers[at] = index
+    return set(carriers.values())
 
 
 def with_cache_marks(messages: list[dict[str, Any]], marks: list[int]) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 # ANNOTATIONS: the engine's keys on a stored message, never part of what was sent.
-from agents import ANNOTATIONS, REPLY_PRIMING, EventType, ModelCall, TokenCounter, canonical_keys
+from agents import (ANNOTATIONS, REPLY_PRIMING, EventType, ModelCall, TokenCounter, canonical_keys,
+                    mark_carriers, wire_with_marks)
 from taskos.drawer.events import load_call
 from taskos.drawer.tool_costs import schema_part
 from taskos.runs.models import Session, SessionEvent
@@ -35,6 +36,34 @@ def sent_messages(messages: list[dict[str, Any]],
         order = (key_orders or {}).get(str(index)) or canonical_keys(plain)
         sent.append({key: plain[key] for key in order if key in plain})
     return sent
+
+
+# What the stored request keeps beside the SDK's parameters, to rebuild the messages with.
+REBUILD_KEYS = ("key_orders", "cache_marks")
+
+
+def wired_messages(session: Session, call: ModelCall) -> list[dict[str, Any]]:
+    """The call's messages as its request sent them: in the wire form of the session's
+    profile (tool results as user messages, system messages merged, where it says so) and
+    with the cache breakpoints the call stored ("cache_marks": only marks that went on the
+    wire are stored), placed by the rule the client placed them by."""
+    request = call.request or {}
+    profile = session.profile
+    return wire_with_marks(sent_messages(call.messages, request.get("key_orders")),
+                           request.get("cache_marks") or (),
+                           tool_results_as_user=bool(profile and profile.tool_results_as_user),
+                           single_system_message=bool(profile and profile.single_system_message))
+
+
+def marked_messages(session: Session, call: ModelCall,
+                    body: dict[str, Any] | None) -> set[int]:
+    """Indices of the call's messages whose text ends a prefix the request marked for
+    caching (`body`: its rebuilt request); none when it carried no marks."""
+    if body is None or not (call.request or {}).get("cache_marks"):
+        return set()
+    profile = session.profile
+    return mark_carriers(call.messages, body["messages"],
+                         bool(profile and profile.single_system_message))
 
 
 # How many markers a lookup follows before it calls the schemas lost: the engine writes a
@@ -92,8 +121,8 @@ def body_of(session: Session, call: ModelCall) -> dict[str, Any] | None:
     request = call.request
     if not request:
         return None
-    params = {k: v for k, v in request.items() if k != "key_orders"}
-    params["messages"] = sent_messages(call.messages, request.get("key_orders"))
+    params = {k: v for k, v in request.items() if k not in REBUILD_KEYS}
+    params["messages"] = wired_messages(session, call)
     if "tools" in params:
         params["tools"] = tools_of(session, call.seq, request)
     extra = params.pop("extra_body", None) or {}

@@ -11,7 +11,7 @@ import pytest
 import agents.runner
 from agents.sim import transport as sim_transport
 from taskos.runs import services
-from taskos.runs.models import SessionEvent
+from taskos.runs.models import ModelProfile, SessionEvent
 from taskos.worker.tasks import run_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("channels_redis_url")]
@@ -32,8 +32,20 @@ class RawRecordingTransport(sim_transport.SimTransport):
         return response
 
 
-@pytest.fixture
-def recorded_run(monkeypatch, sim_profile, django_user_model, client):
+# The simulated model behind a plain endpoint, behind a gateway to a provider whose prompt
+# cache is opt-in (requests carry cache marks), and behind a llama-cpp-python-like server
+# that also takes tool results as user messages and one system message.
+PROFILES = {"plain": {}, "cache_marks": {"cache_marks": True},
+            "marks_on_merged_system": {"cache_marks": True, "single_system_message": True,
+                                       "tool_results_as_user": True}}
+
+
+@pytest.fixture(params=list(PROFILES))
+def recorded_run(request, monkeypatch, sim_profile, django_user_model, client):
+    profile = sim_profile
+    if PROFILES[request.param]:
+        profile = ModelProfile.objects.create(name=f"sim-{request.param}", model="taskos-sim",
+                                              context_size=128_000, **PROFILES[request.param])
     transports: list[RawRecordingTransport] = []
 
     def sim_http_client(scenario, window, summarizer=None, latency_s=0.0):
@@ -45,7 +57,7 @@ def recorded_run(monkeypatch, sim_profile, django_user_model, client):
     monkeypatch.setattr(agents.runner, "sim_http_client", sim_http_client)
     owner = django_user_model.objects.create_user("ivy", password="ivy-secret-42")
     # A small window: the run compacts, so summary calls are exported too.
-    session = services.create_session(owner, "", "sales-report", sim_profile, 6000, {})
+    session = services.create_session(owner, "", "sales-report", profile, 6000, {})
     run_session.apply(args=[session.pk])
     session.refresh_from_db()
     assert session.status == "finished", session.error
@@ -72,14 +84,37 @@ def test_every_export_is_the_body_the_provider_received(recorded_run):
         assert response.status_code == 200
         assert response["Content-Type"] == "application/json"
         assert response.content == raw, f"call {payload['call']} differs from what was sent"
-        assert json.loads(response.content) == parsed
+        assert marked_parts(parsed) == []
+        assert unmarked(json.loads(response.content)) == parsed
         assert payload["kind"] == "summary" or parsed.get("tools")  # schemas compared too
+    # The simulated provider's parsed requests hold the text without its marks: the
+    # marks are read from the bytes.
+    marked = {(c["kind"], bool(marked_parts(json.loads(raw)))) for c, raw in zip(calls, transport.raw)}
+    if session.profile.cache_marks:  # the marks of both kinds of call were compared too
+        assert {("agent", True), ("summary", True)} <= marked
+    else:
+        assert not any(has_mark for _, has_mark in marked)
+
+
+def unmarked(request):
+    """`request` with each marked message's text as plain content, as the simulated
+    provider keeps it."""
+    return {**request, "messages": [
+        {**m, "content": "".join(part["text"] for part in m["content"])}
+        if isinstance(m.get("content"), list) else m for m in request["messages"]]}
+
+
+def marked_parts(request) -> list[str]:
+    """The texts of a request's messages that carry a cache mark, in order."""
+    return [part["text"] for m in request["messages"] if isinstance(m["content"], list)
+            for part in m["content"] if "cache_control" in part]
 
 
 def test_the_inspector_rows_add_up_to_the_input_total(recorded_run):
     session, transport, client = recorded_run
     calls = calls_of(session)
-    for payload in calls:
+    rewired = session.profile.single_system_message or session.profile.tool_results_as_user
+    for payload, raw in zip(calls, transport.raw):
         html = client.get(f"/sessions/{session.pk}/inspect?call={payload['call']}").content.decode()
         parts = [int(n.replace(",", "")) for n in
                  re.findall(r'class="num part-tokens">(-?[\d,]+) tok<', html)]
@@ -89,6 +124,11 @@ def test_the_inspector_rows_add_up_to_the_input_total(recorded_run):
         assert "<pre>null</pre>" not in html
         # Counted the provider's way (the simulated model counts as the engine does): no
         # row of difference, and no message of any kind of call shown as costing nothing.
-        assert "minus the engine" not in html and 0 not in parts, f"call {payload['call']}"
+        # (Merged system messages and tool results sent as user text count differently.)
+        assert 0 not in parts, f"call {payload['call']}"
+        assert rewired or "minus the engine" not in html, f"call {payload['call']}"
         if payload["kind"] == "summary":
             assert "zone-folded" in html and "zone-instructions" in html
+        # A row is labelled where its message's text ends a prefix the request marked.
+        assert html.count(">cache mark</span>") == len(marked_parts(json.loads(raw))), \
+            f"call {payload['call']}"

@@ -8,7 +8,7 @@ from agents.config import ModelProfile
 from agents.context.working import Request
 from agents.counting.pricing import PRICE_TABLES
 from agents.loop.cache_marks import agent_marks, summary_marks
-from agents.provider.client import ModelClient
+from agents.provider.client import ModelClient, mark_carriers, wire_with_marks
 from agents.scenarios import load_scenario
 from agents.sim.transport import SimTransport
 
@@ -44,6 +44,18 @@ def test_a_mark_on_a_merged_system_message_lands_on_the_merged_one():
     client = ModelClient(ModelProfile(cache_marks=True, single_system_message=True))
     sent = client.request_params(MESSAGES, None, 100, cache_marks=(1, 4))["messages"]
     assert len(sent) == 4 and marked_indices(sent) == [0, 3]
+
+
+def test_the_messages_that_carry_a_mark_are_where_it_went_on_the_wire():
+    # Asked on the tool-only assistant turn, the mark went on the user message before it;
+    # on a merged system message, it ends with the last system message merged.
+    sent = wire_with_marks(MESSAGES, (3,))
+    assert mark_carriers(MESSAGES, sent) == {2}
+    merged = wire_with_marks(MESSAGES, (0, 4), single_system_message=True)
+    assert merged == ModelClient(ModelProfile(cache_marks=True, single_system_message=True)
+                                 ).request_params(MESSAGES, None, 100, cache_marks=(0, 4))["messages"]
+    assert mark_carriers(MESSAGES, merged, single_system_message=True) == {1, 4}
+    assert mark_carriers(MESSAGES, wire_with_marks(MESSAGES)) == set()
 
 
 def request_of(zones):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict, defaultdict
-from typing import Any
+from typing import Any, Collection
 
 from django.template.loader import render_to_string
 from django.utils.html import escape
@@ -11,7 +11,7 @@ from django.utils.safestring import mark_safe
 
 from agents import Event, EventType
 from taskos.drawer.base import Panel
-from taskos.drawer.calls import body_of, token_parts, tools_lost
+from taskos.drawer.calls import body_of, marked_messages, token_parts, tools_lost
 from taskos.drawer.events import load_call
 from taskos.runs.models import SessionEvent
 
@@ -30,8 +30,10 @@ def tool_call_text(call: dict[str, Any]) -> str:
     return f"{function.get('name', '?')}({arguments})  id={call.get('id', '')}"
 
 
-def message_rows(messages: list[dict[str, Any]], tokens: list[int]) -> list[dict[str, Any]]:
-    """Display rows for a call's messages: role, zone, tokens and (cut) content."""
+def message_rows(messages: list[dict[str, Any]], tokens: list[int],
+                 marked: Collection[int] = ()) -> list[dict[str, Any]]:
+    """Display rows for a call's messages: role, zone, tokens and (cut) content; `marked`:
+    the (0-based) messages whose text ends a prefix the request marked for caching."""
     rows = []
     for index, (message, count) in enumerate(zip(messages, tokens), start=1):
         content = message.get("content")
@@ -46,6 +48,7 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int]) -> list[dict
             "cut": max(0, len(content) - SHOWN_CHARS), "tool_calls": tool_calls,
             "preview": content or "; ".join(t.split("(", 1)[0] + "(…)" for t in tool_calls),
             "name": message.get("name") or message.get("tool_call_id") or "",
+            "cache_mark": index - 1 in marked,
         })
     return rows
 
@@ -106,7 +109,8 @@ def read_call_detail(session, number: int) -> dict[str, Any] | None:
         return None
     body = body_of(session, call)
     parts = token_parts(session, call, body)
-    rows = message_rows(call.messages, [p["tokens"] for p in parts if p["part"] == "message"])
+    rows = message_rows(call.messages, [p["tokens"] for p in parts if p["part"] == "message"],
+                        marked_messages(session, call, body))
     per_zone: dict[str, int] = defaultdict(int)
     for row in rows:
         per_zone[row["zone"] or "—"] += row["tokens"]
