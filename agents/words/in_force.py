@@ -12,7 +12,10 @@ sentence is clearly a replacement, which spares the agent a hint.
 Two requirements in force that state different figures of the same unit ("at most 300
 words", later "at least 800 words"; "5万元" and "8万元") may not both hold. They are found
 without any language's words, across messages as well as within one, shown and told to
-the agent; neither is dropped.
+the agent; neither is dropped. Two such sentences are about one item when their other
+figures are the same (an item's number, wherever it stands) and their words do not name
+two things (same_item): two items of a list ("The summary takes 3 pages", "The appendix
+takes 5 pages") are no contradiction.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from functools import lru_cache
 
 from agents.words.anchors import supersedes
 from agents.words.changes import related, topic
+from agents.words.condensing import units
 from agents.words.quoted import own_text
 
 # A sentence ends at a line break or after ., !, ?, ; followed by a space (so "1.5" and
@@ -42,6 +46,8 @@ UNIT_CHARS = 12
 MIN_UNIT_LETTERS = 3
 SPACED_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 MAX_SHARING = 8  # sentences of a message one figure may tie together as naming one thing
+LONG_WORD = 5  # letters of a word that names a thing ("pages", "informe"), not grammar
+SUBJECT_SHARE = 0.5  # two sentences about one item share more than this of the smaller subject
 
 HEADING = ("In force besides the goal (the person's own sentences, oldest first; a later "
            "one wins where they differ):")
@@ -174,11 +180,8 @@ def measures(text: str) -> tuple[tuple[str, float, str], ...]:
 
 def _clash(a: Said, b: Said) -> tuple[str, tuple[str, str]] | None:
     """The unit two sentences give different figures of, when they are about the same
-    thing: the same words around the figures within one message, related words across
-    messages (agents.words.changes). Where a sentence holds several figures, the first
-    must be the same, as the item both are about ("section 6 … 106 words" and "section 6
-    … 157 words"; "section 5 … 105 words" is another section, and so is "section 300 …
-    400 words" beside "section 7 … 400 words")."""
+    thing (same_item): the same words around the figures within one message, related
+    words across messages (agents.words.changes)."""
     mine, theirs = measures(a.text), measures(b.text)
     if not mine or not theirs:
         return None
@@ -188,14 +191,60 @@ def _clash(a: Said, b: Said) -> tuple[str, tuple[str, str]] | None:
             return None
     elif not related(plain_a, plain_b):
         return None
-    values_b = {unit: (value, written) for unit, value, written in theirs}
-    if not len(_figures(a.text)) == len(_figures(b.text)) == 1 and mine[0][:2] != theirs[0][:2]:
-        return None  # they do not name the same item first: two items of a list
-    for unit, value, written in mine:
-        other = values_b.get(unit)
-        if other is not None and other[0] != value:
-            return unit, (written, other[1])
+    for i, (unit, value, written) in enumerate(mine):
+        for j, (other_unit, other, other_written) in enumerate(theirs):
+            if other_unit != unit or other == value:
+                continue
+            # A figure written before a measure both sentences give alike numbers the item
+            # ("Section 7 … 400 words" beside "Section 300 … 400 words"): not a value.
+            if {m[:2] for m in mine[i + 1:]} & {m[:2] for m in theirs[j + 1:]}:
+                continue
+            if same_item(a.text, b.text, unit):
+                return unit, (written, other_written)
     return None
+
+
+def _named(unit: str) -> bool:
+    """A content unit that can name a thing measured: a word of LONG_WORD letters or more
+    ("summary", "informe"), or a Han or Hangul character (报, 書); shorter words and kana
+    are mostly grammar ("it", "max", "を")."""
+    if len(unit) == 1 and not unit.isascii():
+        return _script(unit) in ("CJK", "HANGUL")
+    return len(unit) >= LONG_WORD and not unit.isdigit()
+
+
+@lru_cache(maxsize=4096)
+def _labels(text: str, unit: str) -> frozenset[str]:
+    """The figures of `text` not written with `unit`: the item's own numbers ("section 6",
+    "第2章", "Step 1"), a year."""
+    measured = {f for u, _value, written in measures(text) if u == unit
+                for f in _FIGURE.findall(written)}
+    return _figures(text) - measured
+
+
+@lru_cache(maxsize=4096)
+def _subject(text: str, unit: str) -> frozenset[str]:
+    """The units of `text` that can name what it measures in `unit`: its words and
+    characters (condensing.units), less its figures and the unit itself."""
+    return frozenset(u for u in units(plain_sentence(text))
+                     if _named(u) and not u.startswith(unit) and u not in unit)
+
+
+def same_item(first: str, second: str, unit: str) -> bool:
+    """Whether two sentences that measure in `unit` are about the same item, by no
+    language's words: their other figures are the same ("section 6 … 106 words" and
+    "section 6 … 157 words"; "section 7 …" is another item, so is list item "2." beside
+    "1.", whose number is no figure of the sentence), and their subjects do not differ:
+    one names nothing besides the measure ("Make it 5 pages"), or they share more than
+    SUBJECT_SHARE of the smaller one's naming units ("El informe: 5 páginas" after "El
+    informe debe tener como máximo 3 páginas"; not "The appendix takes 5 pages" after "The
+    summary takes 3 pages")."""
+    if _labels(first, unit) != _labels(second, unit):
+        return False
+    mine, theirs = _subject(first, unit), _subject(second, unit)
+    if not mine or not theirs:
+        return True
+    return len(mine & theirs) > SUBJECT_SHARE * min(len(mine), len(theirs))
 
 
 def read_view(messages: list[Message], superseded: list[str] = ()) -> PersonView:

@@ -264,3 +264,50 @@ def test_a_contradiction_told_once_is_not_told_again_after_a_resume():
     restored = HintInjector(ContextConfig()).from_state(saved)
     assert restored.told_contradictions == {("The memo must be at most 300 words",
                                              "The memo must be at least 800 words")}
+
+
+# Two items of a list that measure in the same unit name different things; a later
+# sentence that names nothing besides the measure, or the same thing, may contradict.
+NOT_ONE_ITEM = {
+    "en": ("1. The summary takes 3 pages.", "2. The appendix takes 5 pages."),
+    "en, a year first": ("In 2026 the summary takes 3 pages.", "In 2026 the appendix takes 5 pages."),
+    "en, numbered": ("Requirement 1: use 3 sources.", "Requirement 2: keep it under 5 pages."),
+    "zh": ("1. 摘要最多3页。", "2. 附录最多5页。"),
+    "es": ("1. El resumen tiene 3 páginas.", "2. El anexo tiene 5 páginas."),
+    "ja": ("1. 要約は3ページ以内。", "2. 付録は5ページ以内。"),
+}
+ONE_ITEM = {
+    "en": ("The report must be at most 3 pages.", "Make it 5 pages."),
+    "en, numbered": ("Step 1: at most 3 pages.", "Step 1: at most 5 pages."),
+    "zh": ("报告最多3页。", "报告写5页。"),
+    "es": ("El informe tiene máximo 3 páginas.", "El informe: 5 páginas."),
+    "ja": ("報告書は3ページ以内にすること。", "報告書は5ページで。"),
+}
+
+
+def conflicts_of(*texts):
+    view = read_view([Message(i, "user", f"arc:{i}", text) for i, text in enumerate(texts)])
+    return [(c.first.text, c.second.text) for c in view.conflicts]
+
+
+@pytest.mark.parametrize("lang", sorted(NOT_ONE_ITEM))
+def test_items_of_a_list_in_the_same_unit_are_no_contradiction(lang):
+    first, second = NOT_ONE_ITEM[lang]
+    assert conflicts_of(first, second) == []  # the later one names another thing
+    assert conflicts_of(f"{first}\n{second}") == []
+    # Neither is dropped: a later sentence on a related subject is still shown with it.
+    view = read_view([Message(0, "user", "arc:0", first), Message(1, "user", "arc:1", second)])
+    assert {s.text for s in view.in_force} | {c.earlier.text for c in view.changed} >= {first}
+
+
+@pytest.mark.parametrize("lang", sorted(ONE_ITEM))
+def test_a_later_figure_for_the_same_item_is_still_a_possible_contradiction(lang):
+    first, second = ONE_ITEM[lang]
+    assert conflicts_of(first, second) == [(first, second)]
+    view = read_view([Message(0, "user", "arc:0", first), Message(1, "user", "arc:1", second)])
+    assert [(c.earlier.text, c.later.text) for c in view.changed] == [(first, second)]
+
+
+def test_an_item_s_own_number_decides_whatever_figure_comes_first():
+    said = ("Step 1: at most 3 pages.\nStep 2: at most 5 pages.\nStep 1: at most 4 pages.")
+    assert conflicts_of(said) == [("Step 1: at most 3 pages.", "Step 1: at most 4 pages.")]
