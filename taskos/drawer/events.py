@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from django.db.models import Q
+
 from agents import Event, EventType, ModelCall
 from taskos.runs.models import Session, SessionEvent
 from taskos.store.call_messages import full_payload
@@ -24,9 +26,13 @@ ROW = ("seq", "type", "turn", "at", "payload")
 
 
 def load_events(session: Session, types: Iterable[str] | None = None,
-                after: int = 0) -> list[Event]:
+                after: int = 0, newest: dict[str, tuple[int, Q | None]] | None = None
+                ) -> list[Event]:
     """Events of `session` with seq > `after`, optionally only of `types`, by seq. Calls
     come without their CALL_BODY (`messages` empty, `request` empty, `reply` None).
+
+    `newest` reads other types in part, each {type: (n, older)}: its newest n events and,
+    of those before them, the ones whose rows match `older` (a Q; None for none).
 
     Calls and the other events are two queries; both stop at the seq stored when the read
     began. Without that bound, a call stored between the two was missing while a later
@@ -43,6 +49,15 @@ def load_events(session: Session, types: Iterable[str] | None = None,
     if wanted is None or EventType.MODEL_CALL in wanted:
         events.extend(select(rows, ModelCall, CALL_KEYS))
     events.extend(stored_events(rows.exclude(type=EventType.MODEL_CALL).values_list(*ROW)))
+    for kind, (count, older) in (newest or {}).items():
+        if wanted is not None and kind in wanted:
+            continue  # read whole above
+        of_kind = SessionEvent.objects.filter(session=session, seq__gt=after, seq__lte=top,
+                                              type=kind)
+        found = list(of_kind.order_by("-seq").values_list(*ROW)[:count])
+        if older is not None and len(found) == count:
+            found += of_kind.filter(older, seq__lt=found[-1][0]).values_list(*ROW)
+        events.extend(stored_events(found))
     events.sort(key=lambda ev: ev.seq)
     return events
 

@@ -15,8 +15,7 @@ import re
 from collections import defaultdict
 
 from agents import Event
-from taskos.drawer.base import Panel
-from taskos.drawer.events import load_events
+from taskos.drawer.base import Panel, panel_events
 from taskos.drawer.patches import NotPatchable, Sent, diff, find, parse
 from taskos.runs.models import Session
 
@@ -60,7 +59,7 @@ class EventFeed:
         self.folded.clear()
         self.sent.clear()
         self.seq = 0
-        self.add(load_events(session, self.types))
+        self.add(panel_events(session, self.panels))
         self.loaded = True
 
     def advance(self, session: Session, new: list[Event]) -> None:

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from agents import Event, EventType
-from taskos.drawer.base import Panel, render_panel
+from taskos.drawer.base import Panel, panel_events, render_panel
 from taskos.drawer.events import latest_seq, load_events, load_newest
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
@@ -68,11 +68,11 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
             feed.current.add(panel.name)
             feed.folded.pop(panel.name, None)
         return mark_safe("\n".join(parts))
-    wanted = {t for panel in panels for t in panel.event_types}
     if everything is not None:
+        wanted = {t for panel in panels for t in panel.event_types}
         events = [ev for ev in everything if ev.type in wanted]
     else:
-        events = load_events(session, wanted) if wanted else []
+        events = panel_events(session, panels)
     parts = []
     for panel in panels:
         own = [ev for ev in events if panel.handles(ev.type) and panel.wants(ev)]

@@ -48,8 +48,8 @@ def test_after_the_first_sync_only_new_events_are_read(session, monkeypatch):
     add_events(session, *[model_call(n, 900 + n) for n in range(1, 30)])
     after = render_update(session, 0, full=True, feed=feed).last_seq
     reads = []
-    real = feed_module.load_events
-    monkeypatch.setattr(feed_module, "load_events",
+    real = feed_module.panel_events
+    monkeypatch.setattr(feed_module, "panel_events",
                         lambda *args, **kwargs: reads.append(args) or real(*args, **kwargs))
     add_events(session, model_call(30, 2000))
     update = render_update(session, after, feed=feed)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
@@ -28,6 +29,12 @@ class AnchorsPanel(Panel):
     title = "Anchors"
     template = "drawer/panels/anchors.html"
     event_types = (EventType.ANCHOR_CHANGED,)
+    # The recent changes and every change people made: a long run's thousands of tool
+    # changes before those are not read.
+    newest_read = {EventType.ANCHOR_CHANGED: CHANGES_SHOWN}
+
+    def older_read(self, event_type: str) -> Q:
+        return Q(payload__source__in=PERSON_SOURCES)
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         def row(a) -> dict[str, Any]:

@@ -1,0 +1,61 @@
+"""A panel rendered whole (the session page, a live page's first sync) reads only the
+events it shows: of a type every panel reading it shows the newest of (the budget, the
+recent anchor changes), the older rows are not read, and what is rendered is the same."""
+from __future__ import annotations
+
+import pytest
+
+from agents import EventType
+from taskos.drawer import feed as feed_module
+from taskos.drawer import stream
+from taskos.drawer.base import panel_events
+from taskos.drawer.events import load_events
+from taskos.drawer.feed import EventFeed
+from taskos.drawer.panels import PANELS
+from taskos.drawer.panels.records import CHANGES_SHOWN
+
+from .factories import add_events, budget, model_call
+
+pytestmark = pytest.mark.django_db
+
+TOOL_CHANGES = CHANGES_SHOWN + 15
+
+
+def change(n: int, source: str = "tool") -> tuple[str, dict, int]:
+    return ("ANCHOR_CHANGED", {"id": n, "tier": 2, "old": None, "new": f"value {n}",
+                               "source": source, "action": "added"}, n)
+
+
+def long_run(session) -> dict[str, list[int]]:
+    """Budgets and calls, an admin edit, then many tool changes: the seqs by kind."""
+    rows = add_events(session, *[event for turn in range(1, 6)
+                                 for event in (budget(history=100 * turn), model_call(turn, 900))],
+                      change(0, "admin"), *[change(n) for n in range(1, TOOL_CHANGES + 1)])
+    seqs: dict[str, list[int]] = {}
+    for row in rows:
+        seqs.setdefault(row.type, []).append(row.seq)
+    return seqs
+
+
+def test_only_the_newest_budget_and_the_recent_and_people_s_anchor_changes_are_read(session):
+    seqs = long_run(session)
+    read = panel_events(session, PANELS)
+    by_type = {kind: [ev.seq for ev in read if ev.type == kind] for kind in seqs}
+    assert by_type[EventType.BUDGET] == seqs[EventType.BUDGET][-1:]
+    changes = seqs[EventType.ANCHOR_CHANGED]
+    # The admin's edit, older than the recent ones, is read: the panel lists it apart.
+    assert by_type[EventType.ANCHOR_CHANGED] == [changes[0]] + changes[-CHANGES_SHOWN:]
+    assert by_type[EventType.MODEL_CALL] == seqs[EventType.MODEL_CALL]  # every call
+
+
+def test_the_page_and_a_first_sync_render_as_from_every_event(session, monkeypatch):
+    long_run(session)
+    page, synced = stream.render_drawer(session), stream.render_update(
+        session, 0, full=True, feed=EventFeed(PANELS)).html
+    every = lambda session, panels: load_events(  # noqa: E731
+        session, {t for panel in panels for t in panel.event_types})
+    monkeypatch.setattr(stream, "panel_events", every)
+    assert page == stream.render_drawer(session)
+    assert "Edits by people" in page and f"value {TOOL_CHANGES}" in page
+    monkeypatch.setattr(feed_module, "panel_events", every)
+    assert synced == stream.render_update(session, 0, full=True, feed=EventFeed(PANELS)).html
