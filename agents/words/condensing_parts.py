@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from agents.protocol import CONDENSED_LATER_LINE
+from agents.protocol import CONDENSED_LATER_LINE, words_label
 from agents.words.anchors import sentences
 from agents.words.condensing import (CitingLine, Condensed, Entry, flat, key_of,
                                      message_sentences, request, resolve, units, usable_lines)
@@ -37,7 +37,7 @@ ANSWER_SLACK = 256  # the answer may quote every sentence of its part, and a lit
 MARGIN = 32  # tokens a provider's count may exceed ours by
 REFERENCE_SHARE = 4  # the later parts' lines take at most 1/4 of a part request's room
 ENTRY_OVERHEAD = 8  # an entry's label and the blank line before it
-MIN_PART = 64  # a part smaller than this is not worth a request
+MIN_PART = 128  # a part (text and answer) smaller than this is not worth a request
 PART_LINE = ("Part {number} of {total}: the older messages are too long for one request and "
              "are condensed in {total}; write lines only for the messages below.")
 
@@ -78,28 +78,46 @@ def _cut_long(text: str, start: int, end: int, pieces: int) -> list[tuple[int, i
     return cuts + [(at, end)]
 
 
+def _line_cost(entry: Entry, count: Callable[[str], int]) -> int:
+    """What each line of an answer adds to the sentence it quotes: its label, a line break."""
+    return count(f"[{words_label(entry.position)}] ") + 1
+
+
+def answer_room(entries: list[Entry], count: Callable[[str], int]) -> int:
+    """The output tokens an answer quoting every sentence of `entries` under its label takes,
+    and ANSWER_SLACK more (a list of short items costs nearly twice its text)."""
+    return ANSWER_SLACK + sum(count(e.text) + _line_cost(e, count) * len(_spans(e.text))
+                              for e in entries)
+
+
+def _weight(entry: Entry, count: Callable[[str], int]) -> int:
+    """What `entry` takes of a part's request and its answer together."""
+    return ENTRY_OVERHEAD + answer_room([entry], count) - ANSWER_SLACK + count(entry.text)
+
+
 def pieces(entry: Entry, most: int, count: Callable[[str], int]) -> list[Entry]:
-    """`entry` whole when it fits `most` tokens, else cut between sentences into pieces that
-    do, each under the message's label, turn and ref; the pieces' sentences are the
-    message's."""
-    if count(entry.text) + ENTRY_OVERHEAD <= most:
+    """`entry` whole when it and its answer fit `most` tokens, else cut between sentences
+    into pieces that do, each under the message's label, turn and ref; the pieces'
+    sentences are the message's."""
+    if _weight(entry, count) <= most:
         return [entry]
-    runs: list[tuple[int, int, int]] = []  # start, end, tokens
+    line = _line_cost(entry, count)
+    runs: list[tuple[int, int, int]] = []  # start, end, weight: in the request and the answer
     for start, end in _spans(entry.text):
-        tokens = count(entry.text[start:end])
-        if tokens + ENTRY_OVERHEAD <= most:
-            runs.append((start, end, tokens))
+        weight = 2 * count(entry.text[start:end]) + line + 1
+        if weight + ENTRY_OVERHEAD <= most:
+            runs.append((start, end, weight))
         else:
-            cut = _cut_long(entry.text, start, end, -(-(tokens + ENTRY_OVERHEAD) // most) + 1)
-            runs += [(a, b, count(entry.text[a:b])) for a, b in cut]
+            cut = _cut_long(entry.text, start, end, -(-(weight + ENTRY_OVERHEAD) // most) + 1)
+            runs += [(a, b, 2 * count(entry.text[a:b]) + line + 1) for a, b in cut]
     out, first, size, last = [], None, 0, 0
-    for start, end, tokens in runs:
-        if first is not None and size + tokens + 1 > most:
+    for start, end, weight in runs:
+        if first is not None and size + weight > most:
             out.append(entry.text[first:last])
             first = None
         if first is None:
             first, size = start, ENTRY_OVERHEAD
-        size += tokens + 1
+        size += weight
         last = end
     if first is not None:
         out.append(entry.text[first:last])
@@ -107,18 +125,19 @@ def pieces(entry: Entry, most: int, count: Callable[[str], int]) -> list[Entry]:
 
 
 def plan(older: list[Entry], most: int, count: Callable[[str], int]) -> list[list[Entry]]:
-    """The older messages (or their pieces) packed oldest first into parts of at most
-    `most` tokens: a part's contents change only when its own messages do."""
+    """The older messages (or their pieces) packed oldest first into parts that take at
+    most `most` tokens with their answers: a part's contents change only when its own
+    messages do."""
     parts: list[list[Entry]] = []
     size = most + 1
     for entry in older:
         for piece in pieces(entry, most, count):
-            tokens = count(piece.text) + ENTRY_OVERHEAD
-            if size + tokens > most:
+            weight = _weight(piece, count)
+            if size + weight > most:
                 parts.append([])
                 size = 0
             parts[-1].append(piece)
-            size += tokens
+            size += weight
     return parts
 
 
@@ -141,13 +160,15 @@ def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
     checked answer by its contents and is filled here."""
     whole = request(older, later)
     tokens = count_request(whole)
-    asked = sum(count(e.text) for e in older) + ANSWER_SLACK
+    asked = answer_room(older, count)
     if tokens <= limit and tokens + asked + MARGIN <= window:
         return _single(older, later, whole, tokens, asked, ask)
     fixed = count_request(part_request([], later, [], 99, 99))
-    free = min(window - ANSWER_SLACK, limit) - fixed - MARGIN
-    reference_room = max(0, free // REFERENCE_SHARE)
-    most = (free - reference_room) // 2
+    reference_room = max(0, (window - fixed) // REFERENCE_SHARE)
+    # A part's text and its answer share what the window leaves; the text alone must stay
+    # within the input limit (always so when the reserve is at most a third of the window).
+    most = min(window - fixed - reference_room - ANSWER_SLACK - MARGIN,
+               2 * (limit - fixed - reference_room - MARGIN))
     if most < MIN_PART:
         return Condensed(key=key_of(older), failed=(
             f"the older messages ({tokens:,} tokens with the instructions) leave no room for "
@@ -164,8 +185,7 @@ def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
                                    reference_room, count)
             messages = part_request(part, later, reference, index + 1, len(parts))
             part_tokens = count_request(messages)
-            max_tokens = min(sum(count(e.text) for e in part) + ANSWER_SLACK,
-                             window - part_tokens - MARGIN)
+            max_tokens = min(answer_room(part, count), window - part_tokens - MARGIN)
             content, call, failed = ask(messages, part_tokens, max_tokens)
             if failed:
                 return Condensed(key=key_of(older),

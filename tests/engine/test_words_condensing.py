@@ -409,3 +409,44 @@ def test_parts_are_cached_and_a_failed_part_is_said():
 
 def failed_part(result):
     return result.failed.split(" ")[1]
+
+
+def sim_ask(mode, asked):
+    """The simulated model's answer to each part's request, recorded with what it cost."""
+    def ask(messages, tokens, max_tokens):
+        answer = words_answer.answer(messages, mode)
+        asked.append((tokens, max_tokens, COUNTER.text(answer)))
+        return answer, len(asked), ""
+    return ask
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(specs=st.lists(properties.message, min_size=1, max_size=4),
+       chars=st.integers(50_000, 99_000), before=st.integers(0, 3),
+       window=st.sampled_from([2048, 8000, 32_000]),
+       mode=st.sampled_from(["faithful", "lossy", "hostile"]))
+def test_a_long_brief_among_other_messages_keeps_every_sentence_whatever_the_summarizer(
+        specs, chars, before, window, mode):
+    texts = ["Write the memo."]
+    for spec in specs:
+        texts += properties.expand(spec)[0]
+    texts.insert(1 + min(before, len(texts) - 1), brief(chars))
+    ctx, check = context(texts, window)
+    ctx.words_msg()
+    older, later = ctx.person.wanted
+    asked = []
+    budget = ctx.budget()
+    result = condensing_parts.condense(older, later, window=window, limit=budget.input_limit,
+                                       count=COUNTER.text, count_request=COUNTER.request,
+                                       ask=sim_ask(mode, asked), cache={})
+    assert not result.failed and (result.parts > 1 or window == 32_000)
+    # Each part's request fits the window with room for the whole of its answer.
+    assert all(tokens <= budget.input_limit and tokens + most <= window
+               and answered <= most for tokens, most, answered in asked)
+    ctx.person.store_condensed(result)
+    request = ctx.build().described()
+    assert check.check(request).missing == []
+    words = next(m["content"] for m in request if m["zone"] == "words")
+    assert words_answer.INVENTED not in words
+    assert all(condensing.flat(r).rstrip("。.") in condensing.flat(words) for r in REQUIREMENTS)
