@@ -512,9 +512,12 @@ class ContextKeeper:
             if used is not None:
                 calls = f"call {used.call}"
                 if used.parts > 1:  # a part the same as another (or cached) is asked once
-                    calls = (f"in {used.parts} parts, {len(used.calls)} requests: calls "
-                             + ", ".join(map(str, used.calls[:8]))
-                             + (" …" if len(used.calls) > 8 else ""))
+                    numbers = used.calls
+                    listed = (f"{numbers[0]}–{numbers[-1]}"
+                              if numbers and numbers[-1] - numbers[0] == len(numbers) - 1
+                              else ", ".join(map(str, numbers[:8]))
+                              + (" …" if len(numbers) > 8 else ""))
+                    calls = f"in {used.parts} parts, {len(numbers)} requests: calls {listed}"
                 how = (f"are condensed by the model ({calls}) into the requirements "
                        f"in force and checked: {len(used.lines)} lines used, "
                        f"{len(used.refused)} refused as not the person's words, "

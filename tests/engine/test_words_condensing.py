@@ -450,3 +450,22 @@ def test_a_long_brief_among_other_messages_keeps_every_sentence_whatever_the_sum
     words = next(m["content"] for m in request if m["zone"] == "words")
     assert words_answer.INVENTED not in words
     assert all(condensing.flat(r).rstrip("。.") in condensing.flat(words) for r in REQUIREMENTS)
+
+
+def test_a_condensed_brief_still_over_the_share_is_said_and_nothing_is_dropped():
+    said = " ".join(f"Note {i}: the client prefers layout variant {i} for region R{i}."
+                    for i in range(1000))  # every sentence its own: no answer can be short
+    steps = [{"tool": "fetch_document", "args": {"tokens": 150, "topic": f"t{i}"}}
+             for i in range(6)]
+    steps[1:1] = [{"user": said}, steps[1], {"user": "Thanks, carry on."}]
+    out = run_scenario({"name": "over", "tools": ["fetch_document"], "goal": "Write it.",
+                        "steps": steps + [{"final": "ok"}]}, window=32_000,
+                       config=ContextConfig(clear_tool_results=False))
+    assert out.run.status == "finished", out.run.result.error
+    assert len(words_requests(out)) == 2
+    told = [p["message"] for p in out.payloads(EventType.ERROR)
+            if p.get("code") == "words_over_share"]
+    assert any("(in 2 parts, 2 requests: calls " in t and "over the share (nothing is left "
+               "out" in t for t in told), told
+    assert out.run.report["person_words_kept"] == 1.0
+    assert out.run.report["over_window_requests"] == 0
