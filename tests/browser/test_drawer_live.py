@@ -78,6 +78,9 @@ def last_seq(stack: Stack, pk: int) -> int:
     return int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ?", pk))
 
 
+SHOWN_COMPACTIONS = 2 + 10  # taskos/drawer/panels/compactions.py: DETAILED + LIVE_EARLIER
+
+
 def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     """What live updates built equals what the database holds: no gap, no duplicate.
 
@@ -93,9 +96,13 @@ def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     assert shown == stored[:len(shown)]
     calls = count_events(stack, pk, "MODEL_CALL")
     expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute("data-calls", str(calls))
+    # The newest compactions, each once: two in full and, one line each, the newest ten of
+    # the earlier ones (a running session's page drops the older ones, fetched when opened).
     compactions = count_events(stack, pk, "COMPACTION")
     rows = page.locator("#panel-compactions-body :is(article.compaction, li.compaction-brief)")
-    expect(rows).to_have_count(compactions)
+    expect(rows).to_have_count(min(compactions, SHOWN_COMPACTIONS))
+    numbers = rows.evaluate_all("els => els.map(e => +e.id.split('-').pop())")
+    assert numbers == list(range(compactions, compactions - len(numbers), -1))
 
 
 def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path: Path) -> None:
