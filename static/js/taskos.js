@@ -49,7 +49,12 @@
   // those numbered below its last row, and from then on keeps every row: dropping the
   // oldest shown as new ones arrive would leave a gap above the fetched ones. A panel sent
   // whole again brings the list back to the newest few: fetched again while it is open.
-  var EARLIER_UNLOADED = "#drawer details[data-earlier-url][open] > ol:not([data-loaded])";
+  // Asked after every frame's fragments: by id, not a selector matched over the drawer.
+  function earlierUnloaded() {
+    var details = document.getElementById("compactions-older");
+    var list = details && details.open && details.querySelector(":scope > ol");
+    return list && !list.hasAttribute("data-loaded") ? list : null;
+  }
   function loadEarlier(list) {
     var details = list.parentNode;
     list.setAttribute("data-loaded", "");
@@ -60,8 +65,7 @@
               { target: list, swap: "beforeend" });
   }
   document.addEventListener("toggle", function (event) {
-    var list = event.target.matches && event.target.matches("details[data-earlier-url]")
-      && document.querySelector(EARLIER_UNLOADED);
+    var list = event.target.id === "compactions-older" && earlierUnloaded();
     if (list) { loadEarlier(list); }
   }, true);
 
@@ -157,7 +161,7 @@
       if (el.matches(HTMX_ATTRS) || el.querySelector(HTMX_ATTRS)) { htmx.process(el); }
     });
     if (following && transcript) { trimTranscript(transcript); }
-    var earlier = document.querySelector(EARLIER_UNLOADED);
+    var earlier = earlierUnloaded();
     if (earlier) { loadEarlier(earlier); }
     var inbox = document.getElementById("curve-inbox");  // new points for the curve
     if (inbox && inbox.firstElementChild) { window.TaskOSCurve.take(inbox); }
