@@ -292,7 +292,8 @@ class ContextKeeper:
         history of dozens."""
         key = tuple(self.ctx.history)
         if self._view is None or self._view.key != key:
-            self._view = HistoryView(key, self.ctx.units())
+            grown = self._view.grown(key) if self._view is not None else None
+            self._view = grown or HistoryView(key, self.ctx.units())
         return self._view
 
     def _clearing_plan(self, emergency: bool = False) -> Clearing | None:
@@ -571,7 +572,8 @@ class ContextKeeper:
 
         result = condensing_parts.condense(
             older, later, window=budget.window, limit=budget.input_limit, count=ctx.count,
-            count_request=ctx.counter.request, ask=ask, cache=ctx.person.part_answers)
+            count_request=ctx.counter.request, ask=ask, cache=ctx.person.part_answers,
+            constraints=ctx.hard_constraints)
         ctx.person.store_condensed(result)
         self._said_over_share = False  # what the drawer was told no longer holds
 

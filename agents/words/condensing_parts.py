@@ -38,6 +38,8 @@ MARGIN = 32  # tokens a provider's count may exceed ours by
 REFERENCE_SHARE = 4  # the later parts' lines take at most 1/4 of a part request's room
 ENTRY_OVERHEAD = 8  # an entry's label and the blank line before it
 MIN_PART = 128  # a part (text and answer) smaller than this is not worth a request
+CONSTRAINTS_HEAD = ("The person's hard constraints, from all their messages (for reference; "
+                    "they stay in the task snapshot, do not restate them):")
 PART_LINE = ("Part {number} of {total}: the older messages are too long for one request and "
              "are condensed in {total}; write lines only for the messages below.")
 
@@ -142,11 +144,15 @@ def plan(older: list[Entry], most: int, count: Callable[[str], int]) -> list[lis
 
 
 def part_request(part: list[Entry], later: list[Entry], reference: list[str], number: int,
-                 total: int) -> list[dict[str, str]]:
-    """A part's request: the single request's form, told which part it is, and the lines
-    the later parts kept, for reference."""
+                 total: int, constraints: list[str] = ()) -> list[dict[str, str]]:
+    """A part's request: the single request's form, told which part it is, with the
+    person's hard constraints (every request carries them; the part may hold none) and
+    the lines the later parts kept, for reference."""
     system, user = request(part, later)
-    content = PART_LINE.format(number=number, total=total) + "\n\n" + user["content"]
+    head = [PART_LINE.format(number=number, total=total)]
+    if constraints:
+        head.append("\n".join([CONSTRAINTS_HEAD, *(f"- {c}" for c in constraints)]))
+    content = "\n\n".join([*head, user["content"]])
     if reference:
         content += "\n\n" + "\n".join([CONDENSED_LATER_LINE, *reference])
     return [system, {**user, "content": content}]
@@ -154,16 +160,18 @@ def part_request(part: list[Entry], later: list[Entry], reference: list[str], nu
 
 def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
              count: Callable[[str], int], count_request: Callable[[list], int], ask: Ask,
-             cache: dict[tuple, PartAnswer]) -> Condensed:
+             cache: dict[tuple, PartAnswer], constraints: list[str] = ()) -> Condensed:
     """The older messages condensed in one request when it fits with its answer's reserve,
     else in several (see the module's docstring), checked; `cache` holds each part's
-    checked answer by its contents and is filled here."""
+    checked answer by its contents and is filled here. `constraints`: the person's hard
+    constraints, given to each part (the single request holds every message)."""
     whole = request(older, later)
     tokens = count_request(whole)
     asked = answer_room(older, count)
     if tokens <= limit and tokens + asked + MARGIN <= window:
         return _single(older, later, whole, tokens, asked, ask)
-    fixed = count_request(part_request([], later, [], 99, 99))
+    constraints = list(constraints)
+    fixed = count_request(part_request([], later, [], 99, 99, constraints))
     reference_room = max(0, (window - fixed) // REFERENCE_SHARE)
     # A part's text and its answer share what the window leaves; the text alone must stay
     # within the input limit (always so when the reserve is at most a third of the window).
@@ -183,7 +191,8 @@ def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
         if answer is None:
             reference = _reference(part, [a for a in answers[index + 1:] if a],
                                    reference_room, count)
-            messages = part_request(part, later, reference, index + 1, len(parts))
+            messages = part_request(part, later, reference, index + 1, len(parts),
+                                    constraints)
             part_tokens = count_request(messages)
             max_tokens = min(answer_room(part, count), window - part_tokens - MARGIN)
             content, call, failed = ask(messages, part_tokens, max_tokens)

@@ -354,11 +354,26 @@ def quoting(messages, extra=(), but=None):
                         if but is None or but not in line), *extra])
 
 
-def condense_with(ask, older, later=(), window=2048, cache=None):
+def condense_with(ask, older, later=(), window=2048, cache=None, constraints=()):
     return condensing_parts.condense(list(older), list(later), window=window,
                                      limit=window - 256, count=COUNTER.text,
                                      count_request=COUNTER.request, ask=ask,
-                                     cache={} if cache is None else cache)
+                                     cache={} if cache is None else cache,
+                                     constraints=constraints)
+
+
+def test_every_part_request_carries_the_hard_constraints():
+    asked = []
+
+    def ask(messages, tokens, max_tokens):
+        asked.append(messages[1]["content"])
+        return quoting(messages), len(asked), ""
+
+    rule = "Never delete any file in the archive folder."
+    result = condense_with(ask, [LONG, CHANGE], constraints=[rule])
+    assert result.uncovered == {} and len(asked) == result.parts > 2
+    # Every request carries them (the engine's promise), the parts that hold none too.
+    assert all(f"- {rule}" in content for content in asked)
 
 
 def test_a_long_message_is_cut_between_its_sentences_under_its_own_label():
