@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from agents.context.history import Msg, Unit
+from agents.context.history import Msg, Unit, add_grouped
 from agents.counting.tokens import TokenCounter
 from agents.tools.base import ToolBoundary
 
@@ -166,19 +166,43 @@ class HistoryView:
 
     def __init__(self, key: tuple[Msg, ...], units: list[Unit]) -> None:
         self.key, self.units = key, units
-        live = residue = clearable = 0
-        self._clearable = running = [0]
+        self._clearable = [0]  # running sums: before unit i, clearable_tokens(units, i)
+        self._live: list[int] = []  # per unit: 1 for a round with a result not cleared
+        self._residue: list[int] = []  # per unit: its tokens when every result is cleared
+        self._read(units)
+
+    def _read(self, units: list[Unit]) -> None:
+        running, clearable = self._clearable, self._clearable[-1]
         for unit in units:
             results = [m for m in unit.messages if m.data.get("role") == "tool"]
             cleared = [is_cleared(m) for m in results]
-            if results and all(cleared):
-                residue += sum(m.tokens for m in unit.messages)
-            elif results:
-                live += 1
-            clearable += sum(m.tokens for m, done in zip(results, cleared)
-                             if m.ref and not done)
+            done = bool(results) and all(cleared)
+            self._residue.append(sum(m.tokens for m in unit.messages) if done else 0)
+            self._live.append(1 if results and not done else 0)
+            clearable += sum(m.tokens for m, gone in zip(results, cleared)
+                             if m.ref and not gone)
             running.append(clearable)
-        self.live_rounds, self.residue = live, residue
+        self.live_rounds, self.residue = sum(self._live), sum(self._residue)
+
+    def grown(self, key: tuple[Msg, ...]) -> "HistoryView | None":
+        """The view of history `key` when it is this view's history with messages appended
+        (most turns add an answer and its results), else None. Only the appended messages
+        and this history's last unit, which they may join, are read: the older units are
+        this view's own, so a turn does not re-read a history of dozens of rounds."""
+        old = self.key
+        if len(key) < len(old) or key[:len(old)] != old:
+            return None
+        view = HistoryView.__new__(HistoryView)
+        reread = 1 if self.units else 0  # the last unit, copied: this view keeps its own
+        kept = len(self.units) - reread
+        tail = [Unit(list(self.units[-1].messages))] if reread else []
+        for msg in key[len(old):]:
+            add_grouped(tail, msg)
+        view.key, view.units = key, self.units[:kept] + tail
+        view._clearable = self._clearable[:kept + 1]
+        view._live, view._residue = self._live[:kept], self._residue[:kept]
+        view._read(tail)
+        return view
 
     def clearable(self, keep_from: int) -> int:
         """clearable_tokens(self.units, keep_from)."""

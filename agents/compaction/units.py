@@ -14,8 +14,10 @@ def split_for_compaction(units: list[Unit], *, keep_tokens: int, keep_rounds: in
     """Index of the first unit to keep: the newest round and what follows always stay."""
     if not units:
         return 0
-    rounds = [i for i, u in enumerate(units) if u.is_round]
-    keep_from = rounds[-1] if rounds else len(units) - 1
+    # The newest round, looked for from the end: the history's older units are not read
+    # (asked every turn, over a history of dozens of units).
+    keep_from = next((i for i in range(len(units) - 1, -1, -1) if units[i].is_round),
+                     len(units) - 1)
     if emergency:
         return keep_from
     tokens = sum(u.tokens for u in units[keep_from:])

@@ -72,12 +72,17 @@ def group_units(messages: list[Msg]) -> list[Unit]:
     """Split history into units; tool messages always join the assistant call before them."""
     units: list[Unit] = []
     for msg in messages:
-        if msg.role == "tool" and units and (
-                units[-1].messages[0].data.get("tool_calls")):
-            units[-1].messages.append(msg)
-        else:
-            units.append(Unit([msg]))
+        add_grouped(units, msg)
     return units
+
+
+def add_grouped(units: list[Unit], msg: Msg) -> None:
+    """Append `msg` to `units` as group_units would: a tool message joins the last unit
+    when that unit is a call (only the last unit is read, and only it can change)."""
+    if msg.role == "tool" and units and units[-1].messages[0].data.get("tool_calls"):
+        units[-1].messages.append(msg)
+    else:
+        units.append(Unit([msg]))
 
 
 def flatten(units: list[Unit]) -> list[Msg]:

@@ -74,3 +74,52 @@ def test_a_keeper_reads_the_history_again_once_it_changed():
                    "content": f"{CLEARED_MARK} fetch_document {{}}]"}, 30, 0, "arc:s:0.0")
     keeper.ctx.history = [keeper.ctx.history[0], cleared, *keeper.ctx.history[2:]]
     assert keeper._history_view().live_rounds == 1  # a replaced message is seen
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(UNIT, max_size=20), st.lists(UNIT, max_size=6), st.integers(0, 3),
+       st.integers(-2, 30))
+def test_a_grown_history_reads_as_a_fresh_one(before, added, split, keep_from):
+    """A history that only gained messages is read from the last view's units: the same
+    figures as reading it whole, whatever the appended messages join (a result joins the
+    call before it)."""
+    history = history_of(before + added)
+    cut = max(0, len(history_of(before)) - split)  # also mid-round: results still coming
+    old = HistoryView(tuple(history[:cut]), group_units(history[:cut]))
+    grown = old.grown(tuple(history))
+    fresh = HistoryView(tuple(history), group_units(history))
+    assert grown is not None
+    assert [u.messages for u in grown.units] == [u.messages for u in fresh.units]
+    assert (grown.live_rounds, grown.residue) == (fresh.live_rounds, fresh.residue)
+    assert grown.clearable(keep_from) == fresh.clearable(keep_from)
+    assert grown.first_clearable(keep_from) == fresh.first_clearable(keep_from)
+    # The older view is unchanged: it may still be someone's.
+    again = HistoryView(tuple(history[:cut]), group_units(history[:cut]))
+    assert [u.messages for u in old.units] == [u.messages for u in again.units]
+    assert old._clearable == again._clearable and old.live_rounds == again.live_rounds
+
+
+def test_a_view_does_not_read_a_history_that_was_cut_or_changed_as_grown():
+    history = history_of([("call", [("kept", 900)]), ("user", 10)])
+    view = HistoryView(tuple(history), group_units(history))
+    assert view.grown(tuple(history[1:])) is None
+    assert view.grown(tuple(history[:-1])) is None
+
+
+def test_a_keeper_reads_only_the_appended_messages():
+    from agents.loop.context_keeper import ContextKeeper
+
+    class Ctx:
+        history = history_of([("call", [("kept", 900)]), ("user", 10), ("call", [("kept", 5)])])
+
+        def units(self):
+            return group_units(self.history)
+
+    keeper = ContextKeeper.__new__(ContextKeeper)
+    keeper.ctx, keeper._view = Ctx(), None
+    first = keeper._history_view()
+    keeper.ctx.history = keeper.ctx.history + history_of([("call", [("kept", 700)])])
+    again = keeper._history_view()
+    # The older units are the first view's own objects, not a regrouping of the history.
+    assert again.units[0] is first.units[0] and again.units[1] is first.units[1]
+    assert again.live_rounds == 3 and again.clearable(4) == 1605
