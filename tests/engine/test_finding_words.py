@@ -32,3 +32,21 @@ def rule(low: str) -> bool:
 def test_the_search_says_what_the_rule_says(text):
     low = text.lower()
     assert _has_finding_word(low) == rule(low)
+
+
+def signed_rule(line: str) -> bool:
+    """A sign followed by a digit, with no word character or dot right before the sign."""
+    return any(ch in "+-−" and line[i + 1:i + 2].isdecimal()
+               and not (i and (line[i - 1].isalnum() or line[i - 1] in "_."))
+               for i, ch in enumerate(line))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["+", "-", "−", "1", "a", ".", "_", " ", "é", "٣", "x-2",
+                                 "(+5", "v.-3"]), max_size=12).map("".join)
+       | st.text(max_size=30))
+@example("-6.8% year on year")
+@example("2025-Q4")
+def test_a_signed_figure_is_found_as_the_rule_says(line):
+    from agents.words.conclusions import _SIGNED
+    assert (_SIGNED.search(line) is not None) == signed_rule(line)
