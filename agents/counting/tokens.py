@@ -94,7 +94,9 @@ class TokenCounter:
     def encode_count(self, text: str) -> int:
         """Tokens of `text` by encoding it, no cache."""
         self.encoded += 1
-        return len(self.encoding.encode(text, disallowed_special=()))
+        # encode_ordinary: the same tokens as encode(text, disallowed_special=()) (special
+        # tokens' text is plain text either way), without scanning for special tokens.
+        return len(self.encoding.encode_ordinary(text))
 
     def message(self, message: dict[str, Any]) -> int:
         """Tokens one chat message costs inside a request, framing included."""

@@ -30,6 +30,23 @@ def canonical_keys(message: dict[str, Any]) -> list[str]:
     return known + [key for key in message if key not in MESSAGE_KEY_ORDER]
 
 
+# Whether a key order is canonical, by the order itself: every call asks it of each of its
+# messages (dozens), and a session's messages come in a handful of shapes.
+_CANONICAL_ORDERS: dict[tuple[str, ...], bool] = {}
+CANONICAL_ORDERS_KEPT = 256
+
+
+def noted_key_order(message: dict[str, Any]) -> list[str] | None:
+    """The keys of `message` in their order when that is not canonical_keys(message)."""
+    keys = tuple(message)
+    canonical = _CANONICAL_ORDERS.get(keys)
+    if canonical is None:
+        if len(_CANONICAL_ORDERS) >= CANONICAL_ORDERS_KEPT:
+            _CANONICAL_ORDERS.clear()
+        canonical = _CANONICAL_ORDERS[keys] = list(keys) == canonical_keys(message)
+    return None if canonical else list(keys)
+
+
 @dataclass
 class CallLedger:
     """Counts calls and the engine's own time per turn (model and tools excluded; the
@@ -283,7 +300,8 @@ class CallRunner:
         # order noted, so the body can be rebuilt byte for byte.
         if sent.get("tools"):
             sent["tools"] = self._tools_text(sent["tools"])
-        orders = {str(i): list(m) for i, m in enumerate(messages) if list(m) != canonical_keys(m)}
+        orders = {str(i): order for i, m in enumerate(messages)
+                  if (order := noted_key_order(m)) is not None}
         if orders:
             sent["key_orders"] = orders
         if cache_marks and self.profile.cache_marks:  # as _interruptible sends them

@@ -123,3 +123,15 @@ def test_a_texts_values_are_read_once():
     first = numbers.values_in(text)
     assert numbers.values_in(text) is first  # the second audit of it is a lookup
     assert {"1204", "3400", "12.5", "7", "7000"} <= first
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + ["\n", "<|fim_prefix|>", "<|endofprompt|>"]),
+                max_size=30).map("".join))
+def test_the_counter_counts_special_token_text_as_plain_text(text):
+    """The counter encodes with encode_ordinary: the count of encode(text,
+    disallowed_special=()), a special token's name counted as the plain text it is."""
+    for name in available_encodings():
+        counter = TokenCounter(encoding_name=name)
+        assert counter.text(text) == len(tiktoken.get_encoding(name).encode(
+            text, disallowed_special=()))
