@@ -31,8 +31,10 @@ class Panel(ABC):
     # Types of which the panel shows only the newest event: a live page keeps just that one.
     latest_only: ClassVar[frozenset[EventType]] = frozenset()
     # Types of which the panel shows the newest few ({type: how many}) and, of the older
-    # ones, only those `older_read` names: the rest is not read when it is rendered whole.
+    # ones, only those `older_read` names, only their `older_keys` if it names them: the
+    # rest is not read when it is rendered whole.
     newest_read: ClassVar[dict[EventType, int]] = {}
+    older_keys: ClassVar[dict[EventType, tuple[str, ...]]] = {}
 
     def older_read(self, event_type: str) -> Q | None:
         """The rows of `event_type` (one of `newest_read`) before its newest few that the
@@ -72,17 +74,20 @@ def panel_events(session: Session, panels: tuple[Panel, ...] | list[Panel]) -> l
     """The events `panels` read to be rendered whole, by seq: of a type every panel reading
     it shows the newest of only (`latest_only`, `newest_read`), only those are read. On a
     finished long-1000 page that left out ~1 000 budget events and ~3 900 anchor changes
-    of the ~7 500 it read."""
+    of the ~7 500 it read, and the summaries of the ~390 earlier compactions (4 of their
+    4.5 MB)."""
     types = {t for panel in panels for t in panel.event_types}
     whole, newest = set(), {}
     for kind in types:
         readers = [panel for panel in panels if panel.handles(kind)]
         if all(kind in panel.latest_only for panel in readers):
-            newest[kind] = (1, None)
+            newest[kind] = (1, None, None)
         elif all(kind in panel.newest_read for panel in readers):
             older = [panel.older_read(kind) for panel in readers]
+            keys = [panel.older_keys.get(kind) for panel in readers]
             newest[kind] = (max(panel.newest_read[kind] for panel in readers),
-                            None if None in older else reduce(operator.or_, older))
+                            None if None in older else reduce(operator.or_, older),
+                            None if None in keys else tuple(sorted(set().union(*keys))))
         else:
             whole.add(kind)
     return load_events(session, whole, newest=newest) if types else []

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from django.db.models import Q
 
-from agents import Event, EventType, ModelCall
+from agents import Event, EventType, ModelCall, event_from
 from taskos.runs.models import Session, SessionEvent
 from taskos.store.call_messages import full_payload
 from taskos.store.stored_events import select, stored_event, stored_events
@@ -26,13 +26,15 @@ ROW = ("seq", "type", "turn", "at", "payload")
 
 
 def load_events(session: Session, types: Iterable[str] | None = None,
-                after: int = 0, newest: dict[str, tuple[int, Q | None]] | None = None
+                after: int = 0,
+                newest: dict[str, tuple[int, Q | None, tuple[str, ...] | None]] | None = None
                 ) -> list[Event]:
     """Events of `session` with seq > `after`, optionally only of `types`, by seq. Calls
     come without their CALL_BODY (`messages` empty, `request` empty, `reply` None).
 
-    `newest` reads other types in part, each {type: (n, older)}: its newest n events and,
-    of those before them, the ones whose rows match `older` (a Q; None for none).
+    `newest` reads other types in part, each {type: (n, older, keys)}: its newest n events
+    and, of those before them, the ones whose rows match `older` (a Q; None for none), with
+    only the payload `keys` read (`select`; None for whole rows).
 
     Calls and the other events are two queries; both stop at the seq stored when the read
     began. Without that bound, a call stored between the two was missing while a later
@@ -49,15 +51,17 @@ def load_events(session: Session, types: Iterable[str] | None = None,
     if wanted is None or EventType.MODEL_CALL in wanted:
         events.extend(select(rows, ModelCall, CALL_KEYS))
     events.extend(stored_events(rows.exclude(type=EventType.MODEL_CALL).values_list(*ROW)))
-    for kind, (count, older) in (newest or {}).items():
+    for kind, (count, older, keys) in (newest or {}).items():
         if wanted is not None and kind in wanted:
             continue  # read whole above
         of_kind = SessionEvent.objects.filter(session=session, seq__gt=after, seq__lte=top,
                                               type=kind)
         found = list(of_kind.order_by("-seq").values_list(*ROW)[:count])
-        if older is not None and len(found) == count:
-            found += of_kind.filter(older, seq__lt=found[-1][0]).values_list(*ROW)
         events.extend(stored_events(found))
+        if older is not None and len(found) == count:
+            before = of_kind.filter(older, seq__lt=found[-1][0]) if found else of_kind.filter(older)
+            events.extend(stored_events(before.values_list(*ROW)) if keys is None
+                          else select(before, type(event_from(kind)), keys))  # its class
     events.sort(key=lambda ev: ev.seq)
     return events
 

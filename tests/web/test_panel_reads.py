@@ -1,6 +1,7 @@
 """A panel rendered whole (the session page, a live page's first sync) reads only the
 events it shows: of a type every panel reading it shows the newest of (the budget, the
-recent anchor changes), the older rows are not read, and what is rendered is the same."""
+recent anchor changes), the older rows are not read, nor the summaries of the earlier
+compactions (one line each), and what is rendered is the same."""
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,10 @@ from taskos.drawer.base import panel_events
 from taskos.drawer.events import load_events
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
+from taskos.drawer.panels.compactions import DETAILED
 from taskos.drawer.panels.records import CHANGES_SHOWN
 
-from .factories import add_events, budget, model_call
+from .factories import add_events, budget, compaction, model_call
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +32,11 @@ def long_run(session) -> dict[str, list[int]]:
     """Budgets and calls, an admin edit, then many tool changes: the seqs by kind."""
     rows = add_events(session, *[event for turn in range(1, 6)
                                  for event in (budget(history=100 * turn), model_call(turn, 900))],
-                      change(0, "admin"), *[change(n) for n in range(1, TOOL_CHANGES + 1)])
+                      change(0, "admin"), *[change(n) for n in range(1, TOOL_CHANGES + 1)],
+                      *[compaction(summary_before=f"## Goal\n- step {n}",
+                                   summary_after=f"## Goal\n- step {n + 1}",
+                                   fallback=n == 1, probe={"rate": 0.5, "recovered": 1, "asked": 2})
+                        for n in range(DETAILED + 3)])
     seqs: dict[str, list[int]] = {}
     for row in rows:
         seqs.setdefault(row.type, []).append(row.seq)
@@ -46,6 +52,11 @@ def test_only_the_newest_budget_and_the_recent_and_people_s_anchor_changes_are_r
     # The admin's edit, older than the recent ones, is read: the panel lists it apart.
     assert by_type[EventType.ANCHOR_CHANGED] == [changes[0]] + changes[-CHANGES_SHOWN:]
     assert by_type[EventType.MODEL_CALL] == seqs[EventType.MODEL_CALL]  # every call
+    # Every compaction, the earlier ones without their summaries (shown in full: the newest).
+    compactions = [ev for ev in read if ev.type == EventType.COMPACTION]
+    assert [ev.seq for ev in compactions] == seqs[EventType.COMPACTION]
+    assert [bool(ev.summary_after) for ev in compactions] == [False] * 3 + [True] * DETAILED
+    assert compactions[1].fallback and compactions[0].before["history"] == 5000
 
 
 def test_the_page_and_a_first_sync_render_as_from_every_event(session, monkeypatch):

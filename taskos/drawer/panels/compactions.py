@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
@@ -142,11 +143,22 @@ def detailed_row(number: int, ev: Compaction, checked: Audit | None = None) -> d
     }
 
 
+# What a compaction's one line (`brief_row`) reads of it: an earlier one's summaries, the
+# most of its payload, are read only for the newest, shown in full.
+BRIEF_KEYS = ("trigger", "kind", "tokens_saved", "before", "after", "refresh", "refs",
+              "fallback", "summary_forms", "audit", "noop", "probe")
+
+
 class CompactionsPanel(Panel):
     name = "compactions"
     title = "Compactions"
     template = "drawer/panels/compactions.html"
     event_types = (EventType.COMPACTION_STARTED, EventType.COMPACTION, EventType.AUDIT)
+    newest_read = {EventType.COMPACTION: DETAILED}
+    older_keys = {EventType.COMPACTION: BRIEF_KEYS}
+
+    def older_read(self, event_type: str) -> Q:
+        return Q()  # every earlier one, a line each
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         done = [ev for ev in events if isinstance(ev, Compaction)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from django.db.models import Q
+
 from agents import Compaction, Event, EventType, ModelCall
 from taskos.drawer.base import Panel
 from taskos.drawer.panels.budget import INPUT_ZONES
@@ -58,6 +60,12 @@ class CostPanel(Panel):
     title = "Cost"
     template = "drawer/panels/cost.html"
     event_types = (EventType.MODEL_CALL, EventType.COMPACTION, EventType.TOOL_RESULT)
+    # Of compactions, the history each removed (`compacted_away_share`) only.
+    newest_read = {EventType.COMPACTION: 0}
+    older_keys = {EventType.COMPACTION: ("before", "after")}
+
+    def older_read(self, event_type: str) -> Q:
+        return Q()
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         profile = session.profile
