@@ -414,7 +414,16 @@ class ContextKeeper:
     def fit(self, hint_msgs: list[Msg]) -> None:
         """Make the request fit, in order: compact all, shrink summary, cut the newest turn."""
         ctx = self.ctx
-        limit = ctx.budget().input_limit
+        budget = ctx.budget()
+        limit = budget.input_limit
+        zones = ctx.zones(hint_msgs)
+        total = sum(v for k, v in zones.items() if k != "reserve")  # ctx.input_tokens
+        if total <= limit:
+            # Nearly every turn: none of the steps below would change anything (each acts
+            # only on a request over the limit), so the request is measured once, not at
+            # each of them (a dozen measures of every zone a turn).
+            check_request(total, limit, budget.window, budget.reserve, zones)
+            return
         if ctx.input_tokens(hint_msgs) > limit and (plan := self._clearing_plan(True)):
             self._clear(plan, "budget")  # before any summary, even the emergency one
         if ctx.input_tokens(hint_msgs) > limit:
