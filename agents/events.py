@@ -307,6 +307,10 @@ class Audit(Event):
     tool_text_in_constraints: list[str] = _listed()
     # The person's words check of the same request (agents/compaction/words_check.py)
     words_missing: list[str] = _listed()  # sentences of the person's the request lacked
+    words_missing_count: int = 0  # all of them (the list above stops at MAX_FLAGGED)
+    # Distinct sentences missing from this request or an earlier one: the report's
+    # person_words_kept reads it, since the lists are cut short.
+    words_lost_total: int = 0
     superseded_listed: list[str] = _listed()
     quoted_promoted: list[str] = _listed()
 

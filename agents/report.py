@@ -61,6 +61,9 @@ class ReportSink:
         # the requests that listed superseded, quoted or tool text as their constraints.
         self.person_sentences: set[str] = set()
         self.words_lost: set[str] = set()
+        # The audit's count of distinct sentences lost so far: its events list at most
+        # MAX_FLAGGED of a request's missing sentences, so the listed ones undercount.
+        self.words_lost_total = 0
         self.words_flags = {"superseded_listed": 0, "quoted_promoted": 0,
                             "tool_text_in_constraints": 0}
         self._figures_list: list[str] | None = None
@@ -99,6 +102,7 @@ class ReportSink:
         elif isinstance(event, Audit):
             self.audit_failures += not event.ok
             self.words_lost.update(event.words_missing or ())
+            self.words_lost_total = max(self.words_lost_total, event.words_lost_total or 0)
             for name in self.words_flags:
                 self.words_flags[name] += bool(getattr(event, name))
             self.flagged += [f for f in event.unsupported_figures or []
@@ -190,7 +194,7 @@ class ReportSink:
                 "audit_failures": self.audit_failures,
                 "flagged": self.flagged, "flagged_names": self.flagged_names,
                 "person_words": [sorted(self.person_sentences), sorted(self.words_lost),
-                                 self.words_flags],
+                                 self.words_flags, self.words_lost_total],
                 "summary_figures": self._figures_saved(),
                 "clears": self.clears, "unused_summaries": [self.unused_summaries,
                                                             self.pending_summaries]}
@@ -221,8 +225,9 @@ class ReportSink:
         self.audit_failures = int(state.get("audit_failures", 0))
         self.flagged = list(state.get("flagged", []))
         self.flagged_names = list(state.get("flagged_names", []))
-        said, lost, flags = state.get("person_words") or ([], [], {})
+        said, lost, flags, *total = state.get("person_words") or ([], [], {})
         self.person_sentences, self.words_lost = set(said), set(lost)
+        self.words_lost_total = int(total[0]) if total else 0
         self.words_flags = {name: int(flags.get(name, 0)) for name in self.words_flags}
         self.summary_figures = set(state.get("summary_figures", []))
         self._figures_list = None
@@ -239,7 +244,7 @@ class ReportSink:
         wrote them (None when they wrote nothing)."""
         if not self.person_sentences:
             return None
-        lost = len(self.words_lost & self.person_sentences)
+        lost = max(len(self.words_lost & self.person_sentences), self.words_lost_total)
         return round(1 - lost / len(self.person_sentences), 4)
 
     def anchor_survival(self) -> float | None:

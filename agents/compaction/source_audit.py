@@ -323,6 +323,8 @@ class SourceAudit:
                         statements_checked=len(self.words.sentences),
                         tool_text_in_constraints=words.tool_text[:MAX_FLAGGED],
                         words_missing=words.missing[:MAX_FLAGGED],
+                        words_missing_count=len(words.missing),
+                        words_lost_total=len(self.words.lost),
                         superseded_listed=words.superseded[:MAX_FLAGGED],
                         quoted_promoted=words.quoted[:MAX_FLAGGED], turn=call.turn))
 

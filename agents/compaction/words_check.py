@@ -87,6 +87,9 @@ class WordsCheck:
         self.whole: list[str] = []  # per message: all of it, flat
         self.superseded: list[str] = []  # texts a person's edit replaced or removed, flat
         self.refs: dict[str, list[str]] = {}  # sentence → the refs of the messages saying it
+        # Every sentence some request so far lacked, in order (a sentence is lost once it
+        # missed one request, even if a later one has it again).
+        self.lost: dict[str, None] = {}
         self._parts: tuple[str, ...] = ()
         self._held = ""
         self._snapshot = ""
@@ -117,6 +120,7 @@ class WordsCheck:
         missing = [s for s in self.sentences if s not in held]
         if missing:
             missing = self._not_cited(missing, messages)
+            self.lost.update(dict.fromkeys(missing))
         found = WordsFindings(missing=missing)
         snapshot = "\n".join(str(m.get("content") or "") for m in messages
                              if m.get("zone") in ("snapshot", "since"))
@@ -151,7 +155,7 @@ class WordsCheck:
 
     def to_state(self) -> dict[str, Any]:
         return {"sentences": self.sentences, "own": self.own, "whole": self.whole,
-                "superseded": self.superseded, "refs": self.refs}
+                "superseded": self.superseded, "refs": self.refs, "lost": list(self.lost)}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.sentences = list(state.get("sentences", []))
@@ -159,3 +163,4 @@ class WordsCheck:
         self.whole = list(state.get("whole", []))
         self.superseded = list(state.get("superseded", []))
         self.refs = {k: list(v) for k, v in (state.get("refs") or {}).items()}
+        self.lost = dict.fromkeys(state.get("lost") or ())
