@@ -75,6 +75,10 @@ class WorkingContext:
     correction: float = 1.0  # provider's count / ours, raised after an overflow error
     hard_constraints: list[str] = field(default_factory=list)  # kept when words condense
     words_floor: bool = False  # over the limit: the words block keeps only constraints
+    # ... and what the rest of the request left it then: the block fills this room (the
+    # newest messages whole, the oldest condensed to their constraints and their least
+    # repeated sentences) instead of condensing every message to its constraints.
+    words_room: int = 0
 
     def __post_init__(self) -> None:
         self.count = TextCache(self.counter)
@@ -139,7 +143,7 @@ class WorkingContext:
         again only when one of its inputs changed."""
         # Whole while they fit their share of the input limit (C19); the zone's own
         # budget is only a claim the rolling window plans around, never a cap.
-        budget = 0 if self.words_floor else self.budget().words_share
+        budget = max(0, self.words_room) if self.words_floor else self.budget().words_share
         # Every input, compared by value: the history's messages (a Msg is never changed in
         # place, so tuple equality, identity first, sees any append, cut or replacement),
         # the budget, the constraints, the frozen snapshot and the person's messages.
@@ -152,7 +156,7 @@ class WorkingContext:
         history = {m.ref: m.text for m in self.history
                    if m.ref and m.data.get("role") == "user"}
         text = self.person.render(history, budget, self.hard_constraints, self.count,
-                                  snapshot=self.snapshot_text)
+                                  snapshot=self.snapshot_text, strict=self.words_floor)
         if text != self._words_text:
             self._words_text = text
             self._words_msg = (Msg.build(self.counter, {"role": "system", "content": text})

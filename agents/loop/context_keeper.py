@@ -444,7 +444,10 @@ class ContextKeeper:
                     break
                 # The last resort (C19): the person's words sent whole fit their share, so
                 # this comes only when the fixed parts and the newest turn leave less.
-                ctx.words_floor = True  # the person's words keep only their constraints
+                # What the request leaves the block: its limit less every other zone.
+                ctx.words_room = limit - (ctx.input_tokens(hint_msgs)
+                                          - ctx.zones(hint_msgs)["words"])
+                ctx.words_floor = True  # the person's words keep only what fits that room
             for _ in range(2):  # a person's message cut here joins the words block: re-measure
                 over = ctx.input_tokens(hint_msgs) - limit
                 for i in sorted(range(len(ctx.history)), key=lambda i: -ctx.history[i].tokens):

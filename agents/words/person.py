@@ -10,7 +10,11 @@ history, which restarts the cached prefix anyway (context.py).
 
 Over its budget the block is condensed, oldest message first and visibly: a condensed
 message keeps every sentence that holds a hard constraint (extracted, pinned or set by a
-person) and says how many sentences were left out and under which archive ref they are.
+person), then, in the room the newer messages leave, its other sentences the least
+repeated first (a requirement said once before background said a hundred times; no
+pattern of any language decides it), and says how many sentences were left out and under
+which archive ref they are. At the last resort the budget is what the rest of the request
+leaves, and not even the model's checked condensing passes it.
 """
 from __future__ import annotations
 
@@ -68,15 +72,52 @@ def holds_constraint(sentence: str, hard: tuple[str, ...]) -> bool:
     return any(a.tier == 1 for a in extract_anchors(sentence))
 
 
-def condense(msg: PersonMessage, hard: tuple[str, ...]) -> str:
-    """The message reduced to its sentences that hold hard constraints, with a marker."""
+def condense(msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
+             count: Callable[[str], int] | None = None) -> str:
+    """The message reduced to its sentences that hold hard constraints, with a marker; with
+    `room` (tokens for the body, counted by `count`) also its other own sentences that fit,
+    the least repeated first (see `_distinct_first`), in the message's order."""
     parts = [s.strip() for s in sentences(msg.text) if s.strip()]
     own = own_text(msg.text)  # a pasted e-mail's "you must" is no constraint of theirs
-    kept = [s for s in parts if s in own and holds_constraint(s, hard)]
-    if len(kept) == len(parts):
+    chosen = {i for i, s in enumerate(parts) if s in own and holds_constraint(s, hard)}
+    if len(chosen) == len(parts):
         return msg.text
+    if room > 0 and count is not None:
+        marker = CONDENSED.format(left=len(parts), total=len(parts), ref=msg.ref or "—")
+        left = room - count(marker) - sum(count(parts[i]) + 1 for i in chosen)
+        said = {parts[i] for i in chosen}  # a sentence said again is kept once
+        for i in _distinct_first(parts):
+            if i in chosen or parts[i] in said or parts[i] not in own:
+                continue
+            cost = count(parts[i]) + 1
+            if cost <= left:
+                chosen.add(i)
+                said.add(parts[i])
+                left -= cost
+        if len(chosen) == len(parts):
+            return msg.text
+    kept = [parts[i] for i in sorted(chosen)]
     marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
     return " ".join(kept + [marker])
+
+
+def _distinct_first(parts: list[str]) -> list[int]:
+    """The indexes of `parts`, the sentence whose words the rest of the message repeats
+    least first: by the mean over its content units (figures aside, in any script) of one
+    over the number of the message's sentences holding that unit. A long brief's
+    background said again and again ranks last, a requirement said once first; among
+    equals, the earlier first."""
+    held = [{u for u in condensing.units(p) if not u.isdigit()} for p in parts]
+    spread: dict[str, int] = {}
+    for said in held:
+        for unit in said:
+            spread[unit] = spread.get(unit, 0) + 1
+
+    def rarity(i: int) -> float:
+        said = held[i]
+        return sum(1 / spread[u] for u in said) / len(said) if said else 0.0
+
+    return sorted(range(len(parts)), key=lambda i: -rarity(i))
 
 
 def _flat_text(text: str) -> str:
@@ -142,16 +183,17 @@ class PersonWords:
                 and not (m.text.strip() and m.text.strip() in snapshot and not m.replaces)]
 
     def render(self, history_texts: dict[str, str], budget: int, hard: list[str],
-               count: Callable[[str], int], snapshot: str = "") -> str:
+               count: Callable[[str], int], snapshot: str = "", strict: bool = False) -> str:
         """The block ("" when every message is whole in the history or the snapshot);
         cached, so the same state always gives the same text and costs nothing to ask for
-        again."""
+        again. `strict`: `budget` is all the request has left (the last resort), so the
+        block never passes it, not even with the model's checked answer."""
         shown = self.outside(history_texts, snapshot)
         hard_norm = _normalise(hard)
-        key = (tuple(m.ref for m in shown), budget, hard_norm)
+        key = (tuple(m.ref for m in shown), budget, hard_norm, strict)
         if key == self._key:
             return self._text
-        self._key, self._text = key, self._build(shown, budget, hard_norm, count)
+        self._key, self._text = key, self._build(shown, budget, hard_norm, count, strict)
         return self._text
 
     def minimum_tokens(self, hard: list[str], count: Callable[[str], int],
@@ -171,16 +213,17 @@ class PersonWords:
             self._minimum = count(_block(shown, bodies))
         return self._minimum
 
-    def _condense(self, msg: PersonMessage, hard: tuple[str, ...]) -> str:
-        cache_key = (msg.ref, msg.text, hard)
+    def _condense(self, msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
+                  count: Callable[[str], int] | None = None) -> str:
+        cache_key = (msg.ref, msg.text, hard, max(0, room) if count is not None else 0)
         if cache_key not in self._condensed:
             if len(self._condensed) > 256:
                 self._condensed.clear()
-            self._condensed[cache_key] = condense(msg, hard)
+            self._condensed[cache_key] = condense(msg, hard, room, count)
         return self._condensed[cache_key]
 
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
-               count: Callable[[str], int]) -> str:
+               count: Callable[[str], int], strict: bool = False) -> str:
         self.condensed, self.wanted, self.model_used, self.model_failed = [], None, None, ""
         if not shown:
             return ""
@@ -200,20 +243,25 @@ class PersonWords:
                 older, later = self._entries(shown[:split]), self._entries(shown[split:])
                 result = self.model_results.get(condensing.key_of(older))
                 if result is not None and not result.failed:
-                    self.model_used = result
-                    self.condensed = list(shown[:split])
                     entries = condensing.render(result, older) + [
                         f"{self._numbered_label(m, e.position)} {body}"
                         for m, e, body in zip(shown[split:], later, bodies[split:])]
-                    return "\n".join([OPEN, INTRO, *entries, CLOSE])
-                if result is None:
+                    text = "\n".join([OPEN, INTRO, *entries, CLOSE])
+                    if not strict or count(text) <= budget:
+                        self.model_used = result
+                        self.condensed = list(shown[:split])
+                        return text
+                elif result is None:
                     self.wanted = (older, later)
                 else:
                     self.model_failed = result.failed
         for i, msg in enumerate(shown):  # oldest first, until the block fits
             if fixed + sum(cost) <= budget:
                 break
-            bodies[i] = self._condense(msg, hard)
+            # The room the others leave it, as they stand (the newer ones still whole):
+            # filled with its least repeated sentences after its constraints.
+            room = budget - fixed - (sum(cost) - cost[i]) - count(_label(msg)) - 1
+            bodies[i] = self._condense(msg, hard, room, count)
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
             if bodies[i] != msg.text:
                 self.condensed.append(msg)

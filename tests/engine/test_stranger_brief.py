@@ -1,0 +1,80 @@
+"""A brief written as a stranger writes one (C19): a long Spanish brief of numbered background
+notes with its requirements buried in the middle, then a Spanish correction, a Japanese
+follow-up and an English bullet list, between document fetches, at windows far smaller
+than the brief.
+
+What the person asked for is in every request whatever the window and the summarizer: the
+requirements, said once each, and every later message. The background, said again and
+again, fills what room is left; the report counts every sentence a request lacked, not only
+those its audit events list."""
+import pytest
+
+from agents.compaction.source_audit import MAX_FLAGGED
+from agents.compaction.words_check import WordsCheck, flat, person_sentences
+from agents.config import ContextConfig
+from agents.events import EventType
+
+from .helpers import run_scenario
+
+BACKGROUND = ["La competencia ajustó sus precios en varias ocasiones sin un patrón claro.",
+              "Los equipos de ventas informaron de una demanda estable en el segundo trimestre.",
+              "Los clientes valoran la rapidez de entrega por encima del precio.",
+              "El mercado regional creció de forma sostenida durante la última década.",
+              "El informe anterior dejó abiertas varias preguntas sobre la logística."]
+REQUIREMENTS = ["El informe debe tener como máximo 4 páginas.", "Cita cada fuente con su enlace.",
+                "No borres ningún archivo del espacio de trabajo.",
+                "Usa euros en todas las cifras.", "Incluye una tabla con las cinco regiones.",
+                "Entrega el borrador antes del viernes."]
+LATER = ["En cambio, el informe puede tener 6 páginas.", "報告書の通貨は円にしてください。",
+         "- Keep every table under 10 rows\n- Name the author\n- Add a summary of 3 lines"]
+NOTES = 500
+
+
+def stranger_brief(summarizer: str) -> dict:
+    notes = []
+    for i in range(NOTES):
+        notes.append(BACKGROUND[(i * 7 + i // 5) % len(BACKGROUND)])
+        if NOTES // 2 <= i < NOTES // 2 + 2 * len(REQUIREMENTS) and i % 2 == 0:
+            notes.append(REQUIREMENTS[(i - NOTES // 2) // 2])
+        notes.append(f"(nota {i})")
+    fetches = [{"tool": "fetch_document", "args": {"tokens": 900, "topic": f"t{i}"}}
+               for i in range(8)]
+    steps = [*fetches[:2], {"user": LATER[0]}, *fetches[2:4], {"user": LATER[1]},
+             *fetches[4:5], {"user": LATER[2]}, *fetches[5:], {"final": "listo"}]
+    return {"name": "stranger", "goal": "Prepara un informe de ventas.\n\n" + " ".join(notes),
+            "steps": steps, "summarizer": summarizer}
+
+
+def lost_sentences(out) -> tuple[WordsCheck, set[str]]:
+    """Every sentence of the person's some agent request lacked, by the audit's own check
+    run again over every request, its list uncut."""
+    check, lost = WordsCheck(), set()
+    for event in out.sink.events:
+        if event.type == EventType.USER_MESSAGE:
+            ref = event.payload.get("ref")
+            check.add_message(out.store.read_ref("t1", ref) if ref else event.payload["text"],
+                              ref or "")
+        elif event.type == EventType.MODEL_CALL and event.payload["kind"] == "agent":
+            lost |= set(check.check(event.payload["messages"]).missing)
+    return check, lost
+
+
+@pytest.mark.parametrize("window,summarizer", [(2048, "faithful"), (4096, "hostile"),
+                                               (8000, "lossy"), (8000, "faithful")])
+def test_what_the_person_asked_for_is_in_every_request(window, summarizer):
+    out = run_scenario(stranger_brief(summarizer), window=window,
+                       config=ContextConfig(tools=["fetch_document"]))
+    assert out.run.status == "finished"
+    calls = out.payloads(EventType.MODEL_CALL)
+    assert not any(c["over_window"] for c in calls)
+    assert max(c["input_tokens"] for c in calls) <= window
+    check, lost = lost_sentences(out)
+    asked = [flat(s) for s in ["Prepara un informe de ventas.", *REQUIREMENTS]] + [
+        s for text in LATER for s in person_sentences(text)]
+    held = [s for s in check.sentences if any(a in s for a in asked)]
+    assert len(held) == len(asked) == 1 + len(REQUIREMENTS) + 5
+    assert [s for s in held if s in lost] == []
+    # The background is far larger than these windows: what did not fit is counted whole.
+    assert len(lost) > MAX_FLAGGED
+    kept = round(1 - len(lost) / len(check.sentences), 4)
+    assert out.run.report["person_words_kept"] == kept
