@@ -113,8 +113,9 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "(words_share), so the oldest could not all be sent verbatim.",
         "The newest messages are sent whole and the model condenses the oldest into the "
         "requirements in force, each line checked against the message it cites; a sentence "
-        "no line covers stays verbatim, and where that cannot be done they are condensed to "
-        "their constraint sentences with a marker. The full texts stay in the archive. "
+        "no line covers stays verbatim, and where that cannot be done they are cut to the "
+        "room the request leaves (constraint sentences first, then the least repeated "
+        "ones), what is left out marked. The full texts stay in the archive. "
         "Raise words_share or the window, or put long material in a workspace file."),
     "summary_skipped": ErrorAdvice(
         "No summary was requested: beside the newest rounds it would not fit the next "

@@ -541,7 +541,9 @@ class ContextKeeper:
                             "(nothing is left out: the history has less room)")
             else:
                 failed = ctx.person.model_failed
-                how = ("are condensed to their constraint sentences, marked in the block"
+                how = ("are cut to the room the request leaves (their constraint sentences "
+                       "first, then their least repeated ones), what is left out marked in "
+                       "the block"
                        + (f" ({failed})" if failed else ""))
             self.deps.emit(error_event("words_over_share", (
                 f"The person's messages ({total:,} tokens) exceed their share of the input "

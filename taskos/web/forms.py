@@ -194,8 +194,9 @@ class NewSessionForm(StartFilesForm):  # StartFilesForm: its files and copied wo
                 f"{DEFAULTS.words_share:g} of the input limit); past that the older messages "
                 "are condensed by the model into the requirements in force, each line checked "
                 "against the message it cites (a sentence no line covers stays verbatim; "
-                "where even that does not fit, only its constraint sentences are kept, "
-                "marked), the full text one read_ref away. Use a larger window, put the "
+                "where even that does not fit, it is cut to the room left: its constraint "
+                "sentences first, then its least repeated ones, the rest marked as left out), "
+                "the full text one read_ref away. Use a larger window, put the "
                 "material in a workspace file, or tick \"Start anyway\"."))
 
     def _check_knobs(self, data: dict[str, Any]) -> None:

@@ -275,8 +275,8 @@ def test_a_condensing_request_that_fails_is_said_and_the_rule_condenses(monkeypa
     errors = out.payloads(EventType.ERROR)
     assert any(p["code"] == "server_error" and not p["fatal"] for p in errors)
     told = [p["message"] for p in errors if p.get("code") == "words_over_share"]
-    assert any("condensed to their constraint sentences, marked in the block (the "
-               "condensing request failed: the words model is down)" in t for t in told), told
+    assert any("(their constraint sentences first, then their least repeated ones), what "
+               "is left out marked in the block (the condensing request failed: the words model is down)" in t for t in told), told
 
 
 # A long brief: background the person repeats (a brief pasted from several documents says
