@@ -80,6 +80,7 @@ class Compactor:
         self.fresh = fresh
         self._asked = ""  # the texts of the last summary request
         self._room = 0  # tokens the summary being made may take in the next request
+        self._overview: int | None = None  # the task overview's stated budget, if any
         # The request being asked, message by message: (what it is, its tokens as the
         # engine counts them), summing with the reply priming and the tool schemas to the
         # request's count. Read by the summarize callback for the call's record.
@@ -100,6 +101,7 @@ class Compactor:
         outcome = CompactionOutcome(trigger=trigger, summary_before=ctx.summary_text,
                                     compacted=[m for m in flatten(old) if not is_marker(m)])
         self._room = self.summary_room(flatten(kept))
+        self._overview = self.overview_budget(outcome.compacted, constraints)
         summary = None
         if self._room < MIN_SUMMARY_ROOM:  # a summary nobody would send is not asked for
             outcome.skipped = True
@@ -143,6 +145,20 @@ class Compactor:
             ctx.history = history
         framing = ctx.count("system") + TOKENS_PER_MESSAGE
         return ctx.budget().input_limit - others - framing
+
+    def overview_budget(self, leaving: list[Msg], constraints: list[str]) -> int | None:
+        """The task overview's budget to state in the request: the room the summary will
+        have, when what the person wrote that is folded now (with the constraints and the
+        overview so far) is longer than that room, else None (nothing stated). A model
+        asked for "the user's goal and every constraint" copies a long brief whole, and an
+        overview longer than the zone is never kept (the brief itself stays in the task
+        snapshot and the person's words)."""
+        ctx = self.ctx
+        room = min(ctx.budget().summary_cap, self._room)
+        previous = (ctx.summary or {}).get("task_overview") or []
+        asked = (sum(m.tokens for m in leaving if m.role == "user")
+                 + sum(ctx.count(str(line)) for line in [*constraints, *previous]))
+        return room if asked > room else None
 
     # --- summary requests
     def _summarize_units(self, old: list[Unit], constraints: list[str], instructions: str,
@@ -300,7 +316,7 @@ class Compactor:
         body = SUMMARY_INSTRUCTIONS.replace(_FRESH_FORM, _PREFIX_FORM)
         if not body.startswith(SUMMARY_MARKER):
             body = f"{SUMMARY_MARKER}\n{body}"
-        lines = [body.rstrip(), *budget_lines(ctx.budget().summary_cap),
+        lines = [body.rstrip(), *budget_lines(ctx.budget().summary_cap, self._overview),
                  FOLD_LINE.format(count=len(folded)), LABELS_LINE, *labels]
         if instructions:
             lines.append(f"Focus for this summary (from the person running the task): "
@@ -323,7 +339,7 @@ class Compactor:
         system = SUMMARY_INSTRUCTIONS
         if not system.startswith(SUMMARY_MARKER):
             system = f"{SUMMARY_MARKER}\n{system}"
-        stated = budget_lines(self.ctx.budget().summary_cap)
+        stated = budget_lines(self.ctx.budget().summary_cap, self._overview)
         if stated:
             system = "\n".join([system.rstrip(), *stated])
         if instructions:

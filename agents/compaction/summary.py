@@ -309,9 +309,10 @@ def parse_model_summary(text: str, forms: list[str] | None = None,
 
 
 # Each section's budget as a share of the summary zone; the task overview has none (it is
-# never cut). A section keeps its newest items within its budget, so the summary is as
-# long as what its sections hold and no list grows into the whole zone because the zone
-# has room; the folded messages stay in the archive, cited by turn.
+# never cut) unless the person wrote more than the summary can hold (budget_lines). A
+# section keeps its newest items within its budget, so the summary is as long as what its
+# sections hold and no list grows into the whole zone because the zone has room; the
+# folded messages stay in the archive, cited by turn.
 SECTION_SHARES = {"current_state": 0.05, "important_discoveries": 0.10, "ruled_out": 0.10,
                   "open_questions": 0.05, "next_steps": 0.05, "context_to_preserve": 0.10}
 # A section may always hold this much: the shares bind in large windows, where the zone
@@ -332,13 +333,20 @@ BUDGETS_LINE = ("Each section's budget (the engine keeps no more than this of a 
                 "write no more; fewer when the messages hold less):")
 
 
-def budget_lines(zone_tokens: int) -> list[str]:
+def budget_lines(zone_tokens: int, overview_tokens: int | None = None) -> list[str]:
     """The summary request's statement of each section's budget, so the model writes no
     more than the engine keeps (what it wrote past a budget would be billed and cut). A
     budget the size of the whole zone or more says nothing (small windows, where the zone's
-    cap decides), and none is stated: the request stays as short as it was."""
+    cap decides), and none is stated: the request stays as short as it was.
+
+    `overview_tokens`: the task overview's budget, given only when what the person asked
+    is longer than any summary the next request can carry. The overview is never cut by
+    the engine, so a model that copies a long brief into it writes a summary that cannot
+    be kept: refused, its calls wasted and the history truncated."""
     binding = {name: budget for name, budget in section_budgets(zone_tokens).items()
                if budget < zone_tokens}
+    if overview_tokens is not None:
+        binding = {"task_overview": overview_tokens, **binding}
     if not binding:
         return []
     return [BUDGETS_LINE, *(f"- {name}: at most {budget} tokens (about "

@@ -69,14 +69,18 @@ class SummaryPlayer:
         self.mode = mode
         self.invented: list[str] = []  # figures the hostile mode made up, in order
 
-    def answer(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def answer(self, messages: list[dict[str, Any]],
+               instructions: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`instructions`: the request's opening system message, when the caller reads
+        `messages` without it: its stated budgets bind as well."""
         reading = _Reading()
         body = list(messages)
         if body and _is_closing_instruction(body[-1]):
             body.pop()
         for message in body:
             reading.add(message)
-        summary = _within_budgets(reading.result(), _budgets(messages))
+        stated = [instructions, *messages] if instructions else messages
+        summary = _within_budgets(reading.result(), _budgets(stated))
         if self.mode == "lossy":
             summary = _drop_share(summary)
         elif self.mode == "hostile":

@@ -92,8 +92,9 @@ class SimTransport(httpx2.BaseTransport):
             message, finish = self._limit(words_answer.answer(messages, self.summaries.mode),
                                           max_tokens)
         elif isinstance(first, str) and first.startswith(SUMMARY_MARKER):
-            message, finish = self._limit(json.dumps(self.summaries.answer(messages[1:]),
-                                                     ensure_ascii=False), max_tokens)
+            # The opening message is the instructions: read for the budgets they state.
+            message, finish = self._limit(json.dumps(self.summaries.answer(
+                messages[1:], instructions=messages[0]), ensure_ascii=False), max_tokens)
         elif probe_answers.is_probe_request(messages):
             message, finish = self._limit(probe_answers.answer(messages), max_tokens)
         elif is_tail_request(messages):  # the agent's own prefix, the instruction last
