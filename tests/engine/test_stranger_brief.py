@@ -15,34 +15,14 @@ from agents.config import ContextConfig
 from agents.events import EventType
 
 from .helpers import run_scenario
+from .stranger import LATER, REQUIREMENTS
+from .stranger import stranger_brief as brief
 
-BACKGROUND = ["La competencia ajustó sus precios en varias ocasiones sin un patrón claro.",
-              "Los equipos de ventas informaron de una demanda estable en el segundo trimestre.",
-              "Los clientes valoran la rapidez de entrega por encima del precio.",
-              "El mercado regional creció de forma sostenida durante la última década.",
-              "El informe anterior dejó abiertas varias preguntas sobre la logística."]
-REQUIREMENTS = ["El informe debe tener como máximo 4 páginas.", "Cita cada fuente con su enlace.",
-                "No borres ningún archivo del espacio de trabajo.",
-                "Usa euros en todas las cifras.", "Incluye una tabla con las cinco regiones.",
-                "Entrega el borrador antes del viernes."]
-LATER = ["En cambio, el informe puede tener 6 páginas.", "報告書の通貨は円にしてください。",
-         "- Keep every table under 10 rows\n- Name the author\n- Add a summary of 3 lines"]
 NOTES = 500
 
 
 def stranger_brief(summarizer: str) -> dict:
-    notes = []
-    for i in range(NOTES):
-        notes.append(BACKGROUND[(i * 7 + i // 5) % len(BACKGROUND)])
-        if NOTES // 2 <= i < NOTES // 2 + 2 * len(REQUIREMENTS) and i % 2 == 0:
-            notes.append(REQUIREMENTS[(i - NOTES // 2) // 2])
-        notes.append(f"(nota {i})")
-    fetches = [{"tool": "fetch_document", "args": {"tokens": 900, "topic": f"t{i}"}}
-               for i in range(8)]
-    steps = [*fetches[:2], {"user": LATER[0]}, *fetches[2:4], {"user": LATER[1]},
-             *fetches[4:5], {"user": LATER[2]}, *fetches[5:], {"final": "listo"}]
-    return {"name": "stranger", "goal": "Prepara un informe de ventas.\n\n" + " ".join(notes),
-            "steps": steps, "summarizer": summarizer}
+    return brief(summarizer, notes=NOTES, fetches=8, name="stranger", requirement_first=False)
 
 
 def lost_sentences(out) -> tuple[WordsCheck, set[str]]:
