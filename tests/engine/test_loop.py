@@ -134,7 +134,7 @@ def test_hints_are_injected_last_never_into_the_system_prompt():
 
 def test_summary_failure_falls_back_to_truncation_and_keeps_constraints(monkeypatch):
     import agents.sim.transport as sim
-    monkeypatch.setattr(sim.SummaryPlayer, "answer", lambda self, messages: "not json at all")
+    monkeypatch.setattr(sim.SummaryPlayer, "answer", lambda self, messages, **_: "not json at all")
     scenario = docs(8)
     scenario["steps"].insert(0, {"user": "The report must include a table."})
     out = run_scenario(scenario, window=5000)
@@ -149,7 +149,7 @@ def test_summary_failure_falls_back_to_truncation_and_keeps_constraints(monkeypa
 
 def test_summary_failure_without_fallback_fails_clearly(monkeypatch):
     import agents.sim.transport as sim
-    monkeypatch.setattr(sim.SummaryPlayer, "answer", lambda self, messages: "not json at all")
+    monkeypatch.setattr(sim.SummaryPlayer, "answer", lambda self, messages, **_: "not json at all")
     out = run_scenario(docs(8), window=5000,
                        config=ContextConfig(compression_fallback_to_truncation=False))
     assert out.run.status == "failed"
