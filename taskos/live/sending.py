@@ -97,7 +97,11 @@ class GroupSender:
         self._warned = False
         self._lock = threading.Lock()  # the engine's thread and the send loop's share these
         self._waiting: dict | None = None  # the newest message not sent yet
-        self._scheduled: concurrent.futures.Future | None = None  # the send that carries it
+        self._scheduled: concurrent.futures.Future | None = None  # the newest send scheduled
+        # True from scheduling a send until it takes the waiting message. A send that has
+        # taken its message may still be on the wire: a newer message then needs its own
+        # send, or it would wait until the session's next announcement.
+        self._send_will_take = False
         self._last_sent = float("-inf")
 
     def announce(self, event: Event, wait: bool) -> None:
@@ -110,9 +114,10 @@ class GroupSender:
             return
         with self._lock:
             self._waiting = messages[-1]  # the newest covers every one before it
-            if not wait and self._scheduled is not None and not self._scheduled.done():
+            if not wait and self._send_will_take:
                 return  # the send already scheduled will carry it
             delay = 0.0 if wait else self._last_sent + ANNOUNCE_INTERVAL_S - time.monotonic()
+            self._send_will_take = True
             future = self._scheduled = _SendLoop.submit(self._send_waiting(max(0.0, delay)))
         future.add_done_callback(self._done)
         if wait:
@@ -129,6 +134,7 @@ class GroupSender:
             await asyncio.sleep(delay)
         with self._lock:
             message, self._waiting = self._waiting, None
+            self._send_will_take = False
             if message is not None:
                 self._last_sent = time.monotonic()
         if message is not None:  # None: a send that did not wait carried it already
@@ -144,6 +150,9 @@ class GroupSender:
                 self._send_failed(TimeoutError("the channel layer did not answer"))
 
     def _done(self, future: concurrent.futures.Future) -> None:
+        with self._lock:
+            if future is self._scheduled:  # a send cancelled before it took its message
+                self._send_will_take = False
         if future.cancelled():
             return
         exc = future.exception()

@@ -5,6 +5,7 @@ sender hands to group_send and when, not the transport.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -68,3 +69,29 @@ def test_a_waited_send_goes_out_at_once_and_carries_what_was_waiting(sender, mon
     group_sender.send(announce(3), wait=True)  # the session's last events
     assert time.monotonic() - started < 5
     assert [seq for _, _, seq in layer.sent] == [1, 3]  # 2 is covered by 3, never sent alone
+
+
+def test_a_message_arriving_while_the_previous_is_on_the_wire_is_sent_too(sender, monkeypatch):
+    """The previous send took its message and is still in group_send: the newer one must not
+    count on it (it waited, unsent, for the session's next announcement)."""
+    monkeypatch.setattr(sending, "ANNOUNCE_INTERVAL_S", 0.02)
+    group_sender, layer = sender
+    on_the_wire, release = threading.Event(), threading.Event()
+    recorded = layer.group_send
+
+    async def slow_group_send(group: str, message: dict) -> None:
+        on_the_wire.set()
+        while not release.is_set():
+            await asyncio.sleep(0.005)
+        await recorded(group, message)
+
+    layer.group_send = slow_group_send
+    group_sender.send(announce(1), wait=False)
+    assert on_the_wire.wait(5)
+    group_sender.send(announce(2), wait=False)  # 1 is taken and still sending
+    release.set()
+    group_sender.drain()
+    deadline = time.monotonic() + 5
+    while len(layer.sent) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [seq for _, _, seq in layer.sent] == [1, 2]
