@@ -83,8 +83,12 @@ class ReportSink:
             self.clears["cleared_tokens"] += event.tokens_saved
         elif isinstance(event, Compaction) and not event.noop:
             self.compactions += 1
-            # Visible in runtask's report: how many model summaries were usable, and how.
-            self.summaries["fallback" if event.fallback else "model"] += 1
+            # Visible in runtask's report: how many model summaries were usable, and how. A
+            # compaction that kept the summary it had (nothing new to fold, or an anchor's
+            # snapshot rebuild) asked the model nothing.
+            kind = ("fallback" if event.fallback else "model" if event.summary_calls
+                    else "without_model_call")
+            self.summaries[kind] = self.summaries.get(kind, 0) + 1
             if event.fallback:  # truncated instead: none of its calls' text is used
                 self.unused_summaries += event.summary_calls
             else:

@@ -169,3 +169,23 @@ def test_each_tools_retention_policy_decides_what_may_be_cleared():
     again = plan_clearing(group_units(plan.history), keep_from=7, retention=lambda n:
                           policies.get(n, ToolBoundary()), counter=COUNTER)
     assert again is None  # a cleared result is not cleared twice
+
+
+@pytest.mark.parametrize("scenario,window", [("sales-report", 16000), ("sales-report", 4000)])
+def test_a_compaction_counts_as_a_model_summary_only_when_it_asked_the_model(scenario, window):
+    # Read from the calls: a compaction whose summary was kept (an anchor's snapshot
+    # rebuild) made no summary call and was reported as a model summary all the same.
+    out = run_scenario(scenario, window=window)
+    asked = 0
+    kinds = {"model": 0, "fallback": 0, "without_model_call": 0}
+    for event in out.sink.events:
+        p = event.payload
+        if event.type == EventType.MODEL_CALL and p["kind"] == "summary":
+            asked += 1
+        elif event.type == EventType.COMPACTION and p["kind"] == "summary" and not p["noop"]:
+            kinds["fallback" if p["fallback"] else "model" if asked else
+                  "without_model_call"] += 1
+            asked = 0
+    summaries = out.run.report["summaries"]
+    assert {k: summaries.get(k, 0) for k in kinds} == kinds
+    assert kinds["without_model_call"] >= 1  # the case this is about happens here
