@@ -55,6 +55,17 @@ def _labels(said: Said, hard: list[str], view: PersonView) -> list[str]:
 
 
 _last_lines: list = [None, None, []]  # the view, the other inputs, and the lines they gave
+_last_plain: list = [None, {}]  # the view, and its plain items' lines
+
+
+def plain_item(view: PersonView, line: str) -> Said | None:
+    """The sentence `line` lists when the in-force list shows it with nothing said about it
+    (no kind, no label): a sentence of a message the person sent in the conversation, which
+    the request may already carry verbatim in its history. None for any other line."""
+    if _last_plain[0] is not view:
+        _last_plain[:] = [view, {_item(said, []): said for said in view.in_force
+                                 if said.source not in KINDS}]
+    return _last_plain[1].get(line)
 
 
 def person_lines(view: PersonView, *, goal_whole: bool, hard: list[str],

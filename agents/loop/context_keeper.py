@@ -12,7 +12,6 @@ every tier-1 anchor is back in view); the spec's own hooks run inside them.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable
 
 from agents.compaction.clearing import Clearing, HistoryView, is_cleared, plan_clearing
@@ -26,7 +25,7 @@ from agents.compaction.units import split_for_compaction
 from agents.context.hints import Hint, HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
-from agents.context.snapshot import render_snapshot, render_snapshot_parts
+from agents.context.snapshot import plain_item, render_snapshot, render_snapshot_parts
 from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
 from agents.errors import error_event
@@ -43,10 +42,6 @@ from agents.words.book import AnchorBook
 from agents.words.in_force import HEADING, Message, PersonView, plain_sentence, read_view
 from agents.words.person import without_superseded
 
-# An item of the snapshot's in-force list (agents.context.snapshot): "- [turn 8] text",
-# "- [turn 2 · hard constraint] text".
-_LIST_ITEM = re.compile(r"- \[turn (?P<turn>\d+)(?P<labels>(?: · [^\]]*)?)\] (?P<sentence>.*)",
-                        re.S)
 ROUNDS_PER_MAX_ROUNDS = 4  # rounds kept before even small ones roll over, per max_rounds
 DEFAULT_RETENTION = ToolBoundary()  # a tool the registry does not know (any more)
 CLEAR_LINE = 0.5  # of the history zone: over it, old results are cleared (C3 a, C20)
@@ -176,14 +171,12 @@ class ContextKeeper:
             return True
         if line == HEADING:
             return True  # the list's heading names nothing of the person's
-        item = _LIST_ITEM.fullmatch(line)
-        if item is None or item["labels"]:
+        said = plain_item(self.person_view(), line)
+        if said is None:
             return False
-        turn, sentence = int(item["turn"]), item["sentence"]
-        said = {m.ref: m.text for m in self.ctx.person.messages
-                if m.turn == turn and m.source in ("user", "scenario") and sentence in m.text}
+        message = self.ctx.person.messages[said.index]
         # Whole: a message over the history's cap is cut there, its sentence not verbatim.
-        if not said or not any(said.get(m.ref) == m.text for m in self.ctx.history):
+        if not any(m.ref == message.ref and m.text == message.text for m in self.ctx.history):
             return False
         self._riding.add(line)  # only a compaction removes it, and that refreezes
         return True
