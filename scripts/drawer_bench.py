@@ -145,6 +145,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=None)
     parser.add_argument("--save-html", type=Path, default=None,
                         help="write the finished session page here")
+    parser.add_argument("--save-frames", type=Path, default=None,
+                        help="write the websocket's messages here (a JSON list, in order)")
     parser.add_argument("--trace", type=Path, default=None,
                         help="record a Chromium trace of the run here and print which work "
                              "filled the long tasks (scripts/trace_summary.py)")
@@ -174,7 +176,8 @@ def main() -> None:
                 browser.stop_tracing()
 
             print(run(page, stack, relay, options.scenario, options.window, options.save_html,
-                      stop_trace=stop_trace if options.trace else None))
+                      stop_trace=stop_trace if options.trace else None,
+                      save_frames=options.save_frames))
             if options.trace:
                 print(summarize(json.loads(options.trace.read_text())))
                 print(summarize_profile(profile))
@@ -185,7 +188,7 @@ def main() -> None:
 
 
 def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | None, save_html: Path | None,
-        stop_trace=None) -> str:
+        stop_trace=None, save_frames: Path | None = None) -> str:
     stack.pause("worker")  # the page is watching before the first event
     # Every frame the session page's websocket brings, its first sync included.
     frames: list[str] = []
@@ -260,6 +263,8 @@ def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | N
                                                                     : 'uncompressed'}; }"""))
         cold.close()
     sent = colds[0]
+    if save_frames is not None:
+        save_frames.write_text(json.dumps(frames, ensure_ascii=False))
     blocked = sum(max(0.0, task - 50) for task in longtasks) / 1000
     toggles.sort()
     by_target: dict[str, int] = {}

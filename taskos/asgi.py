@@ -14,10 +14,14 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from taskos.live.routing import websocket_urlpatterns  # noqa: E402
+from taskos.ops.static_files import InMemoryStaticFiles  # noqa: E402
 
 # daphne does not serve files; for the one-command setup Django serves /static/ from the
-# app and project folders. Behind a proxy, set TASKOS_SERVE_STATIC=0 and run collectstatic.
-http_app = ASGIStaticFilesHandler(django_http) if settings.TASKOS_SERVE_STATIC else django_http
+# app and project folders, held in memory and gzip-compressed (taskos/ops/static_files.py;
+# what it does not find, Django's handler answers). Behind a proxy, set
+# TASKOS_SERVE_STATIC=0 and run collectstatic.
+http_app = (InMemoryStaticFiles(ASGIStaticFilesHandler(django_http)) if settings.TASKOS_SERVE_STATIC
+            else django_http)
 
 application = ProtocolTypeRouter({
     "http": http_app,

@@ -21,6 +21,12 @@
     return Array.prototype.filter.call(document.querySelectorAll("#drawer details.panel"),
       function (d) { return d.open; }).map(function (d) { return d.id.replace(/^panel-/, ""); });
   }
+  // The folded lists inside panels (retired anchors, the anchor change log) that are
+  // open: the server sends the others no rows until they are opened.
+  function openParts() {
+    return Array.prototype.filter.call(document.querySelectorAll("#drawer details[data-part]"),
+      function (d) { return d.open; }).map(function (d) { return d.dataset.part; });
+  }
 
   // On every (re)connect tell the consumer which events this page already has: it
   // answers with everything stored after them, so a dropped socket never leaves the
@@ -28,7 +34,7 @@
   // re-rendered while the task runs, and are brought up to date when unfolded.
   document.addEventListener("htmx:wsOpen", function (event) {
     socket = event.detail.socketWrapper;
-    socket.send(JSON.stringify({ after: lastSeq(), open: openPanels() }));
+    socket.send(JSON.stringify({ after: lastSeq(), open: openPanels(), parts: openParts() }));
     setConnection("live", "open");
   });
   document.addEventListener("htmx:wsClose", function () {
@@ -37,7 +43,16 @@
   });
   document.addEventListener("toggle", function (event) {  // "toggle" does not bubble
     var panel = event.target;
-    if (!socket || !panel.matches || !panel.matches("#drawer details.panel")) { return; }
+    if (!socket || !panel.matches) { return; }
+    if (panel.matches("#drawer details[data-part]")) {
+      // A list inside a panel: opened, it was left as it was when folded, and its panel
+      // comes whole (merged in place: what is open stays open); folded, it gets no rows.
+      var holder = panel.closest("#drawer details.panel");
+      socket.send(JSON.stringify({ open: openPanels(), parts: openParts(), stale: panel.open,
+        refresh: panel.open && holder ? [holder.id.replace(/^panel-/, "")] : [] }));
+      return;
+    }
+    if (!panel.matches("#drawer details.panel")) { return; }
     var name = panel.id.replace(/^panel-/, "");
     // Unfolded: only what changed while it was folded comes (the page applied every
     // fragment the server sent before it stopped).
@@ -67,6 +82,40 @@
   document.addEventListener("toggle", function (event) {
     var list = event.target.id === "compactions-older" && earlierUnloaded();
     if (list) { loadEarlier(list); }
+  }, true);
+
+  // The inspector's rows come without their message's text: opened, a row fetches it
+  // (a long run's live page was sent every message's text, most of it never opened). A
+  // row the live inspector merged with a new call's whose text differs (its data-text,
+  // the text's digest, changed, and data-loaded went with the merge) is fetched again
+  // if it is open (loadOpenMessages after each frame), when opened otherwise.
+  function loadMessage(row) {
+    var inspector = row.closest(".inspector[data-call]");
+    if (!inspector || !inspector.dataset.messageUrl) { return; }
+    row.setAttribute("data-loaded", "");
+    // Only the newest request's answer is shown: one asked for before a merge answers
+    // with the text of the call the row showed then.
+    var asked = row.textRequest = (row.textRequest || 0) + 1;
+    fetch(inspector.dataset.messageUrl + "?call=" + inspector.dataset.call + "&index="
+          + row.dataset.message, { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : ""; })
+      .then(function (html) {
+        if (row.textRequest !== asked) { return; }
+        while (row.lastElementChild && row.lastElementChild.tagName !== "SUMMARY") {
+          row.lastElementChild.remove();  // the text of the call it showed before
+        }
+        row.insertAdjacentHTML("beforeend", html);
+      });
+  }
+  function loadOpenMessages() {
+    document.querySelectorAll("#panel-inspector details[data-message][open]:not([data-loaded])")
+      .forEach(loadMessage);
+  }
+  document.addEventListener("toggle", function (event) {
+    var row = event.target;
+    if (row.open && row.matches && row.matches("details[data-message]:not([data-loaded])")) {
+      loadMessage(row);
+    }
   }, true);
 
   // Messages are applied once per animation frame, and no more of them in one frame than
@@ -152,7 +201,7 @@
       });
     }
     if (stale.length && socket) {  // patches that did not fit: those panels whole
-      socket.send(JSON.stringify({ open: openPanels(), stale: true,
+      socket.send(JSON.stringify({ open: openPanels(), parts: openParts(), stale: true,
         refresh: stale.map(function (id) { return id.replace(/^panel-/, ""); }) }));
     }
     if (pending.length) { scheduled = true; window.requestAnimationFrame(flush); }
@@ -163,6 +212,7 @@
     if (following && transcript) { trimTranscript(transcript); }
     var earlier = earlierUnloaded();
     if (earlier) { loadEarlier(earlier); }
+    loadOpenMessages();
     var inbox = document.getElementById("curve-inbox");  // new points for the curve
     if (inbox && inbox.firstElementChild) { window.TaskOSCurve.take(inbox); }
     if (curveBoxCame) { syncCurveScale(); }

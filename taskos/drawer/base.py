@@ -94,16 +94,18 @@ def panel_events(session: Session, panels: tuple[Panel, ...] | list[Panel]) -> l
 
 
 def render_panel(panel: Panel, session: Session, events: list[Event], *, oob: bool = False,
-                 new: list[Event] | None = None) -> str:
+                 new: list[Event] | None = None, open_parts: set[str] | None = None) -> str:
     """The panel's HTML: the whole <details> on the page, its badge and body when `oob`.
 
     Live updates replace only the badge and the body so that a panel a person folded
     stays folded while the task runs. Given `new` (the page holds the body as it was
-    before those events), the body part is the panel's `delta` when it has one.
+    before those events), the body part is the panel's `delta` when it has one;
+    `open_parts` are the folded lists in panels the page has open (None: all of them), of
+    which a delta leaves the others out (taskos/drawer/feed.py `open_parts`).
     """
     context = panel.get_context(session, events)
     if oob and new:
-        delta = panel.delta(session, context, events, new)
+        delta = panel.delta(session, {**context, "open_parts": open_parts}, events, new)
         if delta is not None:
             return render_to_string("drawer/panel.html", {
                 "panel": panel, "oob": True, "badge": panel.badge(context), "delta": delta})

@@ -26,6 +26,8 @@ WHOLE = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"[^>]*hx-swap-oob="true"
 TARGET = re.compile(r'<[a-z]+ [^>]*?(?:hx-swap-oob="[a-z]+:#([^"]+)"|\bid="([^"]+)")')
 SENT_WHOLE = ' hx-swap-oob="true"'
 ELEMENT_ID = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"')
+# A folded list in a panel: <details data-part="ID"> around the element with id ID.
+PART = re.compile(r'<details [^>]*?\bdata-part="([^"]+)"')
 
 
 class EventFeed:
@@ -51,6 +53,12 @@ class EventFeed:
         # next time only what differs is sent (taskos/drawer/patches.py).
         self.sent: dict[str, dict[str, Sent]] = defaultdict(dict)
         self.revision = 0  # of the elements sent whole, so a patch names the one it fits
+        # The folded lists inside panels (a <details data-part="ID"> around the element
+        # ID: retired anchors, the anchor change log) that the page has open; None until
+        # the page said, then every other part is folded on it. A folded part is not sent
+        # what changed in it: its rows are not seen, and were most of a long run's bytes
+        # (long-1000: ~2 MB of the anchors panel's 3 MB). Opened, it is brought up to date.
+        self.open_parts: set[str] | None = None
 
     def load(self, session: Session) -> None:
         """Fill the feed from the database (the first sync, or after a reset)."""
@@ -128,6 +136,15 @@ class EventFeed:
         except NotPatchable:
             sent.clear()  # not one well-formed element: whole, and nothing noted
             return [part]
+        patches = None
+        if old is not None:
+            kept_html, kept = self.folded_kept(old, html, new)
+            try:
+                patches = diff(old, kept_html, kept)
+            except NotPatchable:
+                pass  # sent whole, folded parts and all: the page then shows `html`
+            else:
+                html, new = kept_html, kept
         # Elements it holds change with it on the page (and lose their revision when
         # merged): sent whole again next time. One that holds it now holds it as sent.
         for other, note in list(sent.items()):
@@ -139,19 +156,35 @@ class EventFeed:
                     del sent[other]
                 else:
                     sent[other] = held
-        if old is not None:
-            try:
-                patches = diff(old, html, new)
-            except NotPatchable:
-                pass
-            else:
-                new.rev = old.rev
-                sent[dom_id] = new
-                return patches
+        if patches is not None:
+            new.rev = old.rev
+            sent[dom_id] = new
+            return patches
         self.revision += 1
         new.rev = self.revision
         sent[dom_id] = new
         return [part.replace(SENT_WHOLE, f'{SENT_WHOLE} data-rev="{new.rev}"', 1)]
+
+    def folded_parts(self, html: str) -> set[str]:
+        """The parts `html` holds that are folded on the page."""
+        if self.open_parts is None:
+            return set()
+        return {part for part in PART.findall(html) if part not in self.open_parts}
+
+    def folded_kept(self, old: Sent, html: str, new: Sent) -> tuple[str, Sent]:
+        """`html` with each part folded on the page as the page shows it (as `old` had it),
+        so the patches leave it alone and the note says what the page holds."""
+        for part in self.folded_parts(html) & old.ids & new.ids:
+            was, now = find(old.root, part), find(new.root, part)
+            if was is None or now is None:
+                continue
+            kept = html[:now.start] + old.html[was.start:was.end] + html[now.end:]
+            try:
+                new = parse(kept, new.rev)
+            except NotPatchable:
+                continue
+            html = kept
+        return html, new
 
     def forget(self, panels: set[str]) -> None:
         """The page does not show what it was sent of these panels (a patch did not fit,

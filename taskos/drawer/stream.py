@@ -62,7 +62,8 @@ def render_panels(session: Session, panels: tuple[Panel, ...] | list[Panel], *,
             own_new = None
             if new is not None and panel.name in feed.current:
                 own_new = [ev for ev in new if panel.handles(ev.type) and panel.wants(ev)]
-            html = render_panel(panel, session, feed.events_for(panel), oob=oob, new=own_new)
+            html = render_panel(panel, session, feed.events_for(panel), oob=oob, new=own_new,
+                                open_parts=feed.open_parts)
             parts.extend(feed.not_sent(panel.name, fragments(html), skip=own_new is not None)
                          if oob else [html])
             feed.current.add(panel.name)
@@ -186,6 +187,21 @@ def children_state(session_pk: int) -> tuple:
 def render_children_update(session: Session, feed: EventFeed | None = None) -> str:
     """The Sub-agents panel and the status header (cost with sub-agents), out of band."""
     panels = [panel for panel in PANELS if panel.name == "children"]
+    return "\n".join([render_panels(session, panels, oob=True, feed=feed),
+                      render_status(session, oob=True)])
+
+
+# Panels that show buttons acting on a running session (unpin, approve or deny): what a
+# change of the session's status alone changes in the drawer.
+STATUS_PANELS = ("approvals", "anchors", "children")
+
+
+def render_status_update(session: Session, feed: EventFeed | None = None) -> str:
+    """The status header and the panels that change with the session's status, out of
+    band: for a status written with no event after it (a session's final status). Every
+    panel re-rendered for it took a full sync: at the end of long-1000, while the finished
+    page was being opened in another tab, on the same web server."""
+    panels = [panel for panel in PANELS if panel.name in STATUS_PANELS]
     return "\n".join([render_panels(session, panels, oob=True, feed=feed),
                       render_status(session, oob=True)])
 

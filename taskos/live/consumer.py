@@ -36,7 +36,7 @@ from taskos.drawer.events import latest_seq
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import (Update, children_state, render_children_update,
-                                  render_named_panels, render_update)
+                                  render_named_panels, render_status_update, render_update)
 from taskos.live.sending import group_name
 from taskos.runs.models import Session
 
@@ -89,9 +89,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """{"after": N} from the page: send everything after seq N, all panels fresh.
 
         The page may add "open": [panel names] (then folded panels are not re-rendered
-        while the task runs) and "refresh": [names] for panels it just unfolded, with
-        "stale": true when it does not show what it was sent of them (a patch did not
-        fit): then they come whole.
+        while the task runs), "parts": [ids] of the folded lists inside panels it has
+        open (the others are not sent their rows: taskos/drawer/feed.py `open_parts`)
+        and "refresh": [names] for panels it just unfolded, with "stale": true when it
+        does not show what it was sent of them (a patch did not fit, or a list it opened
+        was left behind while folded): then they come whole.
         """
         if self.group is None:
             return
@@ -99,6 +101,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             data = json.loads(text_data or "")
             after = int(data["after"]) if "after" in data else None
             opened = data.get("open")
+            parts = data.get("parts")
             refresh = {str(name) for name in data.get("refresh") or ()}
             stale = bool(data.get("stale"))
         except (ValueError, TypeError, AttributeError):
@@ -109,6 +112,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         if isinstance(opened, list):
             self.open_panels = {str(name) for name in opened}
+        if isinstance(parts, list):
+            self.feed.open_parts = {str(part) for part in parts}
         if after is not None:
             self.feed.sent.clear()  # where the page stands: it is sent everything whole
             await self.sync(max(0, after), full=True)
@@ -154,7 +159,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 if await self.stored_seq() > self.synced_seq:
                     await self.sync()
                 elif await self.stored_status() != self.status_seen:
-                    await self.sync(self.synced_seq, full=True)  # status header and panels
+                    await self.send_status()
                 elif await self.children_changed():
                     await self.send_children()
                 elif not self.active:
@@ -178,6 +183,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if update.html:
                 await self.send(text_data=update.html)
 
+    async def send_status(self) -> None:
+        """The status header and the panels that change with it (a status written after
+        the last event)."""
+        async with self.lock:
+            html = await self.render_status_change()
+            if html:
+                await self.send(text_data=html)
+
     async def send_children(self) -> None:
         async with self.lock:
             html = await self.render_children()
@@ -187,6 +200,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
     @database_sync_to_async
     def children_changed(self) -> bool:
         return children_state(self.session_pk) != self.children_seen
+
+    @database_sync_to_async
+    def render_status_change(self) -> str:
+        session = Session.objects.select_related("profile").filter(pk=self.session_pk).first()
+        if session is None:
+            return ""
+        self.status_seen, self.active = session.status, session.is_active
+        return render_status_update(session, self.feed if self.feed.loaded else None)
 
     @database_sync_to_async
     def render_children(self) -> str:

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from taskos.drawer.calls import ToolsLost, request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.compactions import CompactionsPanel
-from taskos.drawer.panels.inspector import InspectorPanel
+from taskos.drawer.panels.inspector import InspectorPanel, read_call_detail
 from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn
 from taskos.store.django_store import DjangoStore
@@ -74,6 +74,23 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
     # Only the following body carries the id live updates target, so a pinned call stays.
     dom_id = f"{panel.dom_id}-body" if pinned is None else f"{panel.dom_id}-pinned"
     return HttpResponse(f'<div id="{dom_id}" class="panel-body">{body}</div>')
+
+
+@login_required
+@require_GET
+def inspect_message(request: HttpRequest, pk: int) -> HttpResponse:
+    """The text of message `index` (from 1) of call `call`, as the inspector shows it once
+    its row is opened: rows come without it (drawer/panels/_inspector_message.html)."""
+    session = owned_session(request, pk)
+    try:
+        number, index = int_param(request, "call"), int_param(request, "index")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    detail = read_call_detail(session, number) if number is not None else None
+    if detail is None or index is None or not 1 <= index <= len(detail["messages"]):
+        raise Http404(f"Session {session.pk} has no message {index} in call {number}.")
+    return HttpResponse(render_to_string("drawer/panels/_inspector_message_text.html",
+                                         {"m": detail["messages"][index - 1]}))
 
 
 @login_required

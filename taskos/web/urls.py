@@ -20,6 +20,7 @@ urlpatterns = [
     path("sessions/<int:pk>/events", exports.events_after, name="events"),
     path("sessions/<int:pk>/transcript", exports.transcript_before, name="transcript"),
     path("sessions/<int:pk>/inspect", exports.inspect, name="inspect"),
+    path("sessions/<int:pk>/inspect/message", exports.inspect_message, name="inspect_message"),
     path("sessions/<int:pk>/compactions/older", exports.compactions_older,
          name="compactions_older"),
     path("sessions/<int:pk>/calls/<int:number>/", exports.call_page, name="call_page"),

@@ -3,8 +3,9 @@
 In Chromium against a real worker, all panels open while long-1000 runs at a small window
 (compactions, anchors, hints): after the first sync, no frame carries a panel body whole,
 the frames average a bounded size per turn, and after those hundreds of patches every
-panel on the page is what a fresh load of the page renders. The session is held at known
-points by pausing the worker; nothing waits a fixed time.
+panel on the page is what a fresh load of the page renders. The lists folded inside a
+panel (retired anchors, the anchor change log) get no rows until opened, then catch up.
+The session is held at known points by pausing the worker; nothing waits a fixed time.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from .test_drawer_live import cancel, count_events, last_seq, start_session
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 expect.set_options(timeout=120_000)
 
+# A retired anchor's row inserted into a list by a patch.
+RETIRED_ROW_INSERTED = re.compile(r'<li hx-swap-oob="insert:[^"]*" id="anchor-\d+" class="anchor tier-\d inactive"')
 WHOLE_BODY = re.compile(r'id="panel-([a-z]+)-body" class="panel-body" hx-swap-oob="true"')
 # Each panel's body as the page shows it, in a form two renders can be compared in: the
 # revisions live patches need and the person's open/closed <details> left out.
@@ -80,11 +83,24 @@ def test_frames_after_the_first_sync_are_deltas_and_the_panels_never_drift(
         patches = sum(frame.count('hx-swap-oob="path:') + frame.count('hx-swap-oob="insert:')
                       + frame.count('hx-swap-oob="text:') for frame in live)
         assert patches > 0
+        # The lists folded inside the anchors panel (retired anchors, the change log) were
+        # sent none of their rows: a person sees them only once opened (below).
+        change_rows = sum(frame.count('hx-swap-oob="afterbegin:#anchor-changes') for frame in live)
+        retired_rows = sum(len(RETIRED_ROW_INSERTED.findall(frame)) for frame in live)
+        assert (change_rows, retired_rows) == (0, 0), (change_rows, retired_rows)
         per_turn = sum(len(frame.encode()) for frame in live) / turns
         # At 8 000 nearly every turn compacts: each brings a detailed compaction, the
         # inspector's messages anew and the anchors it retired (~16 KB a turn measured);
         # a panel re-sent whole on each update would be far past this.
         assert per_turn < 20_000, f"{per_turn:.0f} bytes a turn over {turns} turns"
+
+        # Opened, those lists catch up: the anchors panel comes whole, merged in place.
+        newest_change = stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE "
+                                     "session_id = ? AND type = 'ANCHOR_CHANGED'", pk)
+        page.evaluate("() => document.querySelectorAll('#drawer details[data-part]')"
+                      ".forEach((d) => { d.open = true; })")
+        expect(page.locator(f"#anchor-changes li.change[data-seq='{newest_change}']")).to_have_count(1)
+        expect(page.locator("#drawer details[data-part]:not([open])")).to_have_count(0)
 
         # After all those patches, every panel is what the server renders afresh.
         shown = page.evaluate(BODIES)

@@ -71,6 +71,10 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
         older.locator("summary").click()
         expect(changes_box).to_have_attribute("open", "")
         expect(older).to_have_attribute("open", "")
+        # Folded, the change log got no rows; opened, it catches up (the panel comes whole).
+        held_change = int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE "
+                                       "session_id = ? AND type = 'ANCHOR_CHANGED'", pk))
+        expect(changes_box.locator(f"li.change[data-seq='{held_change}']")).to_have_count(1)
         page.click("#panel-curve > summary")  # fold the curve
         expect(page.locator("#panel-curve")).not_to_have_attribute("open", "")
         page.evaluate(REMEMBER, ROWS)

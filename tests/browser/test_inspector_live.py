@@ -59,6 +59,12 @@ def test_the_live_inspector_equals_a_fresh_render_through_growth_and_compaction(
         shown, fresh = shown_and_fresh(page, stack, pk)
         assert int(shown["call"]) > calls
         assert shown == fresh
+
+        # A row's text is not sent with it: opened, the row fetches it.
+        row = page.locator("#inspector-messages > li.role-tool details[data-message]").last
+        assert row.locator("pre").count() == 0
+        row.locator("summary").click()
+        expect(row.locator("pre").first).to_contain_text("energy source")
     finally:
         stack.resume("worker")
         cancel(page)

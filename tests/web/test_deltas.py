@@ -13,6 +13,7 @@ from taskos.drawer.events import load_events
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
 from taskos.drawer.stream import render_named_panels, render_update
+from taskos.runs.models import Anchor
 
 from .factories import add_events, compaction, model_call
 
@@ -182,3 +183,41 @@ def test_a_pinned_inspector_carries_no_ids_that_live_updates_target(session):
     context = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
     html = render_to_string(panel.template, {**context, "session": session})
     assert 'data-call="1"' in html and 'id="inspector-' not in html
+
+
+def test_folded_lists_in_the_anchors_panel_get_no_rows_until_opened(session):
+    """The retired anchors and the change log are folded lists (data-part): while the
+    page has them folded, their rows are not sent, only what shows outside them (the
+    counts in their summaries, the active anchors); opened, the panel comes whole."""
+    Anchor.objects.create(session=session, tier=2, text="gone first", active=False)
+    feed, after = synced(session, change("first", 1))
+    add_events(session, change("second", 1))
+    after = render_update(session, after, feed=feed).last_seq  # anchors-state sent whole
+    feed.open_parts = set()  # the page said: no list open
+    Anchor.objects.create(session=session, tier=2, text="retired since", active=False)
+    Anchor.objects.create(session=session, tier=2, text="active since")
+    add_events(session, change("third", 1), change("fourth", 2))
+    update = render_update(session, after, feed=feed)
+    html = plain(update.html)
+    assert "third" not in html and "fourth" not in html  # no change rows
+    assert "retired since" not in html  # no retired anchor rows
+    assert "active since" in html and "2 retired anchors" in html
+    assert 'id="anchor-changes-count" hx-swap-oob="true">4 recent changes' in html
+    assert 'id="panel-anchors-body"' not in html
+
+    # The page opens the change log: it asks for the panel whole (stale) and gets both
+    # lists as they are now, the one still folded included.
+    feed.open_parts = {"anchor-changes"}
+    feed.forget({"anchors"})
+    whole = plain(render_named_panels(session, {"anchors"}, feed=feed))
+    assert 'id="panel-anchors-body" class="panel-body" hx-swap-oob="true"' in whole
+    assert "third" in whole and "fourth" in whole and "retired since" in whole
+    # From then on the open list gets its rows; the folded one none (once its part of the
+    # panel, sent whole with the body, was sent whole again to be patched after).
+    add_events(session, change("fifth", 2))
+    after = render_update(session, update.last_seq, feed=feed).last_seq
+    Anchor.objects.create(session=session, tier=2, text="retired later", active=False)
+    add_events(session, change("sixth", 2))
+    later = plain(render_update(session, after, feed=feed).html)
+    assert "sixth" in later and 'afterbegin:#anchor-changes-turn-2' in later
+    assert "retired later" not in later and "3 retired anchors" in later

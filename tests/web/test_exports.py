@@ -133,3 +133,25 @@ def test_resync_renders_a_compaction_row_and_its_transcript_marker(ann_client, s
     add_events(session, compaction("anchor"))
     html = ann_client.get(f"/sessions/{session.pk}/events?after=0").content.decode()
     assert 'data-trigger="anchor"' in html and "compaction · anchor" in html
+
+
+def test_a_message_of_the_inspector_comes_when_its_row_is_opened(ann_client, bob, session):
+    """Rows carry no text (a long run's live page was sent all of it): opened, a row asks
+    for its message's text, cut as the inspector cuts it."""
+    add_events(session, model_call(1, 500, messages=[
+        {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."},
+        {"role": "tool", "zone": "history", "tokens": 150, "content": "x" * 7000,
+         "tool_call_id": "c1"}]))
+    url = f"/sessions/{session.pk}/inspect/message"
+    page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'data-message-url="{url}"' in page and "x" * 200 not in page
+    first = ann_client.get(url, {"call": 1, "index": 1}).content.decode()
+    assert first == "<pre>You are TaskOS.</pre>\n"
+    cut = ann_client.get(url, {"call": 1, "index": 2}).content.decode()
+    assert "x" * 1500 in cut and "x" * 1501 not in cut and "5500 more characters" in cut
+    for bad in ({"call": 1, "index": 3}, {"call": 1, "index": 0}, {"call": 2, "index": 1},
+                {"call": 1}):
+        assert ann_client.get(url, bad).status_code == 404, bad
+    assert ann_client.get(url, {"call": "x", "index": 1}).status_code == 400
+    ann_client.force_login(bob)
+    assert ann_client.get(url, {"call": 1, "index": 1}).status_code == 404

@@ -70,3 +70,27 @@ def test_the_page_and_a_first_sync_render_as_from_every_event(session, monkeypat
     assert "Edits by people" in page and f"value {TOOL_CHANGES}" in page
     monkeypatch.setattr(feed_module, "panel_events", every)
     assert synced == stream.render_update(session, 0, full=True, feed=EventFeed(PANELS)).html
+
+
+def tool_result(n: int, **extra) -> tuple[str, dict, int]:
+    return ("TOOL_RESULT", {"call_id": f"c{n}", "name": "fetch_document" if n % 2 else "read_ref",
+                            "kept_tokens": 100 + n, "original_tokens": 200 + n,
+                            "preview": f"document {n} " * 40, **extra}, n)
+
+
+def test_tool_results_are_read_without_their_previews_and_render_the_same(session, monkeypatch):
+    """The cost panel sums tool results and the sub-agents panel lists answers: of ~1 000
+    results on a finished long-1000 page neither reads the preview (or any other key)."""
+    add_events(session, model_call(1, 900), *[tool_result(n) for n in range(1, 8)],
+               tool_result(8, error="no such file"),
+               tool_result(9, child=41, child_status="finished", child_input_tokens=5000,
+                           reused=True))
+    results = [ev for ev in panel_events(session, PANELS) if ev.type == EventType.TOOL_RESULT]
+    assert len(results) == 9 and not any(ev.preview for ev in results)
+    assert results[-1].child == 41 and results[-2].error == "no such file"
+    page = stream.render_drawer(session)
+    every = lambda session, panels: load_events(  # noqa: E731
+        session, {t for panel in panels for t in panel.event_types})
+    monkeypatch.setattr(stream, "panel_events", every)
+    assert page == stream.render_drawer(session)
+    assert "fetch_document" in page and "#41" in page

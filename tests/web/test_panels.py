@@ -297,7 +297,7 @@ def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
     assert pinned["detail"]["call"] == 1
 
 
-def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(session):
+def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(session, ann_client):
     add_events(session, model_call(1, 500, messages=[
         {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."},
         {"role": "assistant", "zone": "history", "tokens": 40, "content": None,
@@ -306,8 +306,11 @@ def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(sessio
     context, html = panel_view(InspectorPanel(), session)
     assistant = context["detail"]["messages"][1]
     assert assistant["content"] == "" and assistant["preview"] == "csv_describe(…)"
-    assert '<pre class="tool-call">csv_describe({' in html
-    assert "null" not in html
+    # The row's text comes when the row is opened (static/js/taskos.js loadMessage).
+    assert 'data-message="2"' in html and "<pre" not in html
+    text = ann_client.get(f"/sessions/{session.pk}/inspect/message?call=1&index=2").content.decode()
+    assert '<pre class="tool-call">csv_describe({' in text
+    assert "null" not in html and "null" not in text
     # 300 + 40 + 3 priming + the provider's extra 157: the column adds up to the header.
     assert context["detail"]["parts_total"] == 500
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
+
 from agents import Event, EventType, ToolResult
 from taskos.drawer.base import Panel
 
@@ -13,6 +15,14 @@ class ChildrenPanel(Panel):
     template = "drawer/panels/children.html"
     # A delegate call starting a child, the wait, and each answer arriving.
     event_types = (EventType.SESSION_WAITING, EventType.TOOL_RESULT, EventType.SESSION_FINISHED)
+
+    # Of tool results, the answers of sub-agents only, and only what the panel shows.
+    newest_read = {EventType.TOOL_RESULT: 0}
+    older_keys = {EventType.TOOL_RESULT: ("child", "child_status", "child_input_tokens",
+                                          "kept_tokens", "reused")}
+
+    def older_read(self, event_type: str) -> Q:
+        return Q(payload__child__isnull=False)
 
     def wants(self, ev: Event) -> bool:
         return not isinstance(ev, ToolResult) or bool(ev.child)

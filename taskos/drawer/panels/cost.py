@@ -60,12 +60,16 @@ class CostPanel(Panel):
     title = "Cost"
     template = "drawer/panels/cost.html"
     event_types = (EventType.MODEL_CALL, EventType.COMPACTION, EventType.TOOL_RESULT)
-    # Of compactions, the history each removed (`compacted_away_share`) only.
-    newest_read = {EventType.COMPACTION: 0}
-    older_keys = {EventType.COMPACTION: ("before", "after")}
+    # Of compactions, the history each removed (`compacted_away_share`) only; of tool
+    # results, what `tool_costs` sums (not their previews: ~1 000 payloads decoded whole
+    # on a finished long-1000 page).
+    newest_read = {EventType.COMPACTION: 0, EventType.TOOL_RESULT: 0}
+    older_keys = {EventType.COMPACTION: ("before", "after"),
+                  EventType.TOOL_RESULT: ("name", "error", "kept_tokens", "original_tokens")}
 
     def older_read(self, event_type: str) -> Q:
-        return Q()
+        # Every row. Not Q(): an empty Q or-ed with another panel's reads as that one alone.
+        return Q(pk__isnull=False)
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         profile = session.profile

@@ -1,11 +1,13 @@
 """Inspector: exactly what the model received at one call: parameters, tools, messages."""
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict, defaultdict
 from typing import Any, Collection
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
@@ -49,6 +51,11 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int],
             "preview": content or "; ".join(t.split("(", 1)[0] + "(…)" for t in tool_calls),
             "name": message.get("name") or message.get("tool_call_id") or "",
             "cache_mark": index - 1 in marked,
+            # The row carries its text's digest, not the text (fetched when opened): a
+            # row whose text changed past its preview at the same tokens ("50k" edited to
+            # "65k") is then another row, and the page fetches it again.
+            "digest": hashlib.sha1(json.dumps([content[:SHOWN_CHARS], tool_calls],
+                                              ensure_ascii=False).encode()).hexdigest()[:12],
         })
     return rows
 
@@ -171,8 +178,9 @@ class InspectorPanel(Panel):
         oob = {**context, "session": session, "oob": True}
         parts = [render_to_string("drawer/panels/_inspector_bar.html", oob),
                  render_to_string("drawer/panels/_inspector_head.html", oob),
-                 attributes("div", "inspector-detail", {"class": "inspector",
-                                                         "data-call": detail["call"]}),
+                 attributes("div", "inspector-detail", {
+                     "class": "inspector", "data-call": detail["call"],
+                     "data-message-url": reverse("web:inspect_message", args=[session.pk])}),
                  attributes("ol", "inspector-messages", {"class": "messages",
                                                          "data-parts-total": detail["parts_total"]})]
         tools = (detail["tools_part"], detail["tools"])

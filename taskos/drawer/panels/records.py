@@ -16,6 +16,8 @@ CHANGES_SHOWN = 30
 PERSON_SOURCES = ("admin", "pin")
 PERSON_CHANGES_SHOWN = 10
 INACTIVE_SHOWN = 20
+# The change log's id: the folded list (drawer/panels/anchors.html data-part) it fills.
+CHANGES_PART = "anchor-changes"
 TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
 
 
@@ -61,9 +63,13 @@ class AnchorsPanel(Panel):
     def delta(self, session, context: dict[str, Any], events: list[Event],
               new: list[Event]) -> str | None:
         """The anchor rows (merged on the page row by row), the count, and the new changes
-        on top of their turn's group; whole when the page has no change list yet."""
+        on top of their turn's group; whole when the page has no change list yet. Not the
+        changes while the page has their list folded: it asks for the panel whole when it
+        opens it (static/js/taskos.js)."""
         held = [ev for ev in events if ev.seq < new[0].seq]
-        if not held or len(new) > CHANGES_SHOWN:
+        shown = context.get("open_parts")
+        folded = shown is not None and CHANGES_PART not in shown
+        if not held or (len(new) > CHANGES_SHOWN and not folded):
             return None
         page_turn = held[-1].turn  # the page's newest group
         fresh = [c for c in context["changes"] if c["seq"] >= new[0].seq]
@@ -72,6 +78,8 @@ class AnchorsPanel(Panel):
         oob = {**context, "session": session, "oob": True}
         parts = [render_to_string("drawer/panels/_anchors_state.html", oob),
                  render_to_string("drawer/panels/_anchor_changes_count.html", oob)]
+        if folded:
+            return mark_safe("\n".join(parts))
         if same:
             rows = render_to_string("drawer/panels/_anchor_change_rows.html", {"changes": same})
             parts.append(f'<div hx-swap-oob="afterbegin:#anchor-changes-turn-{page_turn}">'
