@@ -111,7 +111,9 @@ REFERENCE: dict[str, ErrorAdvice] = {
     "words_over_share": ErrorAdvice(
         "The person's own messages alone are larger than their share of the input limit "
         "(words_share), so the oldest could not all be sent verbatim.",
-        "The newest messages are sent whole and the model condenses the oldest into the "
+        "First, losing nothing, a sentence said again is given once and sentences that "
+        "differ only in a figure are given once with their figures listed. If that is still "
+        "too long, the newest messages are sent whole and the model condenses the oldest into the "
         "requirements in force, each line checked against the message it cites; a sentence "
         "no line covers stays verbatim, and where that cannot be done they are cut to the "
         "room the request leaves (constraint sentences first, then the least repeated "

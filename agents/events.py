@@ -200,6 +200,9 @@ class ModelCall(Event):
     refused: bool | None = optional()  # the provider refused it as too long
     error: str | None = optional()
     overflow: str | None = optional()  # "output": the model's own answer filled the window
+    # An agent request's: the calls that condensed the person's words its block carries
+    # (agents.words.condensing), so a condensing answer no request used is counted.
+    words_calls: list[int] | None = optional()
     estimated_tokens: int | None = optional()  # the engine's figure before the call
     count_source: str | None = optional()
     count_kind: str | None = optional()

@@ -13,10 +13,16 @@ from agents.compaction.words_check import person_sentences
 from agents.config import ModelProfile
 from agents.counting.pricing import CostMeter
 from agents.events import Audit, Compaction, Event, EventSink, ModelCall, ToolResult, UserMessage
+from agents.protocol import WORDS_MARKER
 
 ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
              "cached_input_tokens": 0, "output_tokens": 0, "summary_calls": 0,
              "over_window_requests": 0, "summary_section_tokens": 0, "summary_output_tokens": 0}
+
+
+def is_words_request(messages: list[dict[str, Any]]) -> bool:
+    """A request that condenses the person's words (its marker opens the instructions)."""
+    return any(WORDS_MARKER in str(m.get("content") or "")[:200] for m in messages[:2])
 
 
 class ReportSink:
@@ -42,6 +48,10 @@ class ReportSink:
         # agent call (it carries a summary section or not), or at the end of the run.
         self.unused_summaries = 0
         self.pending_summaries = 0
+        # The calls that condensed the person's words, and those whose answer some agent
+        # request's words block carried: the rest cost and were never used.
+        self.condensing_calls: set[int] = set()
+        self.condensing_used: set[int] = set()
         self.probes: list[dict[str, Any]] = []  # one small dict per probed compaction
         self.stated_turn: dict[str, int] = {}
         # per expected anchor: [calls that should show it, calls that did]
@@ -134,7 +144,10 @@ class ReportSink:
             call["summary_tokens"] = event.zones["summary"]  # the summary this call carried
         self.model_calls.append(call)
         self._add(call)
+        if event.kind == "summary" and is_words_request(event.messages):
+            self.condensing_calls.add(event.call)
         if event.kind == "agent" and not event.refused:
+            self.condensing_used.update(event.words_calls or ())
             self.agent_inputs.append(event.input_tokens)
             if not (event.zones or {}).get("summary"):
                 self.unused_summaries += self.pending_summaries
@@ -201,7 +214,8 @@ class ReportSink:
                                  self.words_flags, self.words_lost_total],
                 "summary_figures": self._figures_saved(),
                 "clears": self.clears, "unused_summaries": [self.unused_summaries,
-                                                            self.pending_summaries]}
+                                                            self.pending_summaries],
+                "condensing": [sorted(self.condensing_calls), sorted(self.condensing_used)]}
 
     def _figures_saved(self) -> list[str]:
         # Saved every turn, changed per compaction: the same sorted list until it grows.
@@ -223,6 +237,8 @@ class ReportSink:
         self.probes = list(state.get("probes") or [])
         self.clears = {"clears": 0, "cleared_tokens": 0, **(state.get("clears") or {})}
         self.unused_summaries, self.pending_summaries = state.get("unused_summaries") or (0, 0)
+        made, used = state.get("condensing") or ([], [])
+        self.condensing_calls, self.condensing_used = set(made), set(used)
         self.delegated = list(state.get("delegated", []))
         self.agent_inputs = [int(n) for n in state.get("agent_inputs", [])]
         self.stated_turn = dict(state.get("stated_turn", {}))
@@ -270,6 +286,9 @@ class ReportSink:
                 "summaries": dict(self.summaries), **self.clears,
                 # A run that ends right after a compaction never sent that summary either.
                 "unused_summaries": self.unused_summaries + self.pending_summaries,
+                # Condensing calls whose answer no agent request's words block carried.
+                "condensing_calls": len(self.condensing_calls),
+                "unused_condensing": len(self.condensing_calls - self.condensing_used),
                 "probe_recovery": list(self.probes),
                 "anchor_survival": self.anchor_survival(), "cost": self.meter.rounded(),
                 "audit_failures": self.audit_failures, "unsupported_figures": len(self.flagged),

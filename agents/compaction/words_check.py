@@ -25,6 +25,7 @@ from typing import Any
 
 from agents.words.anchors import sentences
 from agents.words.condensing import block_lines, covers, legend_refs
+from agents.words.figure_groups import GROUPED_NOTE, expanded_in
 from agents.words.in_force import HEADING, POINTER
 from agents.words.quoted import own_text
 
@@ -78,6 +79,9 @@ class WordsFindings:
         return not (self.missing or self.superseded or self.quoted or self.tool_text)
 
 
+GROUPED = flat(GROUPED_NOTE)
+
+
 class WordsCheck:
     """What the person wrote (from the archive) and the check of one request against it."""
 
@@ -118,6 +122,8 @@ class WordsCheck:
             self._parts, self._held = parts, flat("\n".join(parts))
         held = self._held
         missing = [s for s in self.sentences if s not in held]
+        if missing and GROUPED in held:  # given once with others, its figure in braces
+            missing = [s for s in missing if not expanded_in(held, s)]
         if missing:
             missing = self._not_cited(missing, messages)
             self.lost.update(dict.fromkeys(missing))

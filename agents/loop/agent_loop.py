@@ -314,10 +314,12 @@ class AgentLoop:
         while True:
             budget = self.ctx.budget()
             self.state.last_request = request
+            used = self.ctx.person.model_used if request.zones.get("words") else None
             try:
                 reply = self.calls.agent_call(request, limit=limit, max_tokens=budget.reserve,
                                               turn=self.state.turn,
-                                              cache_marks=self.keeper.cache_marks(request))
+                                              cache_marks=self.keeper.cache_marks(request),
+                                              words_calls=used.calls if used else None)
             except ContextOverflow as exc:
                 self.deps.emit(error_event(exc.code, str(exc), fatal=False))
                 overflows += 1

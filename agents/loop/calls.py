@@ -136,9 +136,11 @@ class CallRunner:
         self.counter = None
 
     def agent_call(self, request: Request, *, limit: int, max_tokens: int, turn: int,
-                   cache_marks: tuple[int, ...] = ()) -> ModelReply:
+                   cache_marks: tuple[int, ...] = (),
+                   words_calls: list[int] | None = None) -> ModelReply:
         """`cache_marks`: the messages whose prefix a later request will repeat
-        (agents.loop.cache_marks), marked on the wire where the profile takes marks."""
+        (agents.loop.cache_marks), marked on the wire where the profile takes marks.
+        `words_calls`: the condensing calls whose answer the request's words block uses."""
         sent = self._sent(request.messages, request.tools, max_tokens, None, None, cache_marks)
         count_kind = request_kind(request.tools, "auto", request.messages)
         figures = self._exact(request.messages, request.tools, "auto")
@@ -157,7 +159,8 @@ class CallRunner:
                           request.described(), turn, sent, count_kind, figures)
             raise exc
         reply = self._record("agent", reply, request.total, limit, request.zones, request.described(),
-                     turn, sent=sent, count_kind=count_kind, figures=figures)
+                     turn, sent=sent, count_kind=count_kind, figures=figures,
+                     words_calls=words_calls)
         return reply
 
     def summary_call(self, messages: list[dict[str, Any]], *, tokens: int, limit: int,
@@ -401,11 +404,14 @@ class CallRunner:
     def _record(self, kind: str, reply: ModelReply, engine_tokens: int, limit: int,
                 zones: dict[str, int], messages: list[dict[str, Any]], turn: int,
                 sent: dict[str, Any], refused: bool = False, error: str = "",
-                count_kind: str = "", figures=None, output_overflow: bool = False) -> ModelReply:
+                count_kind: str = "", figures=None, output_overflow: bool = False,
+                words_calls: list[int] | None = None) -> ModelReply:
         """Emit the call's MODEL_CALL; return the reply as the engine reads it."""
         self.ledger.calls += 1
         input_tokens = reply.input_tokens or engine_tokens
-        extra = {"refused": True, "error": error} if refused else {}
+        extra: dict[str, Any] = {"refused": True, "error": error} if refused else {}
+        if words_calls:
+            extra["words_calls"] = list(words_calls)
         if output_overflow:
             extra["overflow"] = "output"
         calibration = self.calibration

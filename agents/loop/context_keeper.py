@@ -509,8 +509,23 @@ class ContextKeeper:
         """The person's words alone past their share (C19): said once in the drawer, with
         how much is sent verbatim and what was condensed; again if it happens anew."""
         ctx = self.ctx
-        condensed = ctx.person.condensed if ctx.words_msg() is not None else []
-        if condensed and not self._said_over_share:
+        block = ctx.words_msg()
+        condensed = ctx.person.condensed if block is not None else []
+        grouped = ctx.person.grouped if block is not None else []
+        if grouped and not condensed and not self._said_over_share:
+            budget, messages = ctx.budget(), ctx.person.messages
+            total = sum(ctx.count(m.text) for m in messages)
+            self.deps.emit(error_event("words_over_share", (
+                f"The person's messages ({total:,} tokens) exceed their share of the input "
+                f"limit ({budget.words_share:,} tokens, words_share "
+                f"{ctx.config.words_share:g}) as written: {len(grouped)} of {len(messages)} ("
+                + ", ".join(f"turn {m.turn}" for m in grouped[:5])
+                + (" …" if len(grouped) > 5 else "")
+                + ") are sent with a sentence said again given once and sentences that "
+                f"differ only in a figure given once with their figures listed "
+                f"({block.tokens:,} tokens in all), nothing left out, their full text one "
+                "read_ref away"), fatal=False))
+        elif condensed and not self._said_over_share:
             budget, messages = ctx.budget(), ctx.person.messages
             total = sum(ctx.count(m.text) for m in messages)
             kept = len(messages) - len(condensed)
@@ -546,7 +561,7 @@ class ContextKeeper:
                 + ", ".join(f"turn {m.turn}" for m in condensed[:5])
                 + (" …" if len(condensed) > 5 else "")
                 + f") {how}, their full text one read_ref away"), fatal=False))
-        self._said_over_share = bool(condensed)
+        self._said_over_share = bool(condensed or grouped)
 
     def condense_words(self) -> None:
         """The person's words past their share (C19): the older messages go through a

@@ -38,6 +38,7 @@ from typing import Any
 from agents.protocol import (LATER_LINE, OLDER_LINE, SUMMARY_MARKER, SUPERSEDED_BY,
                              WORDS_MARKER, words_label)
 from agents.words.anchors import sentences
+from agents.words.figure_groups import GROUPED_NOTE, grouped, has_groups
 from agents.words.quoted import own_text
 
 COVER = 0.6  # of a sentence's units a line citing its message must hold
@@ -128,6 +129,13 @@ class Entry:
     turn: int
     ref: str
     text: str
+    # What the request shows of it when that is shorter and loses nothing: a sentence said
+    # again once, sentences that differ in one figure once (figure_groups). The check
+    # always reads `text`.
+    shown: str = ""
+
+    def as_shown(self) -> "Entry":
+        return Entry(self.position, self.turn, self.ref, self.shown) if self.shown else self
 
 
 @dataclass
@@ -191,8 +199,10 @@ def key_of(older: list[Entry]) -> tuple:
 
 
 def request(older: list[Entry], later: list[Entry]) -> list[dict[str, str]]:
-    """The condensing request: the instructions, then the messages under their labels."""
-    parts = [OLDER_LINE, *(f"[{words_label(e.position)}] {e.text}" for e in older)]
+    """The condensing request: the instructions, then the messages under their labels (how
+    to read a brace list of figures first, when a message is shown with one)."""
+    note = [GROUPED_NOTE, ""] if any(has_groups(e.text) for e in older) else []
+    parts = [*note, OLDER_LINE, *(f"[{words_label(e.position)}] {e.text}" for e in older)]
     if later:
         parts += ["", LATER_LINE, *(f"[{words_label(e.position)}] {e.text}" for e in later)]
     return [{"role": "system", "content": WORDS_INSTRUCTIONS},
@@ -318,7 +328,7 @@ def render(result: Condensed, older: list[Entry]) -> list[str]:
     for entry in older:
         if left := result.uncovered.get(entry.position):
             out.append(f"[{words_label(entry.position)} · turn {entry.turn} · no line above "
-                       f"covers these, verbatim] " + " ".join(left))
+                       f"covers these, verbatim] " + (grouped(left) or " ".join(left)))
     return out
 
 

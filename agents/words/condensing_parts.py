@@ -164,10 +164,13 @@ def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
     """The older messages condensed in one request when it fits with its answer's reserve,
     else in several (see the module's docstring), checked; `cache` holds each part's
     checked answer by its contents and is filled here. `constraints`: the person's hard
-    constraints, given to each part (the single request holds every message)."""
-    whole = request(older, later)
+    constraints, given to each part (the single request holds every message). The
+    requests show each message as its `shown` text where it has one; the check reads the
+    messages as written."""
+    asked_older = [e.as_shown() for e in older]
+    whole = request(asked_older, later)
     tokens = count_request(whole)
-    asked = answer_room(older, count)
+    asked = answer_room(asked_older, count)
     if tokens <= limit and tokens + asked + MARGIN <= window:
         return _single(older, later, whole, tokens, asked, ask)
     constraints = list(constraints)
@@ -181,7 +184,7 @@ def condense(older: list[Entry], later: list[Entry], *, window: int, limit: int,
         return Condensed(key=key_of(older), failed=(
             f"the older messages ({tokens:,} tokens with the instructions) leave no room for "
             f"an answer in the {window:,}-token window, even in parts"))
-    parts = plan(older, most, count)
+    parts = plan(asked_older, most, count)
     sources = {e.position: e.text for e in older}
     known = set(sources) | {e.position for e in later}
     answers: list[PartAnswer | None] = [None] * len(parts)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from agents.words import condensing, condensing_parts
+from agents.words import condensing, condensing_parts, figure_groups
 from agents.words.anchors import extract_anchors, sentences
 from agents.words.quoted import marked, own_text
 
@@ -76,29 +76,68 @@ def condense(msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
              count: Callable[[str], int] | None = None) -> str:
     """The message reduced to its sentences that hold hard constraints, with a marker; with
     `room` (tokens for the body, counted by `count`) also its other own sentences that fit,
-    the least repeated first (see `_distinct_first`), in the message's order."""
+    the least repeated first (see `_distinct_first`), in the message's order. Sentences
+    that differ in one figure are given once with their figures in braces (figure_groups),
+    as many of the figures as fit."""
     parts = [s.strip() for s in sentences(msg.text) if s.strip()]
     own = own_text(msg.text)  # a pasted e-mail's "you must" is no constraint of theirs
     chosen = {i for i, s in enumerate(parts) if s in own and holds_constraint(s, hard)}
     if len(chosen) == len(parts):
         return msg.text
+    items = figure_groups.group(parts)
     if room > 0 and count is not None:
         marker = CONDENSED.format(left=len(parts), total=len(parts), ref=msg.ref or "—")
         left = room - count(marker) - sum(count(parts[i]) + 1 for i in chosen)
         said = {parts[i] for i in chosen}  # a sentence said again is kept once
+        home = {j: item for item in items for j in item.members}
+        added: list[int] = []  # in the order taken, so the last can be given back
         for i in _distinct_first(parts):
-            if i in chosen or parts[i] in said or parts[i] not in own:
-                continue
-            cost = count(parts[i]) + 1
-            if cost <= left:
-                chosen.add(i)
-                said.add(parts[i])
+            if i in chosen or parts[i] in said or parts[i] not in own or i not in home:
+                continue  # (not in home: said again, tried at its first saying)
+            item = home[i]
+            # A group is taken whole when it fits, else as many of its figures as fit,
+            # in the message's order (the first the sentence, each next a figure more).
+            members = [j for j in item.members
+                       if j not in chosen and parts[j] not in said and parts[j] in own] \
+                if len(item.figures) > 1 else [i]
+            shown = sum(j in chosen for j in item.members) if len(item.figures) > 1 else 0
+            for j in members:
+                # A figure more in the list, and its braces when it becomes one.
+                cost = (count("," + parts[j][len(item.prefix):len(parts[j]) - len(item.suffix)])
+                        + (2 if shown == 1 else 0)) if shown else count(parts[j]) + 1
+                if cost > left:
+                    break
+                chosen.add(j)
+                said.add(parts[j])
+                added.append(j)
                 left -= cost
-        if len(chosen) == len(parts):
-            return msg.text
-    kept = [parts[i] for i in sorted(chosen)]
-    marker = CONDENSED.format(left=len(parts) - len(kept), total=len(parts), ref=msg.ref or "—")
-    return " ".join(kept + [marker])
+                shown += 1
+        body = _render(parts, items, chosen, msg.ref)
+        while added and count(body) > room:  # sums of counts are not the count of the sum
+            chosen.discard(added.pop())
+            body = _render(parts, items, chosen, msg.ref)
+        # Every sentence fits: the message whole, a sentence said again once.
+        return (grouped_body(msg.text) or msg.text) if body is None else body
+    return _render(parts, items, chosen, msg.ref) or msg.text
+
+
+def _render(parts: list[str], items: list[figure_groups.Item], chosen: set[int],
+            ref: str) -> str | None:
+    """The `chosen` sentences of `parts` in the message's order, a group with its chosen
+    figures, and the marker saying how many were left out (None: nothing was)."""
+    if len(chosen) == len(parts):
+        return None
+    out = []
+    for item in items:
+        if len(item.figures) > 1:
+            figures = [f for j, f in zip(item.members, item.figures) if j in chosen]
+            if figures:
+                out.append(item.render(figures))
+        elif any(j in chosen for j in item.members):
+            out.append(item.prefix)
+    # A sentence said again counts as left out each time it is not repeated.
+    marker = CONDENSED.format(left=len(parts) - len(chosen), total=len(parts), ref=ref or "—")
+    return " ".join(out + [marker])
 
 
 def _distinct_first(parts: list[str]) -> list[int]:
@@ -131,6 +170,16 @@ def without_superseded(items: list[str], superseded: list[str]) -> list[str]:
     return [item for item in items if not any(g in _flat_text(item) for g in gone)]
 
 
+@lru_cache(maxsize=64)
+def grouped_body(text: str) -> str | None:
+    """The message with a sentence said again once and sentences that differ in one figure
+    once, with their figures (figure_groups); None when that saves nothing or the message
+    holds pasted material (kept verbatim and marked, never regrouped)."""
+    if own_text(text) != text:
+        return None
+    return figure_groups.grouped([s.strip() for s in sentences(text) if s.strip()])
+
+
 def _normalise(hard: list[str]) -> tuple[str, ...]:
     return _normalised(tuple(hard))
 
@@ -143,7 +192,14 @@ def _normalised(hard: tuple[str, ...]) -> tuple[str, ...]:
 
 def _block(messages: list[PersonMessage], bodies: list[str]) -> str:
     entries = [f"{_label(m)} {body}" for m, body in zip(messages, bodies)]
-    return "\n".join([OPEN, INTRO, *entries, CLOSE])
+    return "\n".join([OPEN, _intro(entries), *entries, CLOSE])
+
+
+def _intro(entries: list[str]) -> str:
+    """INTRO, and how to read a brace list of figures when an entry has one."""
+    if any(figure_groups.has_groups(entry) for entry in entries):
+        return f"{INTRO}\n{figure_groups.GROUPED_NOTE}"
+    return INTRO
 
 
 class PersonWords:
@@ -157,6 +213,8 @@ class PersonWords:
         self._minimum_key: tuple | None = None
         self._minimum = 0
         self.condensed: list[PersonMessage] = []  # those the last block condensed
+        # Those the last block gave with repeated sentences once, nothing left out.
+        self.grouped: list[PersonMessage] = []
         # Past the share the older messages are condensed by the model (condensing.py):
         # its checked results by the older messages they were made from, the set the last
         # block wanted one for (the loop asks), and the result the last block used.
@@ -225,12 +283,25 @@ class PersonWords:
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
                count: Callable[[str], int], strict: bool = False) -> str:
         self.condensed, self.wanted, self.model_used, self.model_failed = [], None, None, ""
+        self.grouped = []
         if not shown:
             return ""
         bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
         cost = [count(f"{_label(m)} {b}") for m, b in zip(shown, bodies)]
         fixed = count("\n".join([OPEN, INTRO, CLOSE])) + len(shown)
+        note = count(figure_groups.GROUPED_NOTE) + 1
         if budget > 0 and fixed + sum(cost) > budget:
+            # Nothing lost first: a sentence said again given once, sentences that differ
+            # in one figure given once with their figures (figure_groups), before any
+            # condensing that leaves words out.
+            regrouped = [grouped_body(m.text) for m in shown]
+            if any(regrouped):
+                whole = [g or b for g, b in zip(regrouped, bodies)]
+                noted = note if any(figure_groups.has_groups(b) for b in whole) else 0
+                if fixed + noted + sum(count(f"{_label(m)} {b}")
+                                       for m, b in zip(shown, whole)) <= budget:
+                    self.grouped = [m for m, g in zip(shown, regrouped) if g]
+                    return _block(shown, whole)
             # Past the share: the newest stay verbatim within half of it, the older go to
             # the model. With its checked answer the block may pass the share by what failed
             # the check (verbatim beats condensing); only the request's limit (the floor,
@@ -246,7 +317,7 @@ class PersonWords:
                     entries = condensing.render(result, older) + [
                         f"{self._numbered_label(m, e.position)} {body}"
                         for m, e, body in zip(shown[split:], later, bodies[split:])]
-                    text = "\n".join([OPEN, INTRO, *entries, CLOSE])
+                    text = "\n".join([OPEN, _intro(entries), *entries, CLOSE])
                     if not strict or count(text) <= budget:
                         self.model_used = result
                         self.condensed = list(shown[:split])
@@ -261,6 +332,9 @@ class PersonWords:
             # The room the others leave it, as they stand (the newer ones still whole):
             # filled with its least repeated sentences after its constraints.
             room = budget - fixed - (sum(cost) - cost[i]) - count(_label(msg)) - 1
+            if not any(figure_groups.has_groups(b) for b in bodies) \
+                    and figure_groups.has_groups(grouped_body(msg.text) or ""):
+                room -= note  # the block will say how to read a brace list of figures
             bodies[i] = self._condense(msg, hard, room, count)
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
             if bodies[i] != msg.text:
@@ -269,7 +343,8 @@ class PersonWords:
 
     def _entries(self, shown: list[PersonMessage]) -> list[condensing.Entry]:
         positions = {id(m): i + 1 for i, m in enumerate(self.messages)}
-        return [condensing.Entry(positions[id(m)], m.turn, m.ref, m.text) for m in shown]
+        return [condensing.Entry(positions[id(m)], m.turn, m.ref, m.text,
+                                 grouped_body(m.text) or "") for m in shown]
 
     @staticmethod
     def _numbered_label(msg: PersonMessage, position: int) -> str:

@@ -15,11 +15,17 @@ LATER = ["En cambio, el informe puede tener 6 páginas.", "報告書の通貨は
          "- Keep every table under 10 rows\n- Name the author\n- Add a summary of 3 lines"]
 
 
+def letters(i: int) -> str:
+    return "".join(chr(97 + i // 26 ** k % 26) for k in range(3))
+
+
 def stranger_brief(summarizer: str, *, notes: int, fetches: int, name: str,
-                   requirement_first: bool) -> dict:
+                   requirement_first: bool, lettered: bool = False) -> dict:
     """The scenario: `notes` background notes, a requirement beside every other note from
     the middle on (before its note when `requirement_first`, else after it), the later
-    messages between `fetches` document fetches."""
+    messages between `fetches` document fetches. The notes are numbered "(nota 17)", or
+    (`lettered`) named "(nota rab)": numbered, the sentences differ only in a figure and
+    are given once with their figures listed; lettered, each is a sentence of its own."""
     said = []
     for i in range(notes):
         requirement = (notes // 2 <= i < notes // 2 + 2 * len(REQUIREMENTS)
@@ -29,7 +35,7 @@ def stranger_brief(summarizer: str, *, notes: int, fetches: int, name: str,
         said.append(BACKGROUND[(i * 7 + i // 5) % len(BACKGROUND)])
         if requirement and not requirement_first:
             said.append(REQUIREMENTS[(i - notes // 2) // 2])
-        said.append(f"(nota {i})")
+        said.append(f"(nota {letters(i) if lettered else i})")
     fetch = [{"tool": "fetch_document", "args": {"tokens": 900, "topic": f"t{i}"}}
              for i in range(fetches)]
     steps = [*fetch[:2], {"user": LATER[0]}, *fetch[2:4], {"user": LATER[1]},

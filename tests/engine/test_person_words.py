@@ -49,12 +49,13 @@ def test_the_block_holds_only_messages_not_whole_in_the_history_and_condenses_ol
     assert roomy == words.render(dict(in_history), 10_000, [], COUNTER.text)  # stable
     tight = words.render(in_history, 300, [], COUNTER.text)
     assert "Never email the customer." in tight and "Always answer in German." in tight
-    # The oldest went first: its constraint, and in the room the newer one leaves its
-    # background once, not thirty times.
+    # Past the share, nothing is left out first: a sentence said thirty times is given
+    # once (it is one sentence of the person's), in both messages.
     goal_line = next(line for line in tight.splitlines() if line.startswith("[turn 0"))
-    assert goal_line.count("Read all the documents.") == 1 and "left out" in goal_line
-    assert "Also compare the regions." in tight  # the newer one still fits whole
-    assert "[turn 0 · goal · arc:1]" in tight and "left out" in tight
+    assert goal_line.count("Read all the documents.") == 1 and "left out" not in goal_line
+    assert tight.count("Also compare the regions.") == 1
+    assert "[turn 0 · goal · arc:1]" in tight and "left out" not in tight
+    assert COUNTER.text(tight) <= 300 and words.wanted is None  # no model asked for it
     floor = words.render(in_history, 0, [], COUNTER.text)
     assert "Never email the customer." in floor and "Always answer in German." in floor
     assert words.render({"arc:1": words.messages[0].text, "arc:2": words.messages[1].text,

@@ -71,6 +71,12 @@ def test_every_message_reaches_every_later_request_whole_at_a_small_window():
     assert "Later messages override earlier ones" in INTRO
 
 
+# Sixty different sentences of background, none the same as another but for a figure (a
+# sentence said again, or said again with another figure, is given once: figure_groups).
+BACKGROUND = " ".join(f"Some background on the {chr(97 + i % 26)}{chr(97 + i // 26)}x market."
+                      for i in range(80)) + " "
+
+
 def test_the_share_is_a_setting_and_past_it_the_older_messages_are_condensed():
     budget = plan_budget(128_000, ContextConfig())
     assert budget.words_share == int(0.25 * budget.input_limit)
@@ -86,9 +92,15 @@ def test_the_share_is_a_setting_and_past_it_the_older_messages_are_condensed():
     whole = words.render({}, 10_000, [], COUNTER.text)
     assert whole.count("Read all the documents.") == 60
     condensed = words.render({}, 200, [], COUNTER.text)
-    # Past the share: the sentence it repeats sixty times is kept once, in the room left.
-    assert condensed.count("Read all the documents.") == 1 and "left out" in condensed
+    # Past the share: the sentence it repeats sixty times is given once, nothing left out.
+    assert condensed.count("Read all the documents.") == 1 and "left out" not in condensed
     assert "Never email the customer." in condensed and "Thanks, carry on." in condensed
+    # Sixty different sentences do not fit that way: the older message is condensed.
+    varied = PersonWords()
+    varied.add(0, "arc:1", BACKGROUND + "Never email the customer.", "goal")
+    varied.add(2, "arc:2", "Thanks, carry on.", "user")
+    cut = varied.render({}, 200, [], COUNTER.text, strict=True)
+    assert "left out" in cut and "Never email the customer." in cut
 
 
 def test_the_context_sends_whole_what_fits_the_share_and_condenses_only_past_it():
@@ -105,8 +117,7 @@ def test_the_context_sends_whole_what_fits_the_share_and_condenses_only_past_it(
 
 def test_words_past_their_share_are_said_once_in_the_drawer_with_what_was_condensed():
     scenario = docs(8)
-    scenario["steps"].insert(1, {"user": "Some background on the market. " * 80
-                                 + "Never email the customer."})
+    scenario["steps"].insert(1, {"user": BACKGROUND + "Never email the customer."})
     out = run_scenario(scenario, window=8000,
                        config=ContextConfig(clear_tool_results=False, words_share=0.02))
     said = [p for p in out.payloads(EventType.ERROR) if p["code"] == "words_over_share"]

@@ -28,8 +28,9 @@ from .stranger import stranger_brief
 
 
 def stranger(summarizer: str) -> dict:
+    # Lettered notes: the brief stays far over the share once its repeats are given once.
     return stranger_brief(summarizer, notes=700, fetches=10, name="stranger-es",
-                          requirement_first=True)
+                          requirement_first=True, lettered=True)
 
 
 def is_words_request(call: dict) -> bool:

@@ -175,7 +175,10 @@ def server_with_overhead(overhead: int, ratio: float, tools_overhead: int = 0):
 def test_each_servers_overflow_text_is_recognised_and_the_session_recovers(style):
     # The profile says 4096 but the server runs with 2048 and its tokenizer counts 10 %
     # more: a long goal the engine thinks fits is refused, in that server's words.
-    goal = "Say hello. " + "The quick brown fox jumps over the lazy dog. " * 300
+    # Three hundred different sentences (one said again is given once, and would fit).
+    goal = "Say hello. " + " ".join(
+        f"The quick brown fox {chr(97 + i % 26)}{chr(97 + i // 26)} jumps over the lazy dog."
+        for i in range(300))
     with FakeProvider(["ok"], window=2048, prompt_tokens=server_count(1.1),
                       overflow_style=style) as provider:
         run, sink = run_against(provider, goal=goal, tools=["list_files"], context_size=4096)

@@ -293,14 +293,24 @@ REQUIREMENTS = ["The report must be at most 5 pages.", "Use the blue palette for
                 "El informe debe estar en español.", "報告書には表を3つ入れること。"]
 
 
-def brief(chars):
+def tagged(i: int) -> str:
+    """The background sentence `i`, told apart from every other by letters (a sentence said
+    again, or again with another figure, is given once without asking the model)."""
+    tag = "".join(chr(97 + i // 26 ** k % 26) for k in range(3))
+    return BACKGROUND[i % len(BACKGROUND)][:-1] + f", in file {tag}."
+
+
+def brief(chars, distinct=False):
+    """`chars` of background with the requirements in the middle: the same few sentences
+    again and again, or (`distinct`) each of them once."""
+    line = tagged if distinct else (lambda i: BACKGROUND[i % len(BACKGROUND)])
     said, i = [], 0
     while sum(len(s) + 1 for s in said) < chars // 2:
-        said.append(BACKGROUND[i % len(BACKGROUND)])
+        said.append(line(i))
         i += 1
     said += REQUIREMENTS
-    while sum(len(s) + 1 for s in said) + len(BACKGROUND[i % len(BACKGROUND)]) < chars:
-        said.append(BACKGROUND[i % len(BACKGROUND)])
+    while sum(len(s) + 1 for s in said) + len(line(i)) < chars:
+        said.append(line(i))
         i += 1
     return " ".join(said)
 
@@ -315,29 +325,26 @@ def brief_scenario(chars, summarizer):
 
 @pytest.mark.parametrize("window,chars", [(2048, 99_000), (8000, 50_000), (32_000, 99_000)])
 @pytest.mark.parametrize("summarizer", ["faithful", "lossy", "hostile"])
-def test_a_brief_too_long_for_one_condensing_request_is_condensed_in_parts(window, chars,
-                                                                          summarizer):
+def test_a_brief_that_repeats_itself_is_given_once_without_a_condensing_request(window, chars,
+                                                                               summarizer):
+    # Its few sentences said again and again: past the share it is given with each sentence
+    # once, nothing left out, before any model is asked to condense it (figure_groups).
     out = run_scenario(brief_scenario(chars, summarizer), window=window,
                        config=ContextConfig(clear_tool_results=False))
     assert out.run.status == "finished", out.run.result.error
-    asked = words_requests(out)
-    assert len(asked) >= 2 and all(p["kind"] == "summary" for p in asked)
-    assert out.transport.refused == []  # every part fit the window with its answer's room
-    told = [p["message"] for p in out.payloads(EventType.ERROR)
-            if p.get("code") == "words_over_share"]
-    assert any("condensed by the model (in " in t and " parts, " in t for t in told), told
-    agent = [p for p in out.payloads(EventType.MODEL_CALL) if p["kind"] == "agent"
-             and p["call"] > asked[-1]["call"]]
-    blocks = [m["content"] for p in agent for m in p["messages"] if m.get("zone") == "words"]
-    assert blocks and all("[messages m2:" in b for b in blocks)  # m1 is the goal
-    for block in blocks:  # the middle of the brief is there, as a line or verbatim
-        assert all(condensing.flat(r).rstrip("。.") in condensing.flat(block)
-                   for r in REQUIREMENTS), block
-        assert words_answer.INVENTED not in block
-        assert len(block) < chars // 10  # condensed: each background sentence once
+    assert words_requests(out) == []
+    agent = [p for p in out.payloads(EventType.MODEL_CALL) if p["kind"] == "agent"]
+    blocks = [m["content"] for p in agent for m in p["messages"] if m.get("zone") == "words"
+              and BACKGROUND[0] in m["content"]]
+    assert blocks
+    for block in blocks:  # the middle of the brief is there, each background sentence once
+        assert all(condensing.flat(r) in condensing.flat(block) for r in REQUIREMENTS), block
+        assert all(block.count(b) == 1 for b in BACKGROUND) and "left out" not in block
+        assert len(block) < chars // 10
     report = out.run.report
     assert report["person_words_kept"] == 1.0
     assert report["over_window_requests"] == 0
+    assert report["condensing_calls"] == report["unused_condensing"] == 0
 
 
 LONG = Entry(1, 0, "arc:0", " ".join(f"Background note {i} is about region R{i}." for i in range(120))
@@ -446,7 +453,7 @@ def test_a_long_brief_among_other_messages_keeps_every_sentence_whatever_the_sum
     texts = ["Write the memo."]
     for spec in specs:
         texts += properties.expand(spec)[0]
-    texts.insert(1 + min(before, len(texts) - 1), brief(chars))
+    texts.insert(1 + min(before, len(texts) - 1), brief(chars, distinct=True))
     ctx, check = context(texts, window)
     ctx.words_msg()
     older, later = ctx.person.wanted
