@@ -107,28 +107,30 @@ class PayloadValues(Func):
                 (*params, *self.paths))
 
 
-def select(rows: QuerySet, cls: type[E], keys: Iterable[str]) -> list[E]:
+def select(rows: QuerySet, cls: type[E], keys: Iterable[str], *, dated: bool = True) -> list[E]:
     """The `cls` events among `rows` with only `keys` of their payloads read, in SQL.
 
-    A key the row lacks reads as NULL: it takes its default, as in `stored_event`."""
+    A key the row lacks reads as NULL: it takes its default, as in `stored_event`. Not
+    `dated`, the row's `at` is not read either: the events' `at` is ""."""
     keys = tuple(keys)
     rows = rows.filter(type=cls.TYPE)
+    envelope = ("seq", "turn", "at") if dated else ("seq", "turn")
     if connections[rows.db].vendor == "postgresql":
         _check_fields(cls, keys)
         payloads = ((row, row["payload_of"] or {})
-                    for row in rows.values("seq", "turn", "at", payload_of=PayloadOf(keys)))
+                    for row in rows.values(*envelope, payload_of=PayloadOf(keys)))
     elif connections[rows.db].vendor == "sqlite":
         _check_fields(cls, keys)
         payloads = ((row, dict(zip(keys, json.loads(row["values_of"]))))
-                    for row in rows.values("seq", "turn", "at", values_of=PayloadValues(keys)))
+                    for row in rows.values(*envelope, values_of=PayloadValues(keys)))
     else:  # a lookup per key
         payloads = ((row, {key: row[f"p_{key}"] for key in keys})
-                    for row in rows.values("seq", "turn", "at", **payload_lookups(cls, keys)))
+                    for row in rows.values(*envelope, **payload_lookups(cls, keys)))
     events = []
     for row, found in payloads:
         payload = {key: value for key, value in found.items() if value is not None}
         events.append(stored_event(cls.TYPE, payload, seq=row["seq"], turn=row["turn"],
-                                   at=row["at"]))
+                                   at=row.get("at", "")))
     return events  # type: ignore[return-value]  # of cls.TYPE: a cls
 
 
