@@ -20,12 +20,13 @@ anchor book or the words block that produced the request:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.words.anchors import sentences
 from agents.words.condensing import block_lines, covers, legend_refs
-from agents.words.figure_groups import GROUPED_NOTE, expanded_in
+from agents.words.figure_groups import GROUPED_NOTE
 from agents.words.in_force import HEADING, POINTER
 from agents.words.quoted import own_text
 
@@ -80,6 +81,26 @@ class WordsFindings:
 
 
 GROUPED = flat(GROUPED_NOTE)
+_DIGITS = re.compile(r"\d+")
+
+
+def in_a_brace_list(held: str, sentence: str) -> bool:
+    """True when `held` (flattened request text that carries GROUPED_NOTE) holds `sentence`
+    (flattened) as one figure of a brace list: the text before one of its figures, "{",
+    figures separated by commas that include it, "}", the text after it. The audit's own
+    reading of the note's rule, not the block's writer (agents.words.figure_groups)."""
+    for match in _DIGITS.finditer(sentence):
+        prefix, figure, suffix = sentence[:match.start()], match.group(), sentence[match.end():]
+        at = held.find(prefix + "{")
+        while at >= 0:
+            opened = at + len(prefix) + 1
+            closed = held.find("}", opened)
+            listed = held[opened:closed].split(",") if closed > opened else []
+            if (figure in listed and all(f.isdigit() for f in listed)
+                    and held.startswith(suffix, closed + 1)):
+                return True
+            at = held.find(prefix + "{", at + 1)
+    return False
 
 
 class WordsCheck:
@@ -123,7 +144,7 @@ class WordsCheck:
         held = self._held
         missing = [s for s in self.sentences if s not in held]
         if missing and GROUPED in held:  # given once with others, its figure in braces
-            missing = [s for s in missing if not expanded_in(held, s)]
+            missing = [s for s in missing if not in_a_brace_list(held, s)]
         if missing:
             missing = self._not_cited(missing, messages)
             self.lost.update(dict.fromkeys(missing))

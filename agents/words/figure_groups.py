@@ -100,21 +100,3 @@ def grouped(parts: list[str]) -> str | None:
 
 def has_groups(text: str) -> bool:
     return _BRACES.search(text) is not None
-
-
-def expanded_in(held: str, sentence: str) -> bool:
-    """True when `held` (flattened text of a block carrying GROUPED_NOTE) holds `sentence`
-    (flattened) in a brace list: the text before one of its figures, a list holding that
-    figure, and the text after it."""
-    if "{" not in held:
-        return False
-    for match in _FIGURE.finditer(sentence):
-        prefix, figure, suffix = sentence[:match.start()], match.group(), sentence[match.end():]
-        at = held.find(prefix + "{")
-        while at >= 0:
-            braces = _BRACES.match(held, at + len(prefix))
-            if braces and figure in braces.group(1).split(",") \
-                    and held.startswith(suffix, braces.end()):
-                return True
-            at = held.find(prefix + "{", at + 1)
-    return False
