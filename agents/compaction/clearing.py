@@ -36,7 +36,14 @@ Retention = Callable[[str], ToolBoundary]  # tool name -> its boundary declarati
 
 
 def is_cleared(msg: Msg) -> bool:
-    return msg.role == "tool" and msg.text.startswith(CLEARED_MARK)
+    return _cleared_result(msg.data)
+
+
+def _cleared_result(data: dict[str, Any]) -> bool:
+    """is_cleared on a message's dict (the loops below read each message's dict once)."""
+    content = data.get("content")
+    return (data.get("role") == "tool" and isinstance(content, str)
+            and content.startswith(CLEARED_MARK))
 
 
 def _short(text: str, keep: int) -> str:
@@ -94,37 +101,51 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
                   counter: TokenCounter) -> Clearing | None:
     """Every result before unit `keep_from` that its tool's retention lets go, cleared;
     None when none may go."""
+    # One pass over the messages, newest first: the rounds after each unit, and per
+    # result its tool's name and whether it is cleared already (a request of 1 000 rounds
+    # holds dozens of units; this runs on every turn that clears).
     rounds_after = [0] * len(units)
     seen = 0
-    for i in range(len(units) - 1, -1, -1):
-        rounds_after[i] = seen
-        seen += units[i].is_round
     newest: dict[str, int] = {}  # per tool, results met so far from the newest back
     keep: set[int] = set()  # ids of the results their tool's keep_last protects
     named: dict[int, str] = {}
-    for unit in reversed(units):
-        calls = _calls(unit) if unit.is_round else {}
-        for msg in reversed(unit.messages[1:]):
-            if msg.role != "tool":
-                continue
+    policies: dict[str, ToolBoundary] = {}
+    for i in range(len(units) - 1, -1, -1):
+        rounds_after[i] = seen
+        messages = units[i].messages
+        results = [m for m in messages if m.data.get("role") == "tool"]
+        if not results:
+            continue
+        seen += 1  # a round: a unit with a tool result (Unit.is_round)
+        calls = _calls(units[i])
+        for msg in reversed(results):
+            if msg is messages[0]:
+                continue  # a unit's first message is never one of its call's results
             name = calls.get(msg.data.get("tool_call_id"), "")
             named[id(msg)] = name
-            if not is_cleared(msg):
-                newest[name] = newest.get(name, 0) + 1
-                if newest[name] <= retention(name).keep_last:
-                    keep.add(id(msg))
+            if _cleared_result(msg.data):
+                continue
+            newest[name] = newest.get(name, 0) + 1
+            policy = policies.get(name)
+            if policy is None:
+                policy = policies[name] = retention(name)
+            if newest[name] <= policy.keep_last:
+                keep.add(id(msg))
     out: list[Msg] = []
     cleared: list[Msg] = []
     digests: list[str] = []
     saved = 0
     for i, unit in enumerate(units):
+        if i >= keep_from:
+            out.extend(unit.messages)
+            continue
         for msg in unit.messages:
-            if (i >= keep_from or msg.role != "tool" or id(msg) in keep or not msg.ref
-                    or is_cleared(msg)):
+            if (msg.data.get("role") != "tool" or id(msg) in keep or not msg.ref
+                    or _cleared_result(msg.data)):
                 out.append(msg)
                 continue
             name = named.get(id(msg), "")
-            policy = retention(name)
+            policy = policies.get(name) or retention(name)
             if policy.never_clear or rounds_after[i] < policy.clear_after_rounds:
                 out.append(msg)
                 continue
@@ -175,7 +196,7 @@ class HistoryView:
         running, clearable = self._clearable, self._clearable[-1]
         for unit in units:
             results = [m for m in unit.messages if m.data.get("role") == "tool"]
-            cleared = [is_cleared(m) for m in results]
+            cleared = [_cleared_result(m.data) for m in results]
             done = bool(results) and all(cleared)
             self._residue.append(sum(m.tokens for m in unit.messages) if done else 0)
             self._live.append(1 if results and not done else 0)

@@ -61,7 +61,9 @@ class Unit:
     @property
     def is_round(self) -> bool:
         """A round is a tool call with its results (the vocabulary of docs/features.md)."""
-        return any(m.role == "tool" for m in self.messages)
+        # The role read from the dict, not through Msg.role: the triggers and the clearing
+        # tier ask this of every unit of the history several times a turn.
+        return any(m.data.get("role") == "tool" for m in self.messages)
 
     @property
     def turns(self) -> list[int]:

@@ -10,6 +10,7 @@ message in the recent turns, holds them verbatim and is the source.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 from agents.store.interface import AnchorRecord, TaskRecord
@@ -36,6 +37,17 @@ def _task_lines(tasks: list[TaskRecord]) -> list[str]:
 
 def _flat(text: str) -> str:
     return " ".join(text.rstrip("…").split()).casefold()
+
+
+@lru_cache(maxsize=4)
+def _whole_texts(person_texts: tuple[str, ...]) -> tuple[str, ...]:
+    """The person's messages on one line each, casefolded: the snapshot is rendered twice
+    a turn (the full one and the preflight's minimal one) from the same messages."""
+    return tuple(" ".join(t.split()).casefold() for t in person_texts)
+
+
+def _said_in(flat: str, wholes: tuple[str, ...]) -> bool:
+    return any(flat in whole for whole in wholes)
 
 
 def _item(said: Said, labels: list[str]) -> str:
@@ -188,9 +200,9 @@ def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list
     if view is not None:
         must.extend(person_lines(view, goal_whole=len(goal) <= GOAL_CHARS, hard=hard,
                                  list_tokens=list_tokens, count=count))
-    said = [" ".join(t.split()).casefold() for t in person_texts]
+    said = _whole_texts(tuple(person_texts))
     # Constraints no message of the person's here holds (a parent task's): listed apart.
-    other = [text for text in hard if not any(_flat(text) in whole for whole in said)]
+    other = [text for text in hard if not _said_in(_flat(text), said)]
     if other:
         must.append("Also binding (set for this task, not in the person's messages here):")
         must.extend(f"- {text}" for text in other)
