@@ -36,7 +36,7 @@ from agents.loop.state import LoopDeps, LoopState
 from agents.provider.client import ContextOverflow, ModelError, OutputOverflow
 from agents.tools.base import ToolBoundary
 from agents.tools.notes import render_notes
-from agents.words import condensing_parts
+from agents.words import condensing, condensing_parts
 from agents.words.anchors import clip_text
 from agents.words.book import AnchorBook
 from agents.words.in_force import HEADING, Message, PersonView, plain_sentence, read_view
@@ -47,6 +47,7 @@ DEFAULT_RETENTION = ToolBoundary()  # a tool the registry does not know (any mor
 CLEAR_LINE = 0.5  # of the history zone: over it, old results are cleared (C3 a, C20)
 CLEAR_BATCH = 0.5  # of the history zone: the least a batch frees, so the prefix holds a while
 RESIDUE_FOLD = 0.5  # of the summary zone: digests past it are folded into the summary
+WORDS_FLOOR_PART = "person's words (tier-1 sentences)"  # the preflight's part for the words block
 
 
 class ContextKeeper:
@@ -194,9 +195,15 @@ class ContextKeeper:
                 FixedPart("tool schemas", tools),
                 FixedPart("goal and tier-1 anchors", ctx.count(minimal) + ctx.count("system")
                           + TOKENS_PER_MESSAGE),
-                FixedPart("person's words (tier-1 sentences)", ctx.person.minimum_tokens(
+                FixedPart(WORDS_FLOOR_PART, ctx.person.minimum_tokens(
                     ctx.hard_constraints, ctx.count, snapshot=minimal)),
                 FixedPart("output reserve", ctx.budget().reserve)]
+
+    def words_ceiling(self) -> int:
+        """The most tokens the person's words block can take in any request: the window
+        less every fixed part but the block's own floor, and the block's message framing."""
+        rest = sum(p.tokens for p in self.fixed_parts() if p.name != WORDS_FLOOR_PART)
+        return self.ctx.budget().window - rest - self.ctx.count("system") - TOKENS_PER_MESSAGE
 
     def preflight(self) -> None:
         """Fail before any call when the fixed parts cannot fit (checked every turn: the
@@ -577,6 +584,19 @@ class ContextKeeper:
             return
         older, later = wanted
         budget = ctx.budget()
+        # A request whose answer could never be used is not made: every checked answer
+        # holds every figure of the older messages, and the block it makes must fit
+        # beside the parts no compaction shrinks (the window's most for the block).
+        least = ctx.person.least_condensed_tokens(older, later, ctx.count)
+        room = self.words_ceiling()
+        if least > room:
+            ctx.person.store_condensed(condensing.Condensed(
+                key=condensing.key_of(older), unfit=True, failed=(
+                    f"no condensing was asked of the model: a checked answer keeps every "
+                    f"figure of every sentence, at least {least:,} tokens with the block's "
+                    f"header, and no request can leave the block more than {room:,}")))
+            self._said_over_share = False
+            return
 
         def ask(messages: list[dict[str, str]], tokens: int,
                 max_tokens: int) -> tuple[str, int, str]:

@@ -33,7 +33,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from agents.protocol import (LATER_LINE, OLDER_LINE, SUMMARY_MARKER, SUPERSEDED_BY,
                              WORDS_MARKER, words_label)
@@ -168,6 +168,9 @@ class Condensed:
     call: int = 0  # the MODEL_CALL that answered (the first, of several), for the drawer
     calls: list[int] = field(default_factory=list)  # every MODEL_CALL that answered a part
     parts: int = 1  # the requests' parts the older messages were cut into (condensing_parts)
+    # No request was made: no checked answer could fit any request's room (`failed` says
+    # by how much), so the messages go straight to the rule's last resort.
+    unfit: bool = False
 
     @property
     def verbatim_sentences(self) -> int:
@@ -178,7 +181,7 @@ class Condensed:
                 "refused": self.refused,
                 "uncovered": {str(k): v for k, v in self.uncovered.items()},
                 "failed": self.failed, "call": self.call, "calls": self.calls,
-                "parts": self.parts}
+                "parts": self.parts, "unfit": self.unfit}
 
     @classmethod
     def from_state(cls, raw: dict[str, Any]) -> "Condensed":
@@ -190,7 +193,20 @@ class Condensed:
                    failed=raw.get("failed", ""), call=int(raw.get("call", 0)),
                    calls=[int(c) for c in raw.get("calls") or ([raw["call"]] if raw.get("call")
                                                                 else [])],
-                   parts=int(raw.get("parts", 1)))
+                   parts=int(raw.get("parts", 1)), unfit=bool(raw.get("unfit", False)))
+
+
+def least_answer_tokens(older: list[Entry], count: Callable[[str], int]) -> int:
+    """The fewest tokens the lines and verbatim sentences of any checked answer for `older`
+    can take, known before asking: each sentence is covered by a line holding every figure
+    of it, or stays verbatim, which holds them too. So every distinct figure of the older
+    messages is there as a run of digits: in the encodings counted with, a token or more
+    of its own (digits are never joined to other characters, at most three a token), and
+    a token before the next one that holds no digit. Words are not counted: a line may
+    hold as few as COVER of a sentence's, and the figures' separators may be among them."""
+    found = sorted({f for e in older for s in message_sentences(e.text) for f in figures(s)},
+                   key=lambda f: (len(f), f))
+    return count(",".join(found)) if found else 0
 
 
 def key_of(older: list[Entry]) -> tuple:

@@ -326,6 +326,14 @@ class PersonWords:
                     self.wanted = (older, later)
                 else:
                     self.model_failed = result.failed
+                    if result.unfit and not strict:
+                        # No answer was asked for, none could fit: offered whole as an
+                        # answer would have been, past the share, so fitting the request
+                        # brings the block to the last resort below, which fills the room
+                        # the request leaves (not the share).
+                        whole = [g or b for g, b in zip(
+                            (grouped_body(m.text) for m in shown), bodies)]
+                        return _block(shown, whole)
         for i, msg in enumerate(shown):  # oldest first, until the block fits
             if fixed + sum(cost) <= budget:
                 break
@@ -340,6 +348,16 @@ class PersonWords:
             if bodies[i] != msg.text:
                 self.condensed.append(msg)
         return _block(shown, bodies)
+
+    def least_condensed_tokens(self, older: list[condensing.Entry],
+                               later: list[condensing.Entry],
+                               count: Callable[[str], int]) -> int:
+        """The fewest tokens a block made from any checked condensing of `older` can take,
+        known before asking (condensing.least_answer_tokens): its header and frame, the
+        `later` messages verbatim, and the least the answer can be."""
+        frame = [OPEN, INTRO, *condensing.render(condensing.Condensed(key=()), older),
+                 *(e.text for e in later), CLOSE]
+        return count("\n".join(frame)) + condensing.least_answer_tokens(older, count)
 
     def _entries(self, shown: list[PersonMessage]) -> list[condensing.Entry]:
         positions = {id(m): i + 1 for i, m in enumerate(self.messages)}
