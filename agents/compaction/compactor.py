@@ -13,8 +13,9 @@ from typing import Any, Callable
 from agents.compaction.fresh_requests import SUMMARIZER_PROMPT, SUMMARY_TAIL, summary_request
 from agents.compaction.novelty import adds_nothing
 from agents.compaction.summary import (SUMMARY_INSTRUCTIONS, TRUNCATION_MARKER, StructuredSummary,
-                                       SummaryError, budget_lines, merge, parse_model_summary,
-                                       render, render_lines, shrink_to, within_sections)
+                                       SummaryError, budget_lines, least_useful_tokens, merge,
+                                       parse_model_summary, render, render_lines, shrink_to,
+                                       within_sections)
 from agents.compaction.units import split_for_compaction, split_unit
 from agents.context.history import Msg, Unit, flatten
 from agents.context.working import WorkingContext
@@ -103,12 +104,16 @@ class Compactor:
         self._room = self.summary_room(flatten(kept))
         self._overview = self.overview_budget(outcome.compacted, constraints)
         summary = None
-        if self._room < MIN_SUMMARY_ROOM:  # a summary nobody would send is not asked for
+        # A summary nobody would send is not asked for: the room must hold the summary's
+        # own frame and a line, else every line written is dropped to fit it.
+        least = max(MIN_SUMMARY_ROOM, least_useful_tokens(ctx.count))
+        if self._room < least:
             outcome.skipped = True
             outcome.fallback_reason = (
                 f"no summary was requested: the next request would leave it {self._room} "
-                f"tokens (at least {MIN_SUMMARY_ROOM} needed) beside the newest rounds, the "
-                "system prompt, the task snapshot and the person's words")
+                f"tokens (at least {least} needed: the summary's frame and one line) beside "
+                "the newest rounds, the system prompt, the task snapshot and the person's "
+                "words")
         elif ctx.summary and adds_nothing(outcome.compacted, ctx.summary_text):
             # Every figure and word leaving is in the summary already: archived, no call.
             summary = StructuredSummary.from_dict(ctx.summary)

@@ -329,6 +329,18 @@ def section_budgets(zone_tokens: int) -> dict[str, int]:
 # A summary line is a short fact, clipped near 200 characters: about this many tokens. It
 # turns a section's token budget into a count of lines, which a model follows more readily.
 LINE_TOKENS = 40
+
+
+def least_useful_tokens(count: Callable[[str], int]) -> int:
+    """The fewest tokens a summary that holds anything takes: its frame (the block's tags,
+    its introduction, the shortest section heading) and one line of LINE_TOKENS. In less
+    room every line the model writes is dropped to fit (shrink_to) and the summary the
+    next request would carry is empty."""
+    frame = min(count("\n".join(render_lines(StructuredSummary(**{name: [""]}))))
+                for name, _ in SECTIONS if name != "ruled_out")
+    return frame + LINE_TOKENS
+
+
 BUDGETS_LINE = ("Each section's budget (the engine keeps no more than this of a section, so "
                 "write no more; fewer when the messages hold less):")
 

@@ -97,3 +97,22 @@ def test_the_simulated_model_keeps_to_budgets_stated_in_instructions_read_apart(
     bound = SummaryPlayer().answer([person], instructions=instructions)
     assert len(bound["task_overview"]) < len(free["task_overview"])
     assert sum(len(item) for item in bound["task_overview"]) <= 100 * 3
+
+
+@pytest.mark.parametrize("summarizer", ["faithful", "lossy", "hostile"])
+@pytest.mark.parametrize("window", [2048, 4096])
+def test_no_summary_is_asked_for_a_room_that_holds_no_line_of_one(window, summarizer):
+    # Numbered notes: the person's words take most of the request, and a compaction once
+    # asked for a summary with 71 tokens of room, less than the summary's frame and one
+    # line: every line the model wrote was dropped to fit, and the next request carried an
+    # empty summary (hostile at 4096).
+    scenario = stranger_brief(summarizer, notes=700, fetches=10, name="stranger-numbered",
+                              requirement_first=True)
+    out = run_scenario(scenario, window=window, config=ContextConfig(tools=["fetch_document"]))
+    report = out.run.report
+    assert report["status"] == "finished", report["error"]
+    assert unused_read_from_requests(out.payloads(EventType.MODEL_CALL)) == 0
+    assert report["unused_summaries"] == 0
+    compactions = [c for c in out.payloads(EventType.COMPACTION)
+                   if c["kind"] == "summary" and c["summary_calls"] and not c["fallback"]]
+    assert all(c["summary_after"] for c in compactions)
