@@ -70,11 +70,7 @@ window.TaskOSFragments = (function () {
     for (var i = 0; el && i < steps.length; i++) { el = el.children[Number(steps[i])]; }
     var fits = el && el.tagName.toLowerCase() === expected[1]
                   && (kind !== "insert" || index <= el.children.length);
-    if (!fits) {
-      var panel = root.closest("#drawer details.panel");
-      if (panel && stale.indexOf(panel.id) < 0) { stale.push(panel.id); }
-      return;
-    }
+    if (!fits) { askWhole(root, stale); return; }
     if (kind === "path" && el.tagName === node.tagName) { morph(el, node, added); }
     else if (kind === "path") { el.replaceWith(node); added.push(node); }
     else if (kind === "attrs") {
@@ -94,6 +90,14 @@ window.TaskOSFragments = (function () {
     }
   }
 
+  // What to ask for whole when a patch of `root` did not fit: its drawer panel, or the
+  // status header (patched like a panel, outside the drawer).
+  function askWhole(root, stale) {
+    var panel = root.closest("#drawer details.panel");
+    var name = panel ? panel.id : (root.id === "session-status" ? "status" : null);
+    if (name && stale.indexOf(name) < 0) { stale.push(name); }
+  }
+
   // "text:id@rev": [path, text, path, text, …], each path as in a patch ("2/0!td"): the
   // elements whose text alone changed (table figures), all of one element's in a fragment.
   // Checked before any is set: the page shows them all or asks for the panel whole.
@@ -105,8 +109,7 @@ window.TaskOSFragments = (function () {
       var steps = expected[0].split("/");
       for (var j = 0; el && j < steps.length; j++) { el = el.children[Number(steps[j])]; }
       if (!el || el.tagName.toLowerCase() !== expected[1] || el.children.length) {
-        var panel = root.closest("#drawer details.panel");
-        if (panel && stale.indexOf(panel.id) < 0) { stale.push(panel.id); }
+        askWhole(root, stale);
         return;
       }
       found.push(el);

@@ -124,6 +124,21 @@ def render_status(session: Session, *, oob: bool) -> SafeString:
     return render_to_string("web/_status.html", {"session": session, "oob": oob})
 
 
+# The status header's name among what a live page's feed remembers it sent, and what the
+# page asks to have again when a patch of the header does not fit (static/js/fragments.js).
+STATUS = "status"
+
+
+def status_fragments(session: Session, feed: EventFeed | None) -> str:
+    """The status header out of band; to a live page, only the figures that changed since
+    it was last sent (nothing when none did). Sent whole on each of long-1000's ~600
+    updates it was ~0.3 MB of the websocket, almost all of it figures the page had."""
+    html = render_status(session, oob=True).strip()
+    if feed is None:
+        return html
+    return "\n".join(feed.not_sent(STATUS, [html], skip=False))
+
+
 def render_update(session: Session, after: int, *, full: bool = False,
                   open_panels: set[str] | None = None, feed: EventFeed | None = None) -> Update:
     """Fragments that bring a browser holding events up to seq `after` up to date.
@@ -172,7 +187,7 @@ def render_update(session: Session, after: int, *, full: bool = False,
     # From the start (a page that has nothing yet), `new` is every event: read once.
     parts.append(render_panels(session, panels, oob=True, feed=feed, new=None if full else new,
                                everything=new if after <= 0 else None))
-    parts.append(render_status(session, oob=True))
+    parts.append(status_fragments(session, feed))
     parts.append(f'<input type="hidden" id="last-seq" value="{last}" hx-swap-oob="true">')
     return Update("\n".join(parts), last, session.is_active)
 
@@ -188,7 +203,7 @@ def render_children_update(session: Session, feed: EventFeed | None = None) -> s
     """The Sub-agents panel and the status header (cost with sub-agents), out of band."""
     panels = [panel for panel in PANELS if panel.name == "children"]
     return "\n".join([render_panels(session, panels, oob=True, feed=feed),
-                      render_status(session, oob=True)])
+                      status_fragments(session, feed)])
 
 
 # Panels that show buttons acting on a running session (unpin, approve or deny): what a
@@ -203,7 +218,7 @@ def render_status_update(session: Session, feed: EventFeed | None = None) -> str
     page was being opened in another tab, on the same web server."""
     panels = [panel for panel in PANELS if panel.name in STATUS_PANELS]
     return "\n".join([render_panels(session, panels, oob=True, feed=feed),
-                      render_status(session, oob=True)])
+                      status_fragments(session, feed)])
 
 
 def render_named_panels(session: Session, names: set[str], feed: EventFeed | None = None) -> str:
@@ -213,9 +228,13 @@ def render_named_panels(session: Session, names: set[str], feed: EventFeed | Non
     body is current up to (nothing when nothing came); one the page lost track of (the
     consumer forgot it) or was never sent is rendered whole."""
     panels = [panel for panel in PANELS if panel.name in names]
+    # The status header, asked for again: a patch of it did not fit (the page was sent it
+    # whole over HTTP since, after an approval).
+    parts = [status_fragments(session, feed)] if STATUS in names else []
     if feed is None or not panels:
-        return render_panels(session, panels, oob=True, feed=feed) if panels else ""
-    parts = []
+        if panels:
+            parts.append(render_panels(session, panels, oob=True, feed=feed))
+        return "\n".join(parts)
     for panel in panels:
         if panel.name not in feed.current:  # never sent, or the page lost track of it
             parts.append(render_panels(session, [panel], oob=True, feed=feed))
