@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from taskos.drawer.events import latest_seq
 from taskos.drawer.feed import EventFeed
@@ -55,9 +56,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
     children_seen: tuple = ()  # the sub-agents as last rendered for this page
     status_seen = ""  # the session's status as last rendered for this page
     open_panels: set[str] | None = None  # None until the page says which panels are open
-    MIN_INTERVAL_S = 0.25
     last_sync = 0.0  # time.monotonic() of the last sync
     pending: asyncio.Task | None = None  # a sync scheduled for the end of the interval
+
+    @property
+    def refresh_s(self) -> float:
+        return settings.TASKOS_DRAWER_REFRESH_S
 
     async def connect(self) -> None:
         self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
@@ -129,8 +133,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """A stored event was published: send what this page has not seen yet.
 
         Events of a busy run arrive many per second; rendering each alone re-renders the
-        same panels over and over. At most one sync per MIN_INTERVAL_S is sent, covering
-        every event stored by then (one is scheduled for the end of the interval).
+        same panels over and over. At most one sync per settings.TASKOS_DRAWER_REFRESH_S
+        is sent, covering every event stored by then (one is scheduled for the end of the
+        interval).
         """
         if self.synced_seq is None:
             return
@@ -139,7 +144,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return  # already sent by an earlier sync
         if self.pending is not None and not self.pending.done():
             return  # the scheduled sync will include this event
-        wait = self.last_sync + self.MIN_INTERVAL_S - time.monotonic()
+        wait = self.last_sync + self.refresh_s - time.monotonic()
         if wait <= 0:
             await self.sync()
         else:

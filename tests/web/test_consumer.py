@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db import connections
 
@@ -92,6 +93,29 @@ async def test_page_says_where_it_stands_then_follows_live_budget(session, ann, 
     # Only the panels a BUDGET touches are re-rendered.
     assert "panel-anchors" not in html
     assert 'id="last-seq" value="2"' in html
+    await comm.disconnect()
+
+
+async def test_a_burst_waits_for_the_refresh_interval_then_comes_as_one(session, ann,
+                                                                        redis_layer,
+                                                                        monkeypatch):
+    """Events announced within TASKOS_DRAWER_REFRESH_S of the last sync are not sent one by
+    one: they wait for the interval's end and arrive together."""
+    from taskos.live.consumer import SessionConsumer
+
+    monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 3600)  # no watchdog sync
+    monkeypatch.setattr(settings, "TASKOS_DRAWER_REFRESH_S", 6)
+    comm = communicator(session, ann, "?after=0")
+    await comm.connect(timeout=TIMEOUT)
+    await comm.receive_from(timeout=TIMEOUT)
+    for text in ("first of a burst", "second of a burst"):
+        [row] = await database_sync_to_async(add_events)(
+            session, ("USER_MESSAGE", {"text": text, "source": "user"}))
+        await redis_layer.group_send(group_name(session.pk),
+                                     {"type": "session.event", "event": row.to_dict()})
+    assert await comm.receive_nothing(timeout=1.0)  # the interval has not ended
+    html = await comm.receive_from(timeout=TIMEOUT)
+    assert "first of a burst" in html and "second of a burst" in html
     await comm.disconnect()
 
 
@@ -282,7 +306,7 @@ async def test_a_sync_with_nothing_new_does_not_swallow_a_status_change(session,
 
     monkeypatch.setattr(SessionConsumer, "watch", held_watch)
     monkeypatch.setattr(SessionConsumer, "IDLE_CHECK_S", 0.1)
-    monkeypatch.setattr(SessionConsumer, "MIN_INTERVAL_S", 0)
+    monkeypatch.setattr(settings, "TASKOS_DRAWER_REFRESH_S", 0)
     await database_sync_to_async(add_events)(session, budget())
     comm = communicator(session, ann, "?after=0")
     await comm.connect(timeout=TIMEOUT)
