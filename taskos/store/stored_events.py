@@ -115,22 +115,31 @@ def select(rows: QuerySet, cls: type[E], keys: Iterable[str], *, dated: bool = T
     keys = tuple(keys)
     rows = rows.filter(type=cls.TYPE)
     envelope = ("seq", "turn", "at") if dated else ("seq", "turn")
-    if connections[rows.db].vendor == "postgresql":
+    # Rows as tuples and each payload built in one pass: a finished long-1000 page reads
+    # ~2 400 events this way, and a dict a row (then one without the NULLs) was a tenth
+    # of their reading.
+    vendor = connections[rows.db].vendor
+    if vendor == "postgresql":
         _check_fields(cls, keys)
-        payloads = ((row, row["payload_of"] or {})
-                    for row in rows.values(*envelope, payload_of=PayloadOf(keys)))
-    elif connections[rows.db].vendor == "sqlite":
+        found = rows.annotate(payload_of=PayloadOf(keys)).values_list(*envelope, "payload_of")
+        payloads = ((row, {key: value for key, value in (row[-1] or {}).items()
+                           if value is not None}) for row in found)
+    elif vendor == "sqlite":
         _check_fields(cls, keys)
-        payloads = ((row, dict(zip(keys, json.loads(row["values_of"]))))
-                    for row in rows.values(*envelope, values_of=PayloadValues(keys)))
+        loads = json.loads
+        found = rows.annotate(values_of=PayloadValues(keys)).values_list(*envelope, "values_of")
+        payloads = ((row, {key: value for key, value in zip(keys, loads(row[-1]))
+                           if value is not None}) for row in found)
     else:  # a lookup per key
-        payloads = ((row, {key: row[f"p_{key}"] for key in keys})
-                    for row in rows.values(*envelope, **payload_lookups(cls, keys)))
+        lookups = payload_lookups(cls, keys)
+        found = rows.annotate(**lookups).values_list(*envelope, *lookups)
+        payloads = ((row, {key: value for key, value in zip(keys, row[len(envelope):])
+                           if value is not None}) for row in found)
+    kind = cls.TYPE
     events = []
-    for row, found in payloads:
-        payload = {key: value for key, value in found.items() if value is not None}
-        events.append(stored_event(cls.TYPE, payload, seq=row["seq"], turn=row["turn"],
-                                   at=row.get("at", "")))
+    for row, payload in payloads:
+        events.append(stored_event(kind, payload, seq=row[0], turn=row[1],
+                                   at=row[2] if dated else ""))
     return events  # type: ignore[return-value]  # of cls.TYPE: a cls
 
 
