@@ -240,7 +240,7 @@
     for (var i = KEEP_ENTRIES; i < entries.length; i++) { entries[i].remove(); }
     var old = transcript.querySelector(":scope > .older-button");
     if (old) { old.remove(); }
-    var before = entries[KEEP_ENTRIES - 1].dataset.seq;
+    var before = entries[KEEP_ENTRIES - 1].id.replace(/^ev-/, "");  // "ev-<seq>"
     var button = document.createElement("button");
     button.type = "button";
     button.className = "older-button link";
@@ -263,6 +263,43 @@
     var anyOpen = Array.prototype.some.call(panels, function (d) { return d.open; });
     panels.forEach(function (d) { d.open = !anyOpen; });
     toggle.textContent = anyOpen ? "unfold all" : "fold all";
+  });
+
+  // A tool result shows the head of its output (taskos/drawer/templatetags/transcript.py);
+  // "more" puts the output in its place as archived (the first page of its ref, the
+  // header's link): every entry of a live run crosses the websocket, few are read whole.
+  document.addEventListener("click", function (event) {
+    var more = event.target.closest("#transcript button.more");
+    var entry = more && more.closest("article");
+    var link = entry && entry.querySelector("header a.ref");
+    var preview = entry && entry.querySelector("pre.preview");
+    if (!link || !preview) { return; }
+    more.disabled = true;
+    fetch(link.href, { credentials: "same-origin" })
+      .then(function (response) {
+        if (!response.ok) { throw new Error(response.status); }
+        return response.text();
+      })
+      .then(function (html) {
+        var page = new DOMParser().parseFromString(html, "text/html");
+        var text = page.querySelector("pre.archive-text");
+        if (!text) { throw new Error("no archived text"); }
+        preview.textContent = text.textContent;
+        var pager = page.querySelector(".pager");
+        if (pager) {  // longer than a page: the rest where the header's link leads
+          var note = document.createElement("p");
+          note.className = "muted";
+          note.textContent = "Page 1 of " + (/of (\d+)/.exec(pager.textContent) || ["", "several"])[1]
+            + ": " + link.textContent + " has them all.";
+          more.replaceWith(note);
+        } else {
+          more.remove();
+        }
+      })
+      .catch(function () {
+        more.disabled = false;
+        more.textContent = "more (failed: try again)";
+      });
   });
 
   // Pins (issue 13): a sentence selected in the transcript goes into the drawer's pin

@@ -87,7 +87,7 @@ def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     A page following a long run keeps only its newest transcript entries (at least a page
     of 60, static/js/taskos.js): those are the newest stored, newest first."""
     expect(page.locator("#last-seq")).to_have_value(str(last_seq(stack, pk)))
-    shown = page.eval_on_selector_all("#transcript > article", "els => els.map(e => +e.dataset.seq)")
+    shown = page.eval_on_selector_all("#transcript > article", "els => els.map(e => +e.id.slice(3))")
     marks = ",".join("?" * len(TRANSCRIPT_TYPES))
     stored = [seq for (seq,) in stack.query(
         f"SELECT seq FROM runs_sessionevent WHERE session_id = ? AND type IN ({marks}) "

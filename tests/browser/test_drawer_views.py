@@ -55,7 +55,7 @@ def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, sta
         # The transcript is windowed: the newest entries first, older ones a click away.
         page.reload()
         entries = page.locator("#transcript > article.ev")
-        oldest = int(entries.last.get_attribute("data-seq"))
+        oldest = int(entries.last.get_attribute("id")[3:])
         assert oldest > 1 and entries.count() == PAGE
         page.click("#transcript > .older-button")
         # A page loaded; the button that came with it loads the next one by itself when it
@@ -63,8 +63,8 @@ def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, sta
         # the newest stored entries, newest first, none missing or twice.
         page.wait_for_function(f"document.querySelectorAll('#transcript > article.ev')"
                                f".length >= {2 * PAGE}")
-        assert int(entries.last.get_attribute("data-seq")) < oldest
-        ids = page.eval_on_selector_all("#transcript > article", "els => els.map(e => +e.dataset.seq)")
+        assert int(entries.last.get_attribute("id")[3:]) < oldest
+        ids = page.eval_on_selector_all("#transcript > article", "els => els.map(e => +e.id.slice(3))")
         marks = ",".join("?" * len(TRANSCRIPT))
         stored = [seq for (seq,) in stack.query(
             f"SELECT seq FROM runs_sessionevent WHERE session_id = ? AND type IN ({marks}) "

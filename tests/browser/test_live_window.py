@@ -34,7 +34,7 @@ def stored_entries(stack: Stack, pk: int) -> list[int]:
 
 
 def shown_entries(page: Page) -> list[int]:
-    return page.eval_on_selector_all(ENTRIES, "els => els.map(e => +e.dataset.seq)")
+    return page.eval_on_selector_all(ENTRIES, "els => els.map(e => +e.id.slice(3))")
 
 
 def test_a_followed_run_keeps_the_newest_entries_and_scrolling_down_loads_older_ones(

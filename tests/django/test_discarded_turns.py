@@ -152,7 +152,7 @@ def test_a_live_page_drops_the_events_a_resume_discarded(killed):
     assert not gone & {ev.seq for events in feed.by_type.values() for ev in events}
     # The transcript comes whole (the page's copy had the discarded entries) without them.
     assert re.search(r'<div id="transcript" [^>]*hx-swap-oob="true"', update.html)
-    shown = {int(seq) for seq in re.findall(r'data-seq="(\d+)"', update.html)}
+    shown = {int(seq) for seq in re.findall(r'<article [^>]*id="ev-(\d+)"', update.html)}
     assert shown and not gone & shown
     fresh = render_update(session, 0, full=True)
     inspector = re.compile(r'<div class="inspector"[^>]*data-call="(\d+)"')

@@ -16,9 +16,14 @@ CHANGES_SHOWN = 30
 PERSON_SOURCES = ("admin", "pin")
 PERSON_CHANGES_SHOWN = 10
 INACTIVE_SHOWN = 20
+# Tool conclusions (tier 2) listed among the active anchors; the earlier ones are a folded
+# list under them (drawer/panels/_anchors_state.html data-part). A tool's conclusions
+# replace each other every turn or two: listed live, each one was a row inserted and
+# removed again (long-1000: ~2 000 inserts, 0.9 MB of the websocket); folded, they are
+# not sent until a person opens the list, and their count says how many there are.
+LIVE_CONCLUSIONS = 1
 # The change log's id: the folded list (drawer/panels/anchors.html data-part) it fills.
 CHANGES_PART = "anchor-changes"
-TIER_NAMES = {1: "hard constraint", 2: "conclusion", 3: "detail"}
 
 
 def _change(ev: AnchorChanged) -> dict[str, Any]:
@@ -40,11 +45,15 @@ class AnchorsPanel(Panel):
 
     def get_context(self, session, events: list[Event]) -> dict[str, Any]:
         def row(a) -> dict[str, Any]:
-            return {"pk": a.pk, "tier": a.tier, "tier_name": TIER_NAMES.get(a.tier, ""),
-                    "text": a.text, "source": a.source, "active": a.active, "turn": a.turn}
+            return {"pk": a.pk, "tier": a.tier, "text": a.text, "source": a.source,
+                    "active": a.active, "turn": a.turn}
 
         # Long runs retire hundreds of anchors: only the newest retired ones are read.
         active = [row(a) for a in session.anchors.filter(active=True).order_by("tier", "-pk")]
+        # Newest first (by tier, then newest pk): a person's edits and the user's are
+        # never among the earlier ones.
+        earlier_pks = {a["pk"] for a in [a for a in active if a["tier"] == 2
+                                          and a["source"] == "tool"][LIVE_CONCLUSIONS:]}
         retired = session.anchors.filter(active=False)
         inactive = sorted((row(a) for a in retired.order_by("-pk")[:INACTIVE_SHOWN]),
                           key=lambda a: (a["tier"], -a["pk"]))
@@ -52,6 +61,8 @@ class AnchorsPanel(Panel):
         # AnchorChanged events: the panel reads no other type.
         by_people = [ev for ev in events if ev.source in PERSON_SOURCES]
         return {"anchors": active, "inactive": inactive, "inactive_count": inactive_count,
+                "listed": [a for a in active if a["pk"] not in earlier_pks],
+                "earlier": [a for a in active if a["pk"] in earlier_pks],
                 "changes": [_change(ev) for ev in reversed(events[-CHANGES_SHOWN:])],
                 "person_changes": [_change(ev) for ev in reversed(by_people[-PERSON_CHANGES_SHOWN:])],
                 "active": len(active), "changes_shown": CHANGES_SHOWN,
