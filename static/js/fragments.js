@@ -17,16 +17,19 @@ window.TaskOSFragments = (function () {
     node.removeAttribute("hx-swap-oob");
     var patch = /^(path|attrs|insert|remove|text):(.+)$/.exec(how || "");
     if (patch) { applyPatch(patch[1], patch[2], node, added, stale); return; }
-    if (how === "true" || how === "delete" || how === "attributes") {
+    if (how === "true" || how === "delete" || how === "delete-from" || how === "attributes") {
       var old = document.getElementById(node.id);
       if (!old) { return; }
       if (how === "delete") { old.remove(); }
-      else if (how === "attributes") { morphAttributes(old, node); }
+      else if (how === "delete-from") { removeFrom(old); }
+      else if (how === "attributes") { setAttributes(old, node); }
       else if (old.tagName === node.tagName) { morph(old, node, added); }
       else { old.replaceWith(node); added.push(node); }
       return;
     }
-    var parts = /^(beforeend|afterbegin):#(.+)$/.exec(how || "");
+    // "beforebegin:#id": rows added before the rows a list ends with (the inspector's
+    // tail), which then stay instead of leaving and coming back after them.
+    var parts = /^(beforeend|afterbegin|beforebegin):#(.+)$/.exec(how || "");
     var target = parts && document.getElementById(parts[2]);
     if (!target) { return; }
     Array.prototype.push.apply(added, node.children);
@@ -41,9 +44,22 @@ window.TaskOSFragments = (function () {
     var moved = document.createDocumentFragment();
     while (node.firstChild) { moved.appendChild(node.firstChild); }
     if (parts[1] === "beforeend") { target.appendChild(moved); }
+    else if (parts[1] === "beforebegin") { target.parentNode.insertBefore(moved, target); }
     else { target.insertBefore(moved, target.firstChild); }
-    var kept = target.closest("[data-keep]");
+    var kept = (parts[1] === "beforebegin" ? target.parentNode : target).closest("[data-keep]");
     if (kept && trimmed.indexOf(kept) < 0) { trimmed.push(kept); }
+  }
+
+  // "delete-from": a list cut back to its first rows in one fragment (the inspector's
+  // messages after a compaction shrank the request: one "delete" per row was ~600 KB of
+  // long-1000's traffic). The row goes and every one after it, up to the rows the list
+  // always ends with (data-tail), which stay.
+  function removeFrom(row) {
+    while (row && !(row.nodeType === 1 && row.hasAttribute("data-tail"))) {
+      var next = row.nextSibling;
+      row.remove();
+      row = next;
+    }
   }
 
   // A folded panel is updated too: the server stops sending its fragments once it knows
@@ -132,7 +148,17 @@ window.TaskOSFragments = (function () {
   }
 
   // "attributes": a list whose rows arrive one by one (the inspector's messages) gets its
-  // own figures this way, without its rows being sent again.
+  // own figures this way, without its rows being sent again; only the attributes sent
+  // are set (the others do not change with a call: not sent with each).
+  function setAttributes(old, fresh) {
+    for (var i = 0; i < fresh.attributes.length; i++) {
+      var attr = fresh.attributes[i];
+      if (attr.name !== "id" && old.getAttribute(attr.name) !== attr.value) {
+        old.setAttribute(attr.name, attr.value);
+      }
+    }
+  }
+
   function morphAttributes(old, fresh) {
     var keepOpen = old.tagName === "DETAILS";
     var i, attr;

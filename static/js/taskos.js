@@ -118,6 +118,15 @@
     }
   }, true);
 
+  // Following live, the inspector's export links name the "latest" call (its bar then
+  // need not change with every call): clicked, they name the call it shows, which the
+  // newest may already have passed.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("#inspector-bar a[download]");
+    var shown = link && document.getElementById("inspector-detail");
+    if (shown) { link.href = link.href.replace(/\/calls\/(latest|\d+)/, "/calls/" + shown.dataset.call); }
+  }, true);
+
   // Messages are applied once per animation frame, and no more of them in one frame than
   // fits the frame's budget: a burst of events costs a few swaps spread over a few frames
   // instead of one long task (on long-1000 a model call brings ~100 KB of fragments:

@@ -9,12 +9,13 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
+from agents import EventType
 from taskos.drawer.calls import ToolsLost, request_body
 from taskos.drawer.events import call_payload, load_events
 from taskos.drawer.panels.compactions import CompactionsPanel
 from taskos.drawer.panels.inspector import InspectorPanel, read_call_detail
 from taskos.drawer.stream import render_update, transcript_page
-from taskos.runs.models import ArchivedTurn
+from taskos.runs.models import ArchivedTurn, SessionEvent
 from taskos.store.django_store import DjangoStore
 from taskos.web.views import owned_session
 
@@ -127,11 +128,24 @@ def call_page(request: HttpRequest, pk: int, number: int) -> HttpResponse:
                                              "body": body, "dom_id": f"{panel.dom_id}-pinned"})
 
 
+def newest_call(session) -> int:
+    """The number of the session's newest live call: what the live inspector's export
+    links name ("latest"), so its bar does not change with every call (a page pins them to
+    the call it shows when clicked: static/js/taskos.js)."""
+    number = (SessionEvent.objects.filter(session=session, type=EventType.MODEL_CALL)
+              .order_by("-seq").values_list("payload__call", flat=True).first())
+    if number is None:
+        raise Http404(f"Session {session.pk} has no model call yet.")
+    return number
+
+
 @login_required
 @require_GET
-def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
-    """Inspector export: the request body of call `number`, the very bytes the provider got."""
+def call_json(request: HttpRequest, pk: int, number: int | None = None) -> HttpResponse:
+    """Inspector export: the request body of call `number` (None: the newest), the very
+    bytes the provider got."""
     session = owned_session(request, pk)
+    number = newest_call(session) if number is None else number
     if call_payload(session, number) is None:
         raise Http404(f"Session {session.pk} has no model call {number}.")
     try:
@@ -151,9 +165,11 @@ def call_json(request: HttpRequest, pk: int, number: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def call_record(request: HttpRequest, pk: int, number: int) -> JsonResponse:
-    """The stored record of call `number`: annotated messages, reply and figures."""
+def call_record(request: HttpRequest, pk: int, number: int | None = None) -> JsonResponse:
+    """The stored record of call `number` (None: the newest): annotated messages, reply
+    and figures."""
     session = owned_session(request, pk)
+    number = newest_call(session) if number is None else number
     payload = call_payload(session, number)
     if payload is None:
         raise Http404(f"Session {session.pk} has no model call {number}.")

@@ -68,7 +68,7 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
         changes_box = page.locator("#panel-anchors-body details.changes-box")
         older = page.locator("#compactions-older")
         changes_box.locator("summary").click()
-        older.locator("summary").click()
+        older.locator(":scope > summary").click()
         expect(changes_box).to_have_attribute("open", "")
         expect(older).to_have_attribute("open", "")
         # Folded, the change log got no rows; opened, it catches up (the panel comes whole).

@@ -78,7 +78,7 @@ def last_seq(stack: Stack, pk: int) -> int:
     return int(stack.scalar("SELECT max(seq) FROM runs_sessionevent WHERE session_id = ?", pk))
 
 
-SHOWN_COMPACTIONS = 2 + 10  # taskos/drawer/panels/compactions.py: DETAILED + LIVE_EARLIER
+SHOWN_COMPACTIONS = 2 + 10  # taskos/drawer/panels/compactions.py: RECENT + LIVE_EARLIER
 
 
 def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
@@ -96,10 +96,10 @@ def assert_page_matches_database(page: Page, stack: Stack, pk: int) -> None:
     assert shown == stored[:len(shown)]
     calls = count_events(stack, pk, "MODEL_CALL")
     expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute("data-calls", str(calls))
-    # The newest compactions, each once: two in full and, one line each, the newest ten of
+    # The newest compactions, each once, one line each: two in view and the newest ten of
     # the earlier ones (a running session's page drops the older ones, fetched when opened).
     compactions = count_events(stack, pk, "COMPACTION")
-    rows = page.locator("#panel-compactions-body :is(article.compaction, li.compaction-brief)")
+    rows = page.locator("#panel-compactions-body li.compaction-brief")
     expect(rows).to_have_count(min(compactions, SHOWN_COMPACTIONS))
     numbers = rows.evaluate_all("els => els.map(e => +e.id.split('-').pop())")
     assert numbers == list(range(compactions, compactions - len(numbers), -1))
@@ -125,14 +125,15 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path
 
     # The README's picture: the drawer right after a compaction that rewrote the summary,
     # with a few calls of the sawtooth behind it, the session held there: the fourth (the
-    # rolling one of turn 8; building the first snapshot at turn 0 is no compaction).
-    page.wait_for_function("""() => {
-      const body = '#panel-compactions-body ';
-      const rows = document.querySelectorAll(body + 'article.compaction');
-      const all = document.querySelectorAll(body + 'article.compaction, ' + body + '.compaction-brief');
-      return all.length >= 4 && rows[0].querySelector('.diff .add') !== null;
-    }""", timeout=90_000)
+    # rolling one of turn 8; building the first snapshot at turn 0 is no compaction),
+    # opened to its detail (a live page is sent the line, the detail is fetched).
+    page.wait_for_function("""() => document.querySelectorAll(
+      '#panel-compactions-body li.compaction-brief').length >= 4""", timeout=90_000)
     stack.pause("worker")
+    newest = page.locator("#compactions-recent > li.compaction-brief").first
+    if newest.locator("details[open]").count() == 0:
+        newest.locator("summary").first.click()
+    expect(newest.locator("table.zones")).to_be_visible()
     page.locator("#drawer").screenshot(path=str(screenshot))
     stack.resume("worker")
     expect(page.locator("#session-status .status")).to_have_text("finished")
@@ -141,7 +142,9 @@ def test_sales_report_streams_into_the_drawer(page: Page, stack: Stack, tmp_path
     assert str(held_calls) in seen["calls"] and len(seen["calls"]) >= 2, \
         f"the curve never grew from {held_calls} calls: {seen['calls']}"
 
-    row = page.locator("#panel-compactions-body article.compaction").first
+    row = page.locator("#compactions-recent > li.compaction-brief").first
+    if row.locator("details[open]").count() == 0:
+        row.locator("summary").first.click()  # its detail, fetched
     expect(row.locator(".diff .add").first).to_be_visible()
     expect(row.locator("table.zones")).to_contain_text("history")
     expect(page.locator("#panel-curve-body polygon.summary").first).to_be_attached()
@@ -198,12 +201,11 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         seq = manual_compaction_seq(stack, pk)
         newer = int(stack.scalar("SELECT count(*) FROM runs_sessionevent WHERE session_id = ? "
                                  "AND type = 'COMPACTION' AND seq > ?", pk, seq))
-        body = "#panel-compactions-body "
-        if newer < 2:
-            manual = page.locator(body + "article.compaction[data-trigger=manual]")
-            expect(manual.first).to_contain_text("Focus: keep the EUR figures")
-        else:  # already among the earlier ones, one line each (rare: a slow poll)
-            expect(page.locator(body + "li.compaction-brief[data-trigger=manual]")).to_have_count(1)
+        manual = page.locator("#panel-compactions-body li.compaction-brief:has(.trigger-manual)")
+        expect(manual).to_have_count(1)
+        if newer < 2:  # in view: opened, it shows its detail (else among the earlier ones)
+            manual.locator("summary").first.click()
+            expect(manual).to_contain_text("Focus: keep the EUR figures")
     finally:
         stack.resume("worker")
     cancel(page)

@@ -65,6 +65,19 @@ def test_the_live_inspector_equals_a_fresh_render_through_growth_and_compaction(
         assert row.locator("pre").count() == 0
         row.locator("summary").click()
         expect(row.locator("pre").first).to_contain_text("energy source")
+
+        # Its export links name the newest call (the bar then need not change with each
+        # call); clicked, they name the call it shows.
+        record = page.locator("#inspector-bar a.link[download]")
+        assert record.get_attribute("href") == f"/sessions/{pk}/calls/latest/record.json"
+        with page.expect_download() as download:
+            call, href = record.evaluate("""(link) => {
+              const call = document.getElementById('inspector-detail').dataset.call;
+              link.click();
+              return [call, link.getAttribute('href')];
+            }""")
+        assert href.endswith(f"/sessions/{pk}/calls/{call}/record.json")
+        assert download.value.suggested_filename == f"taskos-session-{pk}-call-{call}.json"
     finally:
         stack.resume("worker")
         cancel(page)

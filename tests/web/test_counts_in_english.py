@@ -7,7 +7,7 @@ import re
 import pytest
 
 from taskos.drawer.panels import CompactionsPanel
-from taskos.drawer.panels.compactions import DETAILED
+from taskos.drawer.panels.compactions import RECENT
 
 from .factories import add_events, compaction
 from .test_panels import panel_view
@@ -32,6 +32,6 @@ def test_the_status_bar_counts_in_english(make_session, ann, ann_client, count, 
 
 def test_one_earlier_compaction_is_singular(session):
     add_events(session, *[compaction(summary_after=f"## Goal\nstep {i}")
-                          for i in range(DETAILED + 1)])
+                          for i in range(RECENT + 1)])
     _, html = panel_view(CompactionsPanel(), session)
-    assert re.search(r'id="compactions-older-count"[^>]*>1 earlier compaction<', html), html
+    assert re.search(r'id="compactions-older-count"[^>]*><span>1</span> earlier compaction<', html), html

@@ -158,23 +158,26 @@ def test_the_inspector_following_live_gets_only_the_messages_that_changed(sessio
     html = update.html
     assert 'id="panel-inspector-body"' not in html  # the body is not sent again
     assert "You are TaskOS." not in html and "loaded 120 rows" not in html
-    assert 'id="inspector-detail" hx-swap-oob="attributes" class="inspector" data-call="2"' in html
-    assert 'hx-swap-oob="attributes" class="messages" data-parts-total=' in html
-    appended = re.search(r'<ol hx-swap-oob="beforeend:#inspector-messages">(.*?)</ol>',
+    # Its figures as the attributes that change with a call, set alone.
+    assert '<div id="inspector-detail" hx-swap-oob="attributes" data-call="2"></div>' in html
+    assert '<ol id="inspector-messages" hx-swap-oob="attributes" data-parts-total="520">' in html
+    # New rows go before the tail (reply priming, the provider's difference), which stays.
+    appended = re.search(r'<ol hx-swap-oob="beforebegin:#inspector-part-priming">(.*?)</ol>',
                          html, re.S).group(1)
     assert 'id="inspector-msg-4"' in appended and "now the totals" in appended
-    # A compaction: the conversation shrinks, a changed message is merged, the rest leave.
+    assert "reply priming" not in html and 'hx-swap-oob="delete"' not in html
+    # The bar names no call while following: it is not sent again for a new one.
+    assert "inspector-bar" not in html.split("inspector-calls", 1)[0]
+    # A compaction: the conversation shrinks, a changed message is merged, the rest leave
+    # in one fragment.
     shrunk = [SYSTEM, message(1, "summary: 120 rows loaded")]
     add_events(session, model_call(3, 400, messages=shrunk))
     html = plain(render_update(session, update.last_seq, feed=feed).html)
     assert re.search(r'<li class="msg role-user" id="inspector-msg-2" hx-swap-oob="true">.*'
                      r'summary: 120 rows loaded', html, re.S)
-    assert '<li id="inspector-msg-3" hx-swap-oob="delete">' in html
-    assert '<li id="inspector-msg-4" hx-swap-oob="delete">' in html
-    assert "You are TaskOS." not in html
-    # Only the tail (priming, the provider's difference) may come back after the messages.
-    for appended in re.findall(r'beforeend:#inspector-messages">(.*?)</ol>', html, re.S):
-        assert 'id="inspector-msg-' not in appended
+    assert re.findall(r'<li id="(inspector-msg-\d+)" hx-swap-oob="([a-z-]+)">', html) == [
+        ("inspector-msg-3", "delete-from")]
+    assert "You are TaskOS." not in html and "reply priming" not in html
 
 
 def test_a_pinned_inspector_carries_no_ids_that_live_updates_target(session):

@@ -57,6 +57,15 @@ def test_call_record_has_every_message_with_zone_and_tokens(ann_client, session)
     assert ann_client.get(f"/sessions/{session.pk}/calls/3/record.json").status_code == 404
 
 
+def test_the_live_inspectors_latest_links_export_the_newest_call(ann_client, session):
+    assert ann_client.get(f"/sessions/{session.pk}/calls/latest/record.json").status_code == 404
+    add_events(session, model_call(1, 500), model_call(2, 900))
+    response = ann_client.get(f"/sessions/{session.pk}/calls/latest/record.json")
+    assert json.loads(response.content)["call"] == 2
+    assert "call-2.json" in response["Content-Disposition"]
+    assert ann_client.get(f"/sessions/{session.pk}/calls/latest.json").status_code == 410
+
+
 def test_inspect_pins_a_call_out_of_reach_of_live_updates(ann_client, session):
     add_events(session, model_call(1, 500), model_call(2, 900))
     pinned = ann_client.get(f"/sessions/{session.pk}/inspect?call=1").content.decode()

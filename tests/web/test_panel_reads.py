@@ -13,7 +13,7 @@ from taskos.drawer.base import panel_events
 from taskos.drawer.events import load_events
 from taskos.drawer.feed import EventFeed
 from taskos.drawer.panels import PANELS
-from taskos.drawer.panels.compactions import DETAILED
+from taskos.drawer.panels.compactions import RECENT
 from taskos.drawer.panels.records import CHANGES_SHOWN
 
 from .factories import add_events, budget, compaction, model_call
@@ -36,7 +36,7 @@ def long_run(session) -> dict[str, list[int]]:
                       *[compaction(summary_before=f"## Goal\n- step {n}",
                                    summary_after=f"## Goal\n- step {n + 1}",
                                    fallback=n == 1, probe={"rate": 0.5, "recovered": 1, "asked": 2})
-                        for n in range(DETAILED + 3)])
+                        for n in range(RECENT + 3)])
     seqs: dict[str, list[int]] = {}
     for row in rows:
         seqs.setdefault(row.type, []).append(row.seq)
@@ -55,7 +55,7 @@ def test_only_the_newest_budget_and_the_recent_and_people_s_anchor_changes_are_r
     # Every compaction, the earlier ones without their summaries (shown in full: the newest).
     compactions = [ev for ev in read if ev.type == EventType.COMPACTION]
     assert [ev.seq for ev in compactions] == seqs[EventType.COMPACTION]
-    assert [bool(ev.summary_after) for ev in compactions] == [False] * 3 + [True] * DETAILED
+    assert [bool(ev.summary_after) for ev in compactions] == [False] * (RECENT + 2) + [True]
     assert compactions[1].fallback and compactions[0].before["history"] == 5000
 
 

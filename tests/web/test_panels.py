@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.template.loader import render_to_string
 
 from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
@@ -291,10 +292,14 @@ def test_inspector_shows_latest_call_messages_with_zone_and_tokens(session):
     assert detail["messages"][2]["cut"] == 7000 - 1500
     assert dict(detail["zones"]) == {"system": 300, "snapshot": 250, "history": 150}
     # Recorded without request parameters (as before issue 12): the stored record only.
-    assert f"/sessions/{session.pk}/calls/2/record.json" in html and "Hard constraints: table" in html
-    assert "Export request" not in html
+    # Following live, its link names the newest call ("latest"), so the bar does not
+    # change with every call; a pinned call's names its number.
+    assert f"/sessions/{session.pk}/calls/latest/record.json" in html
+    assert "Hard constraints: table" in html and "Export request" not in html
     pinned = panel.get_context(session, load_events(session, panel.event_types), pinned=1)
     assert pinned["detail"]["call"] == 1
+    pinned_html = render_to_string(panel.template, {**pinned, "session": session})
+    assert f"/sessions/{session.pk}/calls/1/record.json" in pinned_html and "latest (2)" in pinned_html
 
 
 def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(session, ann_client):

@@ -82,17 +82,24 @@ def test_an_inserted_child_is_spaced_only_where_the_template_spaces_it():
 
 
 def test_the_recent_compactions_stay_keyed_while_one_is_running():
-    # While a compaction runs the list starts with its spinner line. Without an id of its
+    # While a compaction runs the panel starts with its spinner line. Without an id of its
     # own, the rows were matched by position, and the compaction that was newest was sent
     # whole in the next one's place (the page rebuilt a row it already showed).
+    from types import SimpleNamespace
+
     from django.template.loader import render_to_string
 
-    def recent(numbers, running=None):
-        rows = [{"number": n, "trigger": "rolling", "zones": [], "cleared": 1} for n in numbers]
-        return render_to_string("drawer/panels/_compactions_recent.html",
-                                {"rows": rows, "running_trigger": running, "oob": False})
+    def body(numbers, running=None):
+        rows = [{"number": n, "trigger": "rolling", "zones": [], "cleared": 1, "turn": n,
+                 "total_before": 900, "total_after": 800, "tokens_saved": 100}
+                for n in numbers]
+        html = render_to_string("drawer/panels/compactions.html", {
+            "rows": rows, "older": [], "recent": 2, "running_trigger": running,
+            "session": SimpleNamespace(pk=1, is_active=True)})
+        return f'<div id="b">{html}</div>'
 
-    steps = patches(recent([4, 3], running="rolling"), recent([5, 4]))
+    steps = patches(body([4, 3], running="rolling"), body([5, 4]))
     assert not [s for s in steps if "path:" in s], steps  # nothing replaced whole
-    assert any("insert:" in s and 'id="compaction-5"' in s for s in steps)
-    assert sum("remove:" in s for s in steps) == 2  # the spinner line and compaction 3
+    assert any("insert:" in s and 'id="compaction-brief-5"' in s for s in steps)
+    # The spinner line, compaction 3, and 4's detail (shown in full: the newest only).
+    assert sum("remove:" in s for s in steps) == 3, steps

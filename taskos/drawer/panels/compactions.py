@@ -15,17 +15,20 @@ from django.utils.safestring import mark_safe
 
 from agents import ZONES, Audit, Compaction, CompactionStarted, Event, EventType
 from taskos.drawer.base import Panel
+from taskos.runs.models import SessionEvent
+from taskos.store.stored_events import stored_event
 
-DETAILED = 2  # newest compactions shown in full; older ones get one line each. Each
-# detailed row (zones, diff, audit) is hundreds of elements that a live page lays out
-# again whenever a compaction arrives (on long-200, hiding the compactions, anchors and
-# tasks panels took the longest main-thread task from ~500 ms to 280 ms in
-# drawer_bench.py), so only two are kept in full.
+RECENT = 2  # newest compactions listed above the fold, one line each. Only a page rendered
+# whole (a finished session's, a first sync) shows one in full, the newest: a live page
+# gets each new compaction as its line, with its detail (zones, summary diff, audit, refs)
+# fetched when the line is opened (exports.compaction_detail). Sent in full, the detail was
+# most of the panel's live bytes: on long-1000, 391 compactions of ~2 KB each and ten
+# rewritten summaries of ~20 KB, 650 KB of the panel's 860 KB.
 LIVE_EARLIER = 10  # earlier compactions a running session's page holds, one line each:
 # the rest are fetched when their folded list is opened (static/js/taskos.js). On long-1000
 # the page had held all of them, ~390 rows and 2 400 elements, styled and laid out again
-# with every compaction that arrived.
-
+# with every compaction that arrived. A line leaving the recent ones is moved there by the
+# page itself (static/js/fragments.js data-keep-into), not sent again.
 
 def sections(text: str) -> list[tuple[str, list[str]]]:
     """A summary split at its markdown headings: [(heading, lines)], "" for the preamble."""
@@ -143,8 +146,8 @@ def detailed_row(number: int, ev: Compaction, checked: Audit | None = None) -> d
     }
 
 
-# What a compaction's one line (`brief_row`) reads of it: an earlier one's summaries, the
-# most of its payload, are read only for the newest, shown in full.
+# What a compaction's one line (`brief_row`) reads of it: the summaries, the most of its
+# payload, are read only for the newest, shown in full, and for one whose line is opened.
 BRIEF_KEYS = ("trigger", "kind", "tokens_saved", "before", "after", "refresh", "refs",
               "fallback", "summary_forms", "audit", "noop", "probe")
 
@@ -154,7 +157,7 @@ class CompactionsPanel(Panel):
     title = "Compactions"
     template = "drawer/panels/compactions.html"
     event_types = (EventType.COMPACTION_STARTED, EventType.COMPACTION, EventType.AUDIT)
-    newest_read = {EventType.COMPACTION: DETAILED}
+    newest_read = {EventType.COMPACTION: 1}
     older_keys = {EventType.COMPACTION: BRIEF_KEYS}
 
     def older_read(self, event_type: str) -> Q:
@@ -171,9 +174,13 @@ class CompactionsPanel(Panel):
         last = [ev for ev in events if not isinstance(ev, Audit)]
         started = last[-1] if last else None
         running = isinstance(started, CompactionStarted) and session.is_active
+        rows = [brief_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first]
+        if rows:  # the newest in full
+            rows[0] = detailed_row(*newest_first[0], audits.get(newest_first[0][1].seq))
         return {
-            "rows": [detailed_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[:DETAILED]],
-            "older": [brief_row(n, ev, audits.get(ev.seq)) for n, ev in newest_first[DETAILED:]],
+            "rows": rows[:RECENT],
+            "older": rows[RECENT:],
+            "recent": RECENT,
             "live_earlier": LIVE_EARLIER,
             # No-ops and anchor refreshes are listed, not counted: nothing was compacted.
             "count": sum(1 for ev in done if not ev.noop),
@@ -190,24 +197,44 @@ class CompactionsPanel(Panel):
 
     def delta(self, session, context: dict[str, Any], events: list[Event],
               new: list[Event]) -> str | None:
-        """The newest compactions (merged on the page), the rows that left them on top of
-        the earlier ones, and the earlier rows an audit arrived for; whole when the list
-        of earlier compactions is new."""
-        older = context["older"]
+        """The new compactions' lines on top of the recent ones (the page moves the lines
+        that leave those to the top of the earlier ones), the count of the earlier ones
+        and the lines an audit arrived for; whole when the page shows no compaction yet or
+        the list of earlier compactions is new."""
+        rows = context["rows"] + context["older"]  # newest first
         held = sum(1 for ev in events if isinstance(ev, Compaction) and ev.seq < new[0].seq)
-        older_held = max(0, held - DETAILED)
-        if older and not older_held:
+        if not held or (context["older"] and held <= RECENT):
             return None
         oob = {**context, "session": session, "oob": True}
-        parts = [render_to_string("drawer/panels/_compactions_recent.html", oob)]
-        moved = older[:len(older) - older_held]  # newest first, as the list is
-        if moved:
-            rows = "".join(render_to_string("drawer/panels/_compaction_brief.html",
-                                            {"row": row, "session": session}) for row in moved)
-            parts.append(f'<div hx-swap-oob="afterbegin:#compactions-older-list">{rows}</div>')
+        parts = [render_to_string("drawer/panels/_compactions_state.html", oob)]
+        fresh = rows[:len(rows) - held]
+        if fresh:
+            lines = "".join(render_to_string("drawer/panels/_compaction_brief.html",
+                                             {"row": row, "session": session}) for row in fresh)
+            parts.append(f'<div hx-swap-oob="afterbegin:#compactions-recent">{lines}</div>')
+        if context["older"]:
             parts.append(render_to_string("drawer/panels/_compactions_older_count.html", oob))
         audited = {ev.compaction_seq for ev in new if isinstance(ev, Audit)}
         parts += [render_to_string("drawer/panels/_compaction_brief.html",
                                    {"row": row, "session": session, "oob": True})
-                  for row in older[len(moved):] if row["seq"] in audited]
+                  for row in rows[len(fresh):] if row["seq"] in audited]
         return mark_safe("\n".join(parts))
+
+
+def read_compaction(session, number: int) -> dict[str, Any] | None:
+    """Compaction `number` (from 1, as the panel numbers them) in full, with the audit of
+    the request sent after it; None when the session has no such compaction."""
+    if number < 1:
+        return None
+    of_session = SessionEvent.objects.filter(session=session)
+    found = next(iter(of_session.filter(type=EventType.COMPACTION).order_by("seq")
+                      .values("seq", "turn", "payload")[number - 1:number]), None)
+    if found is None:
+        return None
+    ev = stored_event(EventType.COMPACTION, found["payload"], seq=found["seq"],
+                      turn=found["turn"])
+    audit = (of_session.filter(type=EventType.AUDIT, payload__compaction_seq=ev.seq)
+             .order_by("-seq").values("seq", "turn", "payload").first())
+    checked = audit and stored_event(EventType.AUDIT, audit["payload"], seq=audit["seq"],
+                                     turn=audit["turn"])
+    return detailed_row(number, ev, checked or None)

@@ -7,7 +7,6 @@ from collections import OrderedDict, defaultdict
 from typing import Any, Collection
 
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
@@ -149,15 +148,15 @@ class InspectorPanel(Panel):
 
     def get_context(self, session, events: list[Event], pinned: int | None = None) -> dict[str, Any]:
         # ModelCalls (the panel reads no other type), without their messages (load_events).
-        calls = [{"call": ev.call, "kind": ev.kind, "tokens": ev.input_tokens, "turn": ev.turn}
-                 for ev in events]
+        calls = [{"call": ev.call, "kind": ev.kind, "tokens": ev.input_tokens, "turn": ev.turn,
+                  "seq": ev.seq} for ev in events]
         latest = calls[-1]["call"] if calls else None
         shown = pinned if pinned is not None else latest
         # The page lists live calls only (load_events): the row shown is the listed one.
         seq = next((ev.seq for ev in reversed(events) if ev.call == shown), None)
         # Only the body following the latest call carries the ids live updates target.
         return {"calls": calls[::-1][:LISTED_CALLS], "latest": latest, "pinned": pinned,
-                "following": pinned is None,
+                "following": pinned is None, "listed": LISTED_CALLS,
                 "unlisted": max(0, len(calls) - LISTED_CALLS),
                 "detail": call_detail(session, shown, seq)}
 
@@ -176,13 +175,20 @@ class InspectorPanel(Panel):
         if detail is None or shown is None:
             return None
         oob = {**context, "session": session, "oob": True}
-        parts = [render_to_string("drawer/panels/_inspector_bar.html", oob),
-                 render_to_string("drawer/panels/_inspector_head.html", oob),
-                 attributes("div", "inspector-detail", {
-                     "class": "inspector", "data-call": detail["call"],
-                     "data-message-url": reverse("web:inspect_message", args=[session.pk])}),
-                 attributes("ol", "inspector-messages", {"class": "messages",
-                                                         "data-parts-total": detail["parts_total"]})]
+        # The bar names no call while following: only a new call's line in its list
+        # changes, unless what else it shows does (the call number box, the exports).
+        if bar_shape(context["unlisted"], detail) == bar_shape(len(before) - LISTED_CALLS, shown):
+            seqs = {ev.seq for ev in new}
+            listed = [call for call in context["calls"] if call["seq"] in seqs]
+            parts = [inserted("afterbegin", render_to_string(
+                "drawer/panels/_inspector_calls.html", {"calls": listed}), "inspector-calls",
+                tag="optgroup")] if listed else []
+        else:
+            parts = [render_to_string("drawer/panels/_inspector_bar.html", oob)]
+        parts += [render_to_string("drawer/panels/_inspector_head.html", oob),
+                 attributes("div", "inspector-detail", {"data-call": detail["call"]}),
+                 attributes("ol", "inspector-messages",
+                            {"data-parts-total": detail["parts_total"]})]
         tools = (detail["tools_part"], detail["tools"])
         if tools != (shown["tools_part"], shown["tools"]):
             if detail["tools_part"] is None:
@@ -195,21 +201,41 @@ class InspectorPanel(Panel):
         rows, old_rows = detail["messages"], shown["messages"]
         parts += [render_to_string("drawer/panels/_inspector_message.html", {**oob, "m": row})
                   for row, old in zip(rows, old_rows) if row != old]
-        parts += [gone(f"inspector-msg-{row['index']}") for row in old_rows[len(rows):]]
-        tail = (detail["priming"], detail["difference"])
-        if len(rows) > len(old_rows) or tail != (shown["priming"], shown["difference"]):
+        if len(rows) < len(old_rows):  # the first row gone, and all after it, in one
+            parts.append(cut(f"inspector-msg-{old_rows[len(rows)]['index']}"))
+        plain = {**oob, "oob": False}
+        added = "".join(render_to_string("drawer/panels/_inspector_message.html",
+                                         {**plain, "m": row}) for row in rows[len(old_rows):])
+        if detail["priming"] is not None and detail["priming"] == shown["priming"]:
+            # The tail (priming, the provider's difference) stays: new rows go before it.
+            if added:
+                parts.append(inserted("beforebegin", added, "inspector-part-priming"))
+            difference = "drawer/panels/_inspector_difference.html"
+            if detail["difference"] == shown["difference"]:
+                pass
+            elif detail["difference"] is None:
+                parts.append(gone("inspector-part-difference"))
+            elif shown["difference"] is None:
+                parts.append(inserted("beforeend", render_to_string(difference, plain)))
+            else:
+                parts.append(render_to_string(difference, oob))
+        elif added or (detail["priming"], detail["difference"]) != (shown["priming"],
+                                                                     shown["difference"]):
             # The tail follows the messages: it leaves and comes back after the new ones.
             parts += [gone("inspector-part-priming"), gone("inspector-part-difference")]
-            plain = {**oob, "oob": False}
-            added = "".join(render_to_string("drawer/panels/_inspector_message.html",
-                                             {**plain, "m": row}) for row in rows[len(old_rows):])
             parts.append(inserted("beforeend", added + render_to_string(
                 "drawer/panels/_inspector_tail.html", plain)))
         return mark_safe("\n".join(part.strip() for part in parts))
 
 
+def bar_shape(unlisted: int, detail: dict[str, Any]) -> tuple:
+    """What the call picker shows of a call, besides its list of calls, while following."""
+    return unlisted > 0, detail["recorded"]
+
+
 def attributes(tag: str, dom_id: str, values: dict[str, Any]) -> str:
-    """An element whose attributes the page copies onto the one with its id (children kept)."""
+    """Attributes the page sets on the element with this id (its others and its children
+    kept)."""
     shown = "".join(f' {name}="{escape(value)}"' for name, value in values.items())
     return f'<{tag} id="{dom_id}" hx-swap-oob="attributes"{shown}></{tag}>'
 
@@ -219,5 +245,11 @@ def gone(dom_id: str) -> str:
     return f'<li id="{dom_id}" hx-swap-oob="delete"></li>'
 
 
-def inserted(where: str, rows: str) -> str:
-    return f'<ol hx-swap-oob="{where}:#inspector-messages">{rows}</ol>'
+def cut(dom_id: str) -> str:
+    """Removes the row with this id and every row after it up to the list's tail: a
+    compaction takes hundreds of rows at once (static/js/fragments.js removeFrom)."""
+    return f'<li id="{dom_id}" hx-swap-oob="delete-from"></li>'
+
+
+def inserted(where: str, rows: str, dom_id: str = "inspector-messages", tag: str = "ol") -> str:
+    return f'<{tag} hx-swap-oob="{where}:#{dom_id}">{rows}</{tag}>'
