@@ -212,9 +212,17 @@ window.TaskOSFragments = (function () {
   }
 
   // A log keeps its newest rows (data-keep of them); a group left without rows goes too.
+  // A list with data-keep-into (the newest compactions) moves the rows past its length to
+  // the top of that list (the earlier ones), in order, instead of the server sending them
+  // there again; that list is then trimmed to its own length, if it has one.
   function trim(list) {
     var rows = list.querySelectorAll("[data-row]");
-    for (var i = Number(list.dataset.keep); i < rows.length; i++) { rows[i].remove(); }
+    var into = list.dataset.keepInto && document.getElementById(list.dataset.keepInto);
+    var top = into && into.firstChild;
+    for (var i = Number(list.dataset.keep); i < rows.length; i++) {
+      if (into) { into.insertBefore(rows[i], top); } else { rows[i].remove(); }
+    }
+    if (into && rows.length > Number(list.dataset.keep) && into.hasAttribute("data-keep")) { trim(into); }
     list.querySelectorAll("[data-group]").forEach(function (group) {
       if (!group.querySelector("[data-row]")) { group.remove(); }
     });

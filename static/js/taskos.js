@@ -84,6 +84,37 @@
     if (list) { loadEarlier(list); }
   }, true);
 
+  // A compaction is a line (li.compaction-brief > details): opened, it fetches its detail
+  // (zones, summary diff, audit, refs), which a live page is not sent. A line merged with
+  // a fresh copy (an audit arrived) loses what it fetched, and fetches it again if open.
+  function loadCompaction(details) {
+    var list = document.getElementById("compactions-recent");
+    var number = /-(\d+)$/.exec(details.parentNode.id);
+    if (!list || !number) { return; }
+    details.setAttribute("data-loaded", "");
+    fetch(list.dataset.detailUrl + "?number=" + number[1], { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : ""; })
+      .then(function (html) {
+        while (details.lastElementChild && details.lastElementChild.tagName !== "SUMMARY") {
+          details.lastElementChild.remove();
+        }
+        details.insertAdjacentHTML("beforeend", html);
+      });
+  }
+  function loadOpenCompactions() {
+    var body = document.getElementById("panel-compactions-body");
+    if (body) {
+      body.querySelectorAll("li.compaction-brief > details[open]:not([data-loaded])")
+        .forEach(loadCompaction);
+    }
+  }
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (details.open && details.matches && details.matches("li.compaction-brief > details:not([data-loaded])")) {
+      loadCompaction(details);
+    }
+  }, true);
+
   // The inspector's rows come without their message's text: opened, a row fetches it
   // (a long run's live page was sent every message's text, most of it never opened). A
   // row the live inspector merged with a new call's whose text differs (its data-text,
@@ -222,6 +253,7 @@
     var earlier = earlierUnloaded();
     if (earlier) { loadEarlier(earlier); }
     loadOpenMessages();
+    loadOpenCompactions();
     var inbox = document.getElementById("curve-inbox");  // new points for the curve
     if (inbox && inbox.firstElementChild) { window.TaskOSCurve.take(inbox); }
     if (curveBoxCame) { syncCurveScale(); }

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from agents import EventType
 from taskos.drawer.calls import ToolsLost, request_body
 from taskos.drawer.events import call_payload, load_events
-from taskos.drawer.panels.compactions import CompactionsPanel
+from taskos.drawer.panels.compactions import CompactionsPanel, read_compaction
 from taskos.drawer.panels.inspector import InspectorPanel, read_call_detail
 from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn, SessionEvent
@@ -111,6 +111,23 @@ def compactions_older(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse(render_to_string("drawer/panels/_compactions_older_rows.html",
                                          {"older": older, "session": session},
                                          request=request))
+
+
+@login_required
+@require_GET
+def compaction_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Compaction `number` in full (zones, summary diff, audit, refs), as the Compactions
+    panel shows it once its line is opened: a live page is sent the lines only."""
+    session = owned_session(request, pk)
+    try:
+        number = int_param(request, "number")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    row = read_compaction(session, number) if number is not None else None
+    if row is None:
+        raise Http404(f"Session {session.pk} has no compaction {number}.")
+    return HttpResponse(render_to_string("drawer/panels/_compaction_detail.html",
+                                         {"row": row, "session": session}, request=request))
 
 
 @login_required

@@ -23,6 +23,8 @@ urlpatterns = [
     path("sessions/<int:pk>/inspect/message", exports.inspect_message, name="inspect_message"),
     path("sessions/<int:pk>/compactions/older", exports.compactions_older,
          name="compactions_older"),
+    path("sessions/<int:pk>/compactions/detail", exports.compaction_detail,
+         name="compaction_detail"),
     path("sessions/<int:pk>/calls/<int:number>/", exports.call_page, name="call_page"),
     path("sessions/<int:pk>/calls/<int:number>.json", exports.call_json, name="call_json"),
     path("sessions/<int:pk>/calls/latest.json", exports.call_json, name="latest_call_json"),

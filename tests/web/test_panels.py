@@ -10,7 +10,7 @@ from taskos.drawer.base import render_panel
 from taskos.drawer.events import load_events
 from taskos.drawer.panels import (AnchorsPanel, BudgetPanel, CompactionsPanel, CostPanel,
                                   CurvePanel, ErrorsPanel, HintsPanel, InspectorPanel, TasksPanel)
-from taskos.drawer.panels.compactions import summary_diff
+from taskos.drawer.panels.compactions import read_compaction, summary_diff
 from taskos.drawer.panels.cost import compacted_away_share, split_cached
 from taskos.runs.models import Anchor, Task
 
@@ -132,8 +132,6 @@ def test_compactions_rows_with_zones_diff_audit_and_refs(session):
     context, html = panel_view(CompactionsPanel(), session)
     latest, first = context["rows"]
     assert (latest["number"], latest["trigger"], first["trigger"]) == (2, "budget", "rolling")
-    history = next(z for z in first["zones"] if z["zone"] == "history")
-    assert (history["before"], history["after"], history["delta"]) == (5000, 800, -4200)
     assert {"op": "add", "text": "- grouped"} in latest["diff"]
     assert not latest["audit_ok"] and latest["missing_anchors"] == ["budget ≤ 50k"]
     assert "missing anchor: budget ≤ 50k" in html and "number not in the sources: -13%" in html
@@ -141,6 +139,16 @@ def test_compactions_rows_with_zones_diff_audit_and_refs(session):
     assert f"/sessions/{session.pk}/refs/arc:1:2" in html
     assert f"/sessions/{session.pk}/archive?first=1&amp;last=4" in html
     assert context["running_trigger"] is None
+    # The newest in full; the one before it a line, its detail read when it is opened.
+    assert "zones" not in first and html.count('<table class="zones') == 1
+    first = read_compaction(session, 1)
+    history = next(z for z in first["zones"] if z["zone"] == "history")
+    assert (history["before"], history["after"], history["delta"]) == (5000, 800, -4200)
+    assert first["diff"] == [{"op": "section", "text": "## Goal (new section)"},
+                             {"op": "add", "text": "sales"},
+                             {"op": "section", "text": "## Progress (new section)"},
+                             {"op": "add", "text": "- loaded"}]
+    assert read_compaction(session, 3) is None and read_compaction(session, 0) is None
 
 
 def test_compaction_in_progress_is_shown_until_it_completes(session):
@@ -194,7 +202,10 @@ def test_a_clear_is_its_own_compaction_kind_with_the_tokens_it_saved(session):
     assert (clear["cleared"], clear["tokens_saved"], summary["cleared"]) == (2, 4200, None)
     assert context["count"] == 2
     assert ">cleared</span>" in html and "2 tool results, 4,200 tokens saved" in html
-    assert "No model call" in html and html.count("summary diff") == 1
+    assert "No model call" in html and "summary diff" not in html
+    opened = render_to_string("drawer/panels/_compaction_detail.html",
+                              {"row": read_compaction(session, 1), "session": session})
+    assert "summary diff" in opened and "No model call" not in opened
 
 
 def test_anchors_current_rows_and_changes_by_source(session):
@@ -365,10 +376,12 @@ def test_older_compactions_shrink_to_one_line_each(session):
     add_events(session, *[compaction("rolling") for _ in range(11)],
                compaction("manual", noop=True, instructions="keep Q3"))
     context, html = panel_view(CompactionsPanel(), session)
-    assert [row["number"] for row in context["rows"]] == [12, 11]  # DETAILED
+    assert [row["number"] for row in context["rows"]] == [12, 11]  # RECENT
     assert [row["number"] for row in context["older"]] == list(range(10, 0, -1))
-    assert "diff" not in context["older"][0] and context["rows"][0]["noop"]
-    assert html.count('class="compaction-brief"') == 10 and "10 earlier compactions" in html
+    assert "diff" not in context["older"][0] and "diff" not in context["rows"][1]
+    assert context["rows"][0]["noop"] and "diff" in context["rows"][0]
+    assert html.count('class="compaction-brief"') == 12 and "<span>10</span> earlier compactions" in html
+    assert html.count('<article class="compaction"') == 1  # the newest in full
     assert "Focus: keep Q3" in html and "no-op" in html
 
 
@@ -423,7 +436,9 @@ def test_compactions_show_probe_recovery_and_how_the_summary_was_read(session):
     assert (first["probe_rate"], first["probe_recovered"], first["probe_asked"]) == (0.5, 1, 2)
     assert first["summary_from_text"] and not latest["probe_known"]
     assert "probes 1/2 recovered" in html and "summary read from text" in html
-    assert 'What figure was found for "North revenue"?' in html.replace("&quot;", '"')
+    opened = render_to_string("drawer/panels/_compaction_detail.html",
+                              {"row": read_compaction(session, 1), "session": session})
+    assert 'What figure was found for "North revenue"?' in opened.replace("&quot;", '"')
     assert "summary unusable: truncated" in html
     assert "The model's summary was unusable, so the oldest turns were truncated" in html
 
