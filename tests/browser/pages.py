@@ -1,6 +1,7 @@
 """Page steps the browser tests and the browser scripts (drawer bench, screenshots) share."""
 from __future__ import annotations
 
+import json
 import re
 
 from playwright.sync_api import Page, expect
@@ -48,3 +49,26 @@ def finished_session(page: Page, stack: Stack, scenario: str = "sales-report",
     pk = submit_start_form(page)
     expect(page.locator("#session-status .status")).to_have_text("finished")
     return pk
+
+
+def record_websocket(page: Page) -> tuple[list[str], list[tuple[int, dict]]]:
+    """The frames every websocket of `page` receives, and the messages the page sends, each
+    with how many frames it had received by then; both lists fill as the page runs."""
+    frames: list[str] = []
+    asked: list[tuple[int, dict]] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
+        data if isinstance(data, str) else data.decode())))
+    page.on("websocket", lambda ws: ws.on("framesent", lambda data: asked.append(
+        (len(frames), json.loads(data if isinstance(data, str) else data.decode())))))
+    return frames, asked
+
+
+def wait_for_first_frame(page: Page, frames: list[str]) -> int:
+    """Wait until the first sync's frame arrived (Playwright hands events over during its
+    own calls, so this polls through the page); the number of frames then."""
+    for _ in range(600):
+        if frames:
+            break
+        page.wait_for_timeout(100)
+    assert frames, "the first sync never came"
+    return len(frames)

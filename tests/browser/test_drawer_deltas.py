@@ -9,13 +9,13 @@ The session is held at known points by pausing the worker; nothing waits a fixed
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import record_websocket, wait_for_first_frame
 from .stack import Stack, wait_for
 from .test_drawer_live import cancel, count_events, last_seq, start_session
 
@@ -42,22 +42,13 @@ BODIES = """() => {
 
 def test_frames_after_the_first_sync_are_deltas_and_the_panels_never_drift(
         page: Page, stack: Stack) -> None:
-    frames: list[str] = []
-    asked: list[tuple[int, dict]] = []  # what the page asked for, and how many frames it had
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
-        data if isinstance(data, str) else data.decode())))
-    page.on("websocket", lambda ws: ws.on("framesent", lambda data: asked.append(
-        (len(frames), json.loads(data if isinstance(data, str) else data.decode())))))
+    frames, asked = record_websocket(page)  # asked: with how many frames the page had
     pk = start_session(page, stack, "long-1000", window=8000)
     try:
-        for _ in range(600):  # the first sync's frame (Playwright hands events over in calls)
-            if frames:
-                break
-            page.wait_for_timeout(100)
         # Folded panels were sent the first sync's fragments too and applied them: once
         # unfolded they hold their bodies, and nothing comes whole for them (as nothing
         # after the first sync does: checked below).
-        first_sync = len(frames)
+        first_sync = wait_for_first_frame(page, frames)
         page.evaluate("() => document.querySelectorAll('#drawer details.panel')"
                       ".forEach((d) => { d.open = true; })")
         expect(page.locator("#drawer details.panel:not([open])")).to_have_count(0)

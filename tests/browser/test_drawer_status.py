@@ -9,13 +9,13 @@ The session is held at known points by pausing the worker; nothing waits a fixed
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import record_websocket, wait_for_first_frame
 from .stack import Stack, wait_for
-from .test_drawer_live import cancel, count_events, last_seq, start_session
+from .test_drawer_incremental import held_in_sync
+from .test_drawer_live import cancel, count_events, start_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 expect.set_options(timeout=120_000)
@@ -43,36 +43,25 @@ def run_until(page: Page, stack: Stack, pk: int, calls: int) -> int:
     """Let the worker go until `calls` model calls are stored; the seq the page then holds."""
     stack.resume("worker")
     wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= calls, f"{calls} model calls")
-    stack.pause("worker")
-    held = last_seq(stack, pk)
-    expect(page.locator("#last-seq")).to_have_value(str(held))
-    return held
+    return held_in_sync(page, stack, pk)
 
 
 def test_the_status_header_comes_as_its_changed_figures_and_matches_a_fresh_load(
         page: Page, stack: Stack) -> None:
-    frames: list[str] = []
-    asked: list[dict] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(
-        data if isinstance(data, str) else data.decode())))
-    page.on("websocket", lambda ws: ws.on("framesent", lambda data: asked.append(
-        json.loads(data if isinstance(data, str) else data.decode()))))
+    frames, asked = record_websocket(page)
     pk = start_session(page, stack, "long-1000", window=8000)
     try:
-        for _ in range(600):  # the first sync's frame (Playwright hands events over in calls)
-            if frames:
-                break
-            page.wait_for_timeout(100)
-        first_sync = len(frames)
-        held = run_until(page, stack, pk, 40)
+        first_sync = wait_for_first_frame(page, frames)
+        # 60 calls at the stack's 100 ms each: several of the drawer's refreshes.
+        held = run_until(page, stack, pk, 60)
         live = frames[first_sync:]
-        assert len(live) > 5, f"only {len(live)} live frames"
+        assert len(live) > 3, f"only {len(live)} live frames"
         whole = sum(frame.count(STATUS_WHOLE) for frame in live)
         patched = sum(frame.count(STATUS_PATCH) for frame in live)
         # Sent whole, the header came with every one of the live frames.
         assert whole == 0, f"the header came whole in {whole} of {len(live)} live frames"
         assert patched > 0, "no patch of the header"
-        assert not any("status" in (message.get("refresh") or ()) for message in asked)
+        assert not any("status" in (message.get("refresh") or ()) for _, message in asked)
         expect(page.locator("#session-status .status")).to_have_text("running")
         assert page.evaluate(HEADER) == fresh_header(page, stack, pk, held)
 
@@ -81,8 +70,8 @@ def test_the_status_header_comes_as_its_changed_figures_and_matches_a_fresh_load
         page.evaluate("() => document.getElementById('session-status')"
                       ".removeAttribute('data-rev')")
         sent_before = len(frames)
-        held = run_until(page, stack, pk, 50)
-        assert any("status" in (message.get("refresh") or ()) for message in asked), \
+        held = run_until(page, stack, pk, 75)
+        assert any("status" in (message.get("refresh") or ()) for _, message in asked), \
             "the page did not ask for the header it could not patch"
         expect(page.locator("#session-status[data-rev]")).to_have_count(1)
         assert any(STATUS_WHOLE in frame for frame in frames[sent_before:])
