@@ -40,8 +40,11 @@ def stored_event(type: str, payload: dict[str, Any] | None, *, seq: int = 0, tur
         return None
     if at is None:
         return event_from(type, payload, seq=seq, turn=turn)
-    return event_from(type, payload, seq=seq, turn=turn,
-                      at=at.isoformat() if isinstance(at, dt.datetime) else at)
+    return event_from(type, payload, seq=seq, turn=turn, at=_iso(at))
+
+
+def _iso(at: Any) -> Any:
+    return at.isoformat() if isinstance(at, dt.datetime) else at
 
 
 def stored_events(rows: Iterable[tuple[int, str, int, Any, dict[str, Any]]]) -> list[Event]:
@@ -135,12 +138,13 @@ def select(rows: QuerySet, cls: type[E], keys: Iterable[str], *, dated: bool = T
         found = rows.annotate(**lookups).values_list(*envelope, *lookups)
         payloads = ((row, {key: value for key, value in zip(keys, row[len(envelope):])
                            if value is not None}) for row in found)
-    kind = cls.TYPE
-    events = []
-    for row, payload in payloads:
-        events.append(stored_event(kind, payload, seq=row[0], turn=row[1],
-                                   at=row[2] if dated else ""))
-    return events  # type: ignore[return-value]  # of cls.TYPE: a cls
+    # The keys were checked to be fields of `cls` (none of the envelope): made directly,
+    # not through event_from's sorting of a stored payload's keys.
+    if dated:
+        return [cls(seq=row[0], turn=row[1], at=_iso(row[2]), **payload)  # type: ignore[misc]
+                for row, payload in payloads]
+    return [cls(seq=row[0], turn=row[1], at="", **payload)  # type: ignore[misc]
+            for row, payload in payloads]
 
 
 def discards_before(events: Iterable[Event]) -> bool:
