@@ -294,8 +294,10 @@ class CallRunner:
         params_of = getattr(self.model, "request_params", None)
         if params_of is None:  # a stand-in model in tests: nothing to reconstruct from
             return {}
-        params = params_of(messages, tools, max_tokens, model, tool_choice)
-        # The messages are stored beside this, annotated; only their place in the body here.
+        # The messages are stored beside this, annotated; only their place in the body here:
+        # none are passed, so they are not turned into wire messages a second time (the call
+        # itself does that), and no other parameter depends on them.
+        params = params_of([], tools, max_tokens, model, tool_choice)
         sent = {key: ("<messages>" if key == "messages" else value)
                 for key, value in params.items()}
         # A JSONB column keeps no key order: tool schemas are kept as text, and a message
