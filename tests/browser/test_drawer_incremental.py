@@ -21,8 +21,10 @@ ROWS = ("#panel-anchors-body li.change, #panel-anchors-body li.anchor, "
         "#panel-compactions-body li.compaction-brief, #panel-compactions-body article.compaction")
 
 # A row by what it shows: an anchor change by seq, a compaction by number, an anchor by
-# its pk and list (one retired since is a row of another list).
-KEY = """const key = (el) => el.id ? (el.closest('#anchors-retired') ? 'retired-' : '') + el.id
+# its pk and list (one retired since, or moved among a tool's earlier conclusions by a newer
+# one, is a row of another list).
+KEY = """const key = (el) => el.id ? (el.closest('#anchors-retired') ? 'retired-'
+                                  : el.closest('#anchors-earlier') ? 'earlier-' : '') + el.id
                              : 'change-' + el.dataset.seq;"""
 # Remembers every row element on the page and watches the folded curve's body for any
 # change at all.
