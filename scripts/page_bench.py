@@ -6,7 +6,7 @@ reads (`panel_events`), each panel's context and template, the workspace listing
 the median and least CPU time (this process's, less sensitive to a busy machine than
 wall time) and the median wall time of each, over interleaved rounds.
 
-    cp /tmp/drawer-bench-XXXX/taskos.sqlite3 /tmp/long1000.sqlite3   # a finished run
+    cp /tmp/drawer-bench-*/taskos.sqlite3 /tmp/long1000.sqlite3   # a finished run
     .venv/bin/python scripts/page_bench.py --db /tmp/long1000.sqlite3 [--session 1] [--runs 10]
 
 A finished long-1000 session to read comes from `scripts/drawer_bench.py` (its stack's

@@ -84,6 +84,19 @@
     if (list) { loadEarlier(list); }
   }, true);
 
+  // Parts whose content is fetched when a person opens them (`rows`, <details> not yet
+  // loaded): `load` runs on opening; the function returned loads the ones already open
+  // inside `within` (run after each frame: a merge with a fresh copy drops what was loaded).
+  function whenOpened(rows, within, load) {
+    document.addEventListener("toggle", function (event) {
+      var el = event.target;
+      if (el.open && el.matches && el.matches(rows + ":not([data-loaded])")) { load(el); }
+    }, true);
+    return function () {
+      document.querySelectorAll(within + " " + rows + "[open]:not([data-loaded])").forEach(load);
+    };
+  }
+
   // A compaction is a line (li.compaction-brief > details): opened, it fetches its detail
   // (zones, summary diff, audit, refs), which a live page is not sent. A line merged with
   // a fresh copy (an audit arrived) loses what it fetched, and fetches it again if open.
@@ -101,19 +114,8 @@
         details.insertAdjacentHTML("beforeend", html);
       });
   }
-  function loadOpenCompactions() {
-    var body = document.getElementById("panel-compactions-body");
-    if (body) {
-      body.querySelectorAll("li.compaction-brief > details[open]:not([data-loaded])")
-        .forEach(loadCompaction);
-    }
-  }
-  document.addEventListener("toggle", function (event) {
-    var details = event.target;
-    if (details.open && details.matches && details.matches("li.compaction-brief > details:not([data-loaded])")) {
-      loadCompaction(details);
-    }
-  }, true);
+  var loadOpenCompactions = whenOpened("li.compaction-brief > details", "#panel-compactions-body",
+                                       loadCompaction);
 
   // The inspector's rows come without their message's text: opened, a row fetches it
   // (a long run's live page was sent every message's text, most of it never opened). A
@@ -138,16 +140,7 @@
         row.insertAdjacentHTML("beforeend", html);
       });
   }
-  function loadOpenMessages() {
-    document.querySelectorAll("#panel-inspector details[data-message][open]:not([data-loaded])")
-      .forEach(loadMessage);
-  }
-  document.addEventListener("toggle", function (event) {
-    var row = event.target;
-    if (row.open && row.matches && row.matches("details[data-message]:not([data-loaded])")) {
-      loadMessage(row);
-    }
-  }, true);
+  var loadOpenMessages = whenOpened("details[data-message]", "#panel-inspector", loadMessage);
 
   // Following live, the inspector's export links name the "latest" call (its bar then
   // need not change with every call): clicked, they name the call it shows, which the
