@@ -178,16 +178,17 @@ def measures(text: str) -> tuple[tuple[str, float, str], ...]:
     return tuple(found)
 
 
-def _clash(a: Said, b: Said) -> tuple[str, tuple[str, str]] | None:
+def _clash(a: Said, b: Said, refers_back: bool = False) -> tuple[str, tuple[str, str]] | None:
     """The unit two sentences give different figures of, when they are about the same
-    thing (same_item): the same words around the figures within one message, related
-    words across messages (agents.words.changes)."""
+    thing (same_item): the same words around the figures within one message, or a later
+    sentence of the message that names nothing but its measure (`refers_back`: "Max 3
+    pages. Make it 5 pages."); related words across messages (agents.words.changes)."""
     mine, theirs = measures(a.text), measures(b.text)
     if not mine or not theirs:
         return None
     plain_a, plain_b = plain_sentence(a.text), plain_sentence(b.text)
     if a.index == b.index:
-        if topic(plain_a) != topic(plain_b):
+        if topic(plain_a) != topic(plain_b) and not refers_back:
             return None
     elif not related(plain_a, plain_b):
         return None
@@ -317,9 +318,14 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
     it, unless that one says plainly that it replaces it ("instead", 改为 …)."""
     pairs: list[Conflict] = []
     seen: set[tuple[Said, Said]] = set()
-    for group in _same_message_groups(current):
-        found_here = [(a, b, found) for a, b in _candidates(group)
-                      if (found := _clash(a, b))]
+    for unit, group in _same_message_groups(current):
+        same_words: dict[frozenset[str], list[Said]] = {}
+        for s in group:
+            same_words.setdefault(topic(plain_sentence(s.text)), []).append(s)
+        found_here = [(a, b, found) for alike in same_words.values() if len(alike) > 1
+                      for a, b in _candidates(alike) if (found := _clash(a, b))]
+        found_here += [(a, b, found) for a, b in _back_references(group, unit)
+                       if (found := _clash(a, b, refers_back=True))]
         clashes: dict[Said, int] = {}
         for a, b, _found in found_here:
             clashes[a] = clashes.get(a, 0) + 1
@@ -338,18 +344,28 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
     return tuple(sorted(pairs, key=lambda c: (c.second.index, c.first.index)))
 
 
-def _same_message_groups(current: list[Said]) -> list[list[Said]]:
-    """The sentences that may clash within a message: the same message, a figure of the
-    same unit and the same words around the figures (as _clash asks)."""
-    groups: dict[tuple, list[Said]] = {}
+def _same_message_groups(current: list[Said]) -> list[tuple[str, list[Said]]]:
+    """The sentences that may clash within a message, by unit: the same message and a
+    figure of the same unit, in the message's order."""
+    groups: dict[tuple[int, str], list[Said]] = {}
     for s in current:
         for unit in {m[0] for m in measures(s.text)}:
-            groups.setdefault((s.index, unit, topic(plain_sentence(s.text))), []).append(s)
-    return [group for group in groups.values() if len(group) > 1]
+            groups.setdefault((s.index, unit), []).append(s)
+    return [(unit, group) for (_index, unit), group in groups.items() if len(group) > 1]
+
+
+def _back_references(group: list[Said], unit: str) -> list[tuple[Said, Said]]:
+    """Within a message, a sentence that names nothing but its measure ("Make it 5
+    pages", "5 páginas, mejor") paired with the sentence before it in the same unit: a
+    person correcting themselves as they write. (In a list of such bare figures each
+    clashes with its neighbours, and _conflicts takes no pair from it.)"""
+    return [(before, later) for before, later in zip(group, group[1:])
+            if not _subject(later.text, unit)]
 
 
 def _candidates(group: list[Said]) -> list[tuple[Said, Said]]:
-    """The pairs of a group _clash may accept, without trying every pair of a long list:
+    """The pairs of a group with the same words around their figures (_clash asks that
+    within a message), without trying every pair of a long list:
     two sentences of one figure each (more such are a list, whose items each clash with
     several), or two that share a figure ("section 6 …"). A figure most of a long list
     shares (a year) names no item."""

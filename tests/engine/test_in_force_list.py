@@ -311,3 +311,25 @@ def test_a_later_figure_for_the_same_item_is_still_a_possible_contradiction(lang
 def test_an_item_s_own_number_decides_whatever_figure_comes_first():
     said = ("Step 1: at most 3 pages.\nStep 2: at most 5 pages.\nStep 1: at most 4 pages.")
     assert conflicts_of(said) == [("Step 1: at most 3 pages.", "Step 1: at most 4 pages.")]
+
+
+# Within one message, a sentence that names nothing but its measure refers back to the
+# one before it in that unit: the person corrected themselves as they wrote.
+CORRECTED_AS_WRITTEN = {
+    "en": ("Max 3 pages.", "Make it 5 pages."),
+    "en, then": ("Write 3 pages on sales.", "Then 2 pages."),
+    "ja": ("報告書は3ページ以内。", "やはり5ページで。"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(CORRECTED_AS_WRITTEN))
+def test_a_bare_figure_after_another_in_one_message_is_a_possible_contradiction(lang):
+    first, second = CORRECTED_AS_WRITTEN[lang]
+    separator = "" if lang == "ja" else " "
+    assert conflicts_of(f"{first}{separator}{second}") == [(first, second)]
+
+
+def test_parts_of_one_message_that_each_name_their_thing_are_no_contradiction():
+    assert conflicts_of("The intro takes 2 pages. The body takes 10 pages.") == []
+    # A list of bare figures is items, each at odds with its neighbours: no pair.
+    assert conflicts_of("Chapter lengths:\n- 3 pages\n- 5 pages\n- 2 pages") == []
