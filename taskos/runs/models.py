@@ -430,6 +430,27 @@ class LiveEventManager(models.Manager):
         return super().get_queryset().filter(discarded=False)
 
 
+# Of the event types whose rows the drawer charts by the hundred, the payload keys that
+# make them big: a MODEL_CALL's messages and request (~5 KB a call on long-1000), a
+# compaction's summaries (~11 KB). A row of these types keeps the rest of its payload,
+# its figures, in `SessionEvent.figures` too, so a page reading ~1 000 calls' figures
+# never parses their payloads (taskos/store/stored_events.py `select`).
+BULK_KEYS: dict[str, frozenset[str]] = {
+    agents.EventType.MODEL_CALL: frozenset({"messages", "request", "reply", "message_parts",
+                                            "message_meta"}),
+    agents.EventType.COMPACTION: frozenset({"summary_before", "summary_after", "digests"}),
+}
+
+
+def event_figures(event_type: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The payload of a row of `event_type` less its BULK_KEYS, as `SessionEvent.figures`
+    keeps it; None for a type without bulk (read from its payload)."""
+    bulk = BULK_KEYS.get(event_type)
+    if bulk is None:
+        return None
+    return {key: value for key, value in payload.items() if key not in bulk}
+
+
 class SessionEvent(models.Model):
     """An engine event as stored before it is streamed; the drawer's source of truth.
 
@@ -445,6 +466,10 @@ class SessionEvent(models.Model):
     turn = models.PositiveIntegerField(default=0)
     at = models.DateTimeField()
     discarded = models.BooleanField(default=False)
+    # `event_figures` of the payload, kept on every write (`save`, taskos/store/event_log.py);
+    # NULL for the other types and for a row written before the column existed, whose
+    # figures are read from its payload instead.
+    figures = models.JSONField(null=True, blank=True, editable=False)
 
     objects = LiveEventManager()
     all_objects = models.Manager()
@@ -458,6 +483,10 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.figures = event_figures(self.type, self.payload)
+        super().save(*args, **kwargs)
 
     def to_dict(self) -> dict:
         """The same shape as agents.events.Event.to_dict()."""

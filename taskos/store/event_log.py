@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agents import (Compaction, Event, EventType, ModelCall, SessionFinished, storable_text,
                     storable_value)
-from taskos.runs.models import Session, SessionEvent
+from taskos.runs.models import Session, SessionEvent, event_figures
 
 from . import batch_writes, turn_sql
 from .call_messages import CallCompactor
@@ -165,12 +165,15 @@ class EventLog:
         on PostgreSQL sends the rows as arrays whose text dump escapes every quote of every
         payload one regex replacement at a time."""
         q, ops = connection.ops.quote_name, connection.ops
-        columns = ("session_id", "seq", "type", "payload", "turn", "at", "discarded")
+        columns = ("session_id", "seq", "type", "payload", "turn", "at", "discarded",
+                   "figures")
         params = []
         for e in events:  # the fields' own conversions, minus the field machinery around them
-            params += [self.session_pk, e.seq, str(e.type),
-                       ops.adapt_json_value(self._stored_payload(e), None),
-                       int(e.turn or 0), ops.adapt_datetimefield_value(_event_time(e)), False]
+            payload = self._stored_payload(e)
+            figures = event_figures(str(e.type), payload)
+            params += [self.session_pk, e.seq, str(e.type), ops.adapt_json_value(payload, None),
+                       int(e.turn or 0), ops.adapt_datetimefield_value(_event_time(e)), False,
+                       None if figures is None else ops.adapt_json_value(figures, None)]
         values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(events))
         sql = (f"INSERT INTO {q(SessionEvent._meta.db_table)} "
                f"({', '.join(q(c) for c in columns)}) VALUES {values}")
