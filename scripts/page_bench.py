@@ -12,7 +12,8 @@ wall time) and the median wall time of each, over interleaved rounds.
 A finished long-1000 session to read comes from `scripts/drawer_bench.py` (its stack's
 folder, printed nowhere but kept under the system's temp folder as drawer-bench-*) or from
 `manage.py runtask --scenario long-1000` into a SQLite DATABASE_URL. Work on a copy: the
-page reads only, but opening the file in WAL mode writes beside it.
+page reads only, but opening the file in WAL mode writes beside it, and a session of no
+one (runtask's) is given an owner to be shown to.
 
 Numbers, not pass/fail (tests stay free of timing thresholds).
 """
@@ -61,6 +62,12 @@ def run(pk: int | None, runs: int) -> str:
     sessions = Session.objects.select_related("profile", "owner")
     session = (sessions.get(pk=pk) if pk is not None else
                sessions.annotate(n=Count("events")).order_by("-n").first())
+    if session.owner is None:
+        # `manage.py runtask` stores a session of no one, and the page shows a session to
+        # its owner only: the copy's session is given one (the reason to work on a copy).
+        from django.contrib.auth import get_user_model
+        session.owner, _ = get_user_model().objects.get_or_create(username="page-bench")
+        session.save(update_fields=["owner"])
     client = Client()
     client.force_login(session.owner)
     url = f"/sessions/{session.pk}/"
