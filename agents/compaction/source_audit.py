@@ -105,8 +105,9 @@ def _name_marks(text: str, text_marks: set[str] | None = None) -> set[str]:
     """What a name is checked by: its file names whole, and its marks (`text_marks`:
     marks(text), when the caller has them)."""
     files = (_FILE_NAME.findall(text) if _EXTENSION_START.search(text) else ())
-    return ({n.casefold().rstrip(".") for n in files}
-            | (marks(text) if text_marks is None else text_marks))
+    text_marks = marks(text) if text_marks is None else text_marks
+    # Most texts name no file: their marks are the answer, not copied into a new set.
+    return {n.casefold().rstrip(".") for n in files} | text_marks if files else text_marks
 
 
 @lru_cache(maxsize=8192)

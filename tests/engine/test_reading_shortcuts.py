@@ -1,0 +1,57 @@
+"""The shortcuts that read each new tool result cheaply give what the plain definitions give:
+marks (a bytes translation on ASCII text against the _MARK regex), figure values (the
+inline plain-number test against numbers_in's conversions), and plain() (which skips its
+regexes when no entity or template token can be in the text)."""
+from __future__ import annotations
+
+import html
+import random
+import string
+
+from agents.compaction import numbers
+from agents.compaction.numbers import numbers_in, values_in
+from agents.words.marks import _COMMON, _MARK, TEMPLATE_TOKEN, marks, plain, unescaped
+
+TRICKY_NUMBERS = ["007.50", "1,000", "1,234.0", "50k", "50 K", "3M", "12%", "12 ％", "0", "0.0",
+                  "10", "100.10", "2024-Q3", "-19.4%", "+7", "v2.5", "x99", "1.2.3", "5万",
+                  "12345678901234567890123456789.5", "0.000", "42", "1e5", "3,4", "99,999,999"]
+
+
+def _random_texts(seed: int, count: int = 200) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = string.printable + "é_"
+    texts = []
+    for _ in range(count):
+        parts = [rng.choice(TRICKY_NUMBERS) if rng.random() < 0.3
+                 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+                 for _ in range(rng.randint(1, 40))]
+        texts.append(rng.choice([" ", "", "\n", ", "]).join(parts))
+    return texts
+
+
+def test_ascii_marks_are_the_regex_marks():
+    texts = _random_texts(1) + [string.printable * 3, "The THE the and_so ab 12 1 123 A_B9 x"]
+    for text in texts:
+        if not text.isascii():
+            continue
+        expected = {m.casefold() for m in _MARK.findall(text)} - _COMMON
+        assert marks(text) == expected, text
+
+
+def test_values_are_every_value_and_scaled_value_of_the_numbers():
+    for text in _random_texts(2) + [" ".join(TRICKY_NUMBERS)]:
+        numbers._values_cache.clear()
+        expected = {v for _, raw, scaled in numbers_in(text) for v in (raw, scaled)}
+        assert values_in(text) == expected, text
+
+
+def test_plain_undoes_entities_and_drops_template_tokens_only_where_they_can_be():
+    framed = "<|im_start|>user [INST] Budget &lt;= 5 &amp;amp; done</s> [/INST]"
+    assert plain(framed) == TEMPLATE_TOKEN.sub(" ", "<|im_start|>user [INST] Budget <= 5 & "
+                                                    "done</s> [/INST]")
+    assert plain("[INST] Only bracketed [/INST]") == "  Only bracketed  "  # no "<" in it
+    assert unescaped("a &amp;lt; b") == html.unescape(html.unescape("a &amp;lt; b"))
+    for text in _random_texts(3):
+        assert plain(text) == TEMPLATE_TOKEN.sub(" ", unescaped(text)), text
+    plain_text = "Fact 1: unit cost 0.51 USD/kWh (-19.4% year on year)."
+    assert plain(plain_text) is plain_text  # nothing to undo: the same text, not a copy
