@@ -11,7 +11,7 @@ from taskos.drawer.events import load_events
 from taskos.drawer.panels import (AnchorsPanel, BudgetPanel, CompactionsPanel, CostPanel,
                                   CurvePanel, ErrorsPanel, HintsPanel, InspectorPanel, TasksPanel)
 from taskos.drawer.panels.compactions import read_compaction, summary_diff
-from taskos.drawer.panels.cost import compacted_away_share, split_cached
+from taskos.drawer.panels.cost import compacted_away_share
 from taskos.runs.models import Anchor, Task
 
 from .factories import add_events, budget, compaction, model_call
@@ -352,11 +352,15 @@ def test_cost_per_zone_with_cached_prefix_and_compacted_history(session):
     assert "$0.0170" in html and "history later compacted away" in html
 
 
-def test_cached_tokens_fill_zones_in_layout_order():
+def test_cached_tokens_fill_zones_in_layout_order(session):
     zones = {"system": 100, "snapshot": 50, "words": 30, "summary": 200, "history": 1000,
              "hints": 10}
-    assert split_cached(zones, 400) == {"system": 100, "snapshot": 50, "words": 30,
-                                        "summary": 200, "history": 20, "since": 0, "hints": 0}
+    kind, payload = model_call(1, 1390, cached=400)
+    add_events(session, (kind, {**payload, "zones": zones}))
+    context, _ = panel_view(CostPanel(), session)
+    assert {row["zone"]: row["cached"] for row in context["zones"]} == {
+        "system": 100, "snapshot": 50, "words": 30, "summary": 200, "history": 20,
+        "since": 0, "hints": 0}
 
 
 def test_compacted_away_share_is_zero_without_compactions(session):
