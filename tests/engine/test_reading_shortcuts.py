@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import random
+import re
 import string
 
 from agents.compaction import numbers
@@ -55,3 +56,17 @@ def test_plain_undoes_entities_and_drops_template_tokens_only_where_they_can_be(
         assert plain(text) == TEMPLATE_TOKEN.sub(" ", unescaped(text)), text
     plain_text = "Fact 1: unit cost 0.51 USD/kWh (-19.4% year on year)."
     assert plain(plain_text) is plain_text  # nothing to undo: the same text, not a copy
+
+
+def test_error_and_table_lines_are_the_single_regexes_lines():
+    from agents.words.conclusions import _is_error, _is_table_row
+    error = re.compile(r"^\s*(?:error|exception|traceback|warning)\b|错误|失败", re.I)
+    table = re.compile(r"\|.*\||\d,[^\s\d]*,\S*,")
+    lines = ["Error: disk full", "  WARNING low", "errors: 3", "Traceback (most recent call)",
+             "the exception was caught", "导出失败", "查询错误 3 行", "a | b | c", "1,ab,c,",
+             "1,2,3", "total, 5 rows", "x|y", "exceptıon: dotless i", "\twarning\tx",
+             "warning_count: 2", "Fact 2: energy source #6 was 191.2 million EUR (-18.7%)."]
+    lines += _random_texts(4, 100)
+    for line in lines:
+        assert _is_error(line) == bool(error.search(line)), line
+        assert _is_table_row(line) == bool(table.search(line)), line
