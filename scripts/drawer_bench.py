@@ -88,6 +88,14 @@ TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 TOGGLED_PANELS = ("panel-inspector", "panel-curve", "panel-compactions", "panel-cost")
 
 
+def target_group(target: str) -> str:
+    """Rows of one kind under one name ("inspector-N" for the inspector's messages,
+    "compaction-N"): a line per kind, not per row."""
+    if target.startswith("inspector-msg-"):
+        return "inspector-N"
+    return re.sub(r"-(?:\d+|[a-z]+-\d+)$", "-N", target)
+
+
 class CountingRelay:
     """A TCP relay in front of the web server that counts what the server sends on
     websocket connections, as it goes over the wire: Chromium's websocket events give the
@@ -272,7 +280,7 @@ def run(page, stack: Stack, relay: CountingRelay, scenario: str, window: int | N
         for part in FRAGMENT_START.split(frame):
             found = TARGET.match(part)
             target = (found.group(1) or found.group(2)) if found else "other"
-            target = re.sub(r"-(?:\d+|[a-z]+-\d+)$", "-N", target)  # rows: one line per kind
+            target = target_group(target)
             by_target[target] = by_target.get(target, 0) + len(part.encode())
     ws_bytes = sum(len(frame.encode()) for frame in frames)
     return "\n".join([

@@ -17,19 +17,23 @@ window.TaskOSFragments = (function () {
     node.removeAttribute("hx-swap-oob");
     var patch = /^(path|attrs|insert|remove|text):(.+)$/.exec(how || "");
     if (patch) { applyPatch(patch[1], patch[2], node, added, stale); return; }
-    if (how === "true" || how === "delete" || how === "delete-from" || how === "attributes") {
+    var through = /^delete-through:#(.+)$/.exec(how || "");
+    if (through) { removeThrough(document.getElementById(node.id), through[1]); return; }
+    if (how === "true" || how === "delete" || how === "attributes") {
       var old = document.getElementById(node.id);
       if (!old) { return; }
       if (how === "delete") { old.remove(); }
-      else if (how === "delete-from") { removeFrom(old); }
       else if (how === "attributes") { setAttributes(old, node); }
       else if (old.tagName === node.tagName) { morph(old, node, added); }
       else { old.replaceWith(node); added.push(node); }
       return;
     }
     // "beforebegin:#id": rows added before the rows a list ends with (the inspector's
-    // tail), which then stay instead of leaving and coming back after them.
-    var parts = /^(beforeend|afterbegin|beforebegin):#(.+)$/.exec(how || "");
+    // tail), which then stay instead of leaving and coming back after them; "afterend:#id"
+    // and "beforebegin:#id" also place rows next to a row that stays (the inspector's
+    // messages, named by the message, not by their place: a compaction removes rows in
+    // the middle, and those after them stay where they are).
+    var parts = /^(beforeend|afterbegin|beforebegin|afterend):#(.+)$/.exec(how || "");
     var target = parts && document.getElementById(parts[2]);
     if (!target) { return; }
     Array.prototype.push.apply(added, node.children);
@@ -45,17 +49,28 @@ window.TaskOSFragments = (function () {
     while (node.firstChild) { moved.appendChild(node.firstChild); }
     if (parts[1] === "beforeend") { target.appendChild(moved); }
     else if (parts[1] === "beforebegin") { target.parentNode.insertBefore(moved, target); }
+    else if (parts[1] === "afterend") { target.parentNode.insertBefore(moved, target.nextSibling); }
     else { target.insertBefore(moved, target.firstChild); }
-    var kept = (parts[1] === "beforebegin" ? target.parentNode : target).closest("[data-keep]");
+    var beside = parts[1] === "beforebegin" || parts[1] === "afterend";
+    var kept = (beside ? target.parentNode : target).closest("[data-keep]");
     if (kept && trimmed.indexOf(kept) < 0) { trimmed.push(kept); }
   }
 
-  // "delete-from": a list cut back to its first rows in one fragment (the inspector's
-  // messages after a compaction shrank the request: one "delete" per row was ~600 KB of
-  // long-1000's traffic). The row goes and every one after it, up to the rows the list
-  // always ends with (data-tail), which stay.
-  function removeFrom(row) {
-    while (row && !(row.nodeType === 1 && row.hasAttribute("data-tail"))) {
+  // "delete-through:#last": the rows from this one to `last`, both included, in one
+  // fragment (a compaction drops hundreds of the inspector's messages: one "delete" per
+  // row was ~600 KB of long-1000's traffic). Only when `last` follows it in the same list
+  // before the rows the list always ends with (data-tail): applied again, or to a list
+  // that is not the one it was made for, it removes nothing.
+  function removeThrough(first, lastId) {
+    var row = first;
+    while (row && row.id !== lastId) {
+      if (row.nodeType === 1 && row.hasAttribute("data-tail")) { return; }
+      row = row.nextElementSibling;
+    }
+    if (!row) { return; }
+    var end = row.nextSibling;
+    row = first;
+    while (row !== end) {
       var next = row.nextSibling;
       row.remove();
       row = next;

@@ -129,8 +129,11 @@
     // Only the newest request's answer is shown: one asked for before a merge answers
     // with the text of the call the row showed then.
     var asked = row.textRequest = (row.textRequest || 0) + 1;
-    fetch(inspector.dataset.messageUrl + "?call=" + inspector.dataset.call + "&index="
-          + row.dataset.message, { credentials: "same-origin" })
+    // A row following the run is named by its id (inspector-msg-<key>), a pinned call's
+    // (no ids) by data-message: the key is not sent twice with every row.
+    var key = row.dataset.message || row.parentNode.id.replace(/^inspector-msg-/, "");
+    fetch(inspector.dataset.messageUrl + "?call=" + inspector.dataset.call + "&message="
+          + encodeURIComponent(key), { credentials: "same-origin" })
       .then(function (response) { return response.ok ? response.text() : ""; })
       .then(function (html) {
         if (row.textRequest !== asked) { return; }
@@ -140,7 +143,7 @@
         row.insertAdjacentHTML("beforeend", html);
       });
   }
-  var loadOpenMessages = whenOpened("details[data-message]", "#panel-inspector", loadMessage);
+  var loadOpenMessages = whenOpened("li.msg > details[data-text]", "#panel-inspector", loadMessage);
 
   // Following live, the inspector's export links name the "latest" call (its bar then
   // need not change with every call): clicked, they name the call it shows, which the

@@ -80,18 +80,21 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def inspect_message(request: HttpRequest, pk: int) -> HttpResponse:
-    """The text of message `index` (from 1) of call `call`, as the inspector shows it once
-    its row is opened: rows come without it (drawer/panels/_inspector_message.html)."""
+    """The text of the message named `message` (its row's key, which stays with it from call
+    to call: inspector.message_keys) in call `call`, as the inspector shows it once its row
+    is opened: rows come without it (drawer/panels/_inspector_message.html)."""
     session = owned_session(request, pk)
     try:
-        number, index = int_param(request, "call"), int_param(request, "index")
+        number = int_param(request, "call")
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
+    key = request.GET.get("message", "")
     detail = read_call_detail(session, number) if number is not None else None
-    if detail is None or index is None or not 1 <= index <= len(detail["messages"]):
-        raise Http404(f"Session {session.pk} has no message {index} in call {number}.")
+    row = next((m for m in detail["messages"] if m["key"] == key), None) if detail else None
+    if row is None:
+        raise Http404(f"Session {session.pk} has no message {key!r} in call {number}.")
     return HttpResponse(render_to_string("drawer/panels/_inspector_message_text.html",
-                                         {"m": detail["messages"][index - 1]}))
+                                         {"m": row}))
 
 
 @login_required

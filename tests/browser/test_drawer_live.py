@@ -178,7 +178,7 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         "report every figure in EUR")
     inspector = page.locator("#panel-inspector-body .inspector")
     # The rows show their message's text once opened (and keep it current while open).
-    inspector.evaluate("(el) => el.querySelectorAll('details[data-message]')"
+    inspector.evaluate("(el) => el.querySelectorAll('li.msg > details[data-text]')"
                        ".forEach((row) => { row.open = true; })")
     expect(inspector).to_contain_text("report every figure in EUR")
     assert int(inspector.get_attribute("data-call")) > calls_before

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import finished_session
 from .stack import Stack, wait_for
 from .test_drawer_incremental import held_in_sync
 from .test_drawer_live import cancel, count_events, start_session
@@ -61,7 +62,7 @@ def test_the_live_inspector_equals_a_fresh_render_through_growth_and_compaction(
         assert shown == fresh
 
         # A row's text is not sent with it: opened, the row fetches it.
-        row = page.locator("#inspector-messages > li.role-tool details[data-message]").last
+        row = page.locator("#inspector-messages > li.role-tool details[data-text]").last
         assert row.locator("pre").count() == 0
         row.locator("summary").click()
         expect(row.locator("pre").first).to_contain_text("energy source")
@@ -81,3 +82,37 @@ def test_the_live_inspector_equals_a_fresh_render_through_growth_and_compaction(
     finally:
         stack.resume("worker")
         cancel(page)
+
+
+MESSAGE_ROWS = "() => Array.from(document.querySelectorAll('#inspector-messages > li'), (li) => li.id)"
+DELIVER = """async (message) => {
+  document.dispatchEvent(new CustomEvent("htmx:wsBeforeMessage",
+                                         {cancelable: true, detail: {message: message}}));
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+}"""
+
+
+def test_rows_named_by_their_message_leave_and_arrive_among_the_rows_that_stay(
+        page: Page, stack: Stack) -> None:
+    """A compaction drops rows in the middle of the list: they leave in one fragment
+    (from the first to the last), a new row is placed after the row it follows, and the
+    rows after them stay the same elements. Applied twice (a reconnect replays a batch),
+    nothing more changes; a range whose end is not after its start removes nothing."""
+    finished_session(page, stack)
+    expect(page.locator("#ws-state")).to_have_text("finished")
+    shown = page.evaluate(MESSAGE_ROWS)
+    rows = [dom_id for dom_id in shown if dom_id.startswith("inspector-msg-")]
+    assert len(rows) >= 5
+    page.evaluate("(id) => { window.stayed = document.getElementById(id); }", rows[3])
+    message = "\n".join([
+        f'<li id="{rows[1]}" hx-swap-oob="delete-through:#{rows[2]}"></li>',
+        f'<ol hx-swap-oob="afterend:#{rows[0]}"><li class="msg role-user" '
+        'id="inspector-msg-user-new"><details data-text="0"><summary>new</summary>'
+        '</details></li></ol>',
+        f'<li id="{rows[4]}" hx-swap-oob="delete-through:#{rows[3]}"></li>'])
+    expected = [dom_id for dom_id in shown if dom_id not in rows[1:3]]
+    expected.insert(expected.index(rows[0]) + 1, "inspector-msg-user-new")
+    for _ in range(2):
+        page.evaluate(DELIVER, message)
+        assert page.evaluate(MESSAGE_ROWS) == expected
+    assert page.evaluate("(id) => window.stayed === document.getElementById(id)", rows[3])

@@ -150,6 +150,10 @@ def message(n: int, text: str) -> dict:
 SYSTEM = {"role": "system", "zone": "system", "tokens": 300, "content": "You are TaskOS."}
 
 
+def row_ids(html: str) -> list[str]:
+    return re.findall(r'id="inspector-msg-([^"]+)"', html)
+
+
 def test_the_inspector_following_live_gets_only_the_messages_that_changed(session):
     first = [SYSTEM, message(1, "load sales.csv"), message(2, "loaded 120 rows")]
     feed, after = synced(session, model_call(1, 500, messages=first))
@@ -162,23 +166,54 @@ def test_the_inspector_following_live_gets_only_the_messages_that_changed(sessio
     # Its figures as the attributes that change with a call, set alone.
     assert '<div id="inspector-detail" hx-swap-oob="attributes" data-call="2"></div>' in html
     assert '<ol id="inspector-messages" hx-swap-oob="attributes" data-parts-total="520">' in html
-    # New rows go before the tail (reply priming, the provider's difference), which stays.
-    appended = re.search(r'<ol hx-swap-oob="beforebegin:#inspector-part-priming">(.*?)</ol>',
+    # A new row goes after the row it follows (the tail after it stays).
+    last = row_ids(plain(render_update(session, 0, full=True).html))[2]
+    appended = re.search(rf'<ol hx-swap-oob="afterend:#inspector-msg-{last}">(.*?)</ol>',
                          html, re.S).group(1)
-    assert 'id="inspector-msg-4"' in appended and "now the totals" in appended
-    assert "reply priming" not in html and 'hx-swap-oob="delete"' not in html
+    assert len(row_ids(appended)) == 1 and "now the totals" in appended
+    assert "reply priming" not in html and 'hx-swap-oob="delete' not in html
     # The bar names no call while following: it is not sent again for a new one.
     assert "inspector-bar" not in html.split("inspector-calls", 1)[0]
-    # A compaction: the conversation shrinks, a changed message is merged, the rest leave
-    # in one fragment.
-    shrunk = [SYSTEM, message(1, "summary: 120 rows loaded")]
+    # A compaction: the conversation shrinks to a summary; the rows that left go in one
+    # fragment, the new one is inserted after the row that stays.
+    shrunk = [SYSTEM, {**message(1, "summary: 120 rows loaded"), "zone": "summary"}]
+    last_before = row_ids(render_update(session, 0, full=True).html)
     add_events(session, model_call(3, 400, messages=shrunk))
     html = plain(render_update(session, update.last_seq, feed=feed).html)
-    assert re.search(r'<li class="msg role-user" id="inspector-msg-2" hx-swap-oob="true">.*'
+    ids = row_ids(render_update(session, 0, full=True).html)
+    assert re.findall(r'<li id="inspector-msg-([^"]+)" hx-swap-oob="([^"]+)">', html) == [
+        (last_before[1], f"delete-through:#inspector-msg-{row_ids(appended)[0]}")]
+    assert ids == ["system-system", "user-summary"]
+    assert re.search(r'<ol hx-swap-oob="afterend:#inspector-msg-system-system">.*'
                      r'summary: 120 rows loaded', html, re.S)
-    assert re.findall(r'<li id="(inspector-msg-\d+)" hx-swap-oob="([a-z-]+)">', html) == [
-        ("inspector-msg-3", "delete-from")]
     assert "You are TaskOS." not in html and "reply priming" not in html
+
+
+def test_rows_a_compaction_drops_in_the_middle_leave_alone_and_those_after_stay(session):
+    """Rows are named by their message, not by their place: a compaction that drops
+    messages in the middle of a request sends their removal only, not the rows after
+    them again (on a position each of those would have changed)."""
+    tools = [({"role": "assistant", "zone": "history", "tokens": 30, "content": None,
+               "tool_calls": [{"id": f"call_{n}", "type": "function", "function": {
+                   "name": "fetch_document", "arguments": f'{{"n": {n}}}'}}]},
+              {"role": "tool", "zone": "history", "tokens": 1600, "tool_call_id": f"call_{n}",
+               "content": f"document {n}"}) for n in range(6)]
+    since = {"role": "user", "zone": "since", "tokens": 40, "content": "changes: none"}
+    kept = [SYSTEM, *tools[0], *tools[4], *tools[5], since]
+    feed, after = synced(session, model_call(1, 10_000, messages=[
+        SYSTEM, *[m for pair in tools for m in pair], since]))
+    add_events(session, model_call(2, 5_000, messages=kept))
+    html = plain(render_update(session, after, feed=feed).html)
+    # call_1 to call_3, both messages each: six rows in one fragment, nothing else.
+    assert re.findall(r'<li id="inspector-msg-([^"]+)" hx-swap-oob="([^"]+)">', html) == [
+        ("assistant-call_1", "delete-through:#inspector-msg-tool-call_3")]
+    assert "document 4" not in html and "document 5" not in html and "fetch_document" not in html
+    assert "changes: none" not in html  # no row is sent again, in place or inserted
+    assert not re.search(r'<li class="msg[^"]*" id="inspector-msg-[^"]+" hx-swap-oob="true"',
+                         html) and 'hx-swap-oob="afterend' not in html
+    assert row_ids(render_update(session, 0, full=True).html) == [
+        "system-system", "assistant-call_0", "tool-call_0", "assistant-call_4", "tool-call_4",
+        "assistant-call_5", "tool-call_5", "user-since"]
 
 
 def test_a_pinned_inspector_carries_no_ids_that_live_updates_target(session):

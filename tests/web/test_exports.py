@@ -154,13 +154,14 @@ def test_a_message_of_the_inspector_comes_when_its_row_is_opened(ann_client, bob
     url = f"/sessions/{session.pk}/inspect/message"
     page = ann_client.get(f"/sessions/{session.pk}/").content.decode()
     assert f'data-message-url="{url}"' in page and "x" * 200 not in page
-    first = ann_client.get(url, {"call": 1, "index": 1}).content.decode()
+    # Asked for by the row's key (its message's name, the same wherever it stands).
+    first = ann_client.get(url, {"call": 1, "message": "system-system"}).content.decode()
     assert first == "<pre>You are TaskOS.</pre>\n"
-    cut = ann_client.get(url, {"call": 1, "index": 2}).content.decode()
+    cut = ann_client.get(url, {"call": 1, "message": "tool-c1"}).content.decode()
     assert "x" * 1500 in cut and "x" * 1501 not in cut and "5500 more characters" in cut
-    for bad in ({"call": 1, "index": 3}, {"call": 1, "index": 0}, {"call": 2, "index": 1},
-                {"call": 1}):
+    for bad in ({"call": 1, "message": "tool-c2"}, {"call": 1, "message": ""},
+                {"call": 2, "message": "system-system"}, {"call": 1}):
         assert ann_client.get(url, bad).status_code == 404, bad
-    assert ann_client.get(url, {"call": "x", "index": 1}).status_code == 400
+    assert ann_client.get(url, {"call": "x", "message": "tool-c1"}).status_code == 400
     ann_client.force_login(bob)
-    assert ann_client.get(url, {"call": 1, "index": 1}).status_code == 404
+    assert ann_client.get(url, {"call": 1, "message": "system-system"}).status_code == 404

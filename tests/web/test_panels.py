@@ -323,8 +323,11 @@ def test_an_assistant_turn_that_only_calls_tools_shows_its_calls_not_null(sessio
     assistant = context["detail"]["messages"][1]
     assert assistant["content"] == "" and assistant["preview"] == "csv_describe(…)"
     # The row's text comes when the row is opened (static/js/taskos.js loadMessage).
-    assert 'data-message="2"' in html and "<pre" not in html
-    text = ann_client.get(f"/sessions/{session.pk}/inspect/message?call=1&index=2").content.decode()
+    # Named by the call it made (its key), on the page by its row's id, not by its place.
+    assert assistant["key"] == "assistant-call_0_0"
+    assert 'id="inspector-msg-assistant-call_0_0"' in html and "<pre" not in html
+    text = ann_client.get(f"/sessions/{session.pk}/inspect/message?call=1"
+                          "&message=assistant-call_0_0").content.decode()
     assert '<pre class="tool-call">csv_describe({' in text
     assert "null" not in html and "null" not in text
     # 300 + 40 + 3 priming + the provider's extra 157: the column adds up to the header.

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict, defaultdict
+import re
+from collections import Counter, OrderedDict, defaultdict
+from difflib import SequenceMatcher
 from typing import Any, Collection
 
 from django.template.loader import render_to_string
@@ -44,7 +46,7 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int],
             content = json.dumps(content, ensure_ascii=False, indent=1)
         tool_calls = [tool_call_text(c) for c in message.get("tool_calls") or []]
         rows.append({
-            "index": index, "role": message.get("role", ""), "zone": message.get("zone", ""),
+            "role": message.get("role", ""), "zone": message.get("zone", ""),
             "tokens": count, "content": content[:SHOWN_CHARS],
             "cut": max(0, len(content) - SHOWN_CHARS), "tool_calls": tool_calls,
             "preview": content or "; ".join(t.split("(", 1)[0] + "(…)" for t in tool_calls),
@@ -56,7 +58,54 @@ def message_rows(messages: list[dict[str, Any]], tokens: list[int],
             "digest": hashlib.sha1(json.dumps([content[:SHOWN_CHARS], tool_calls],
                                               ensure_ascii=False).encode()).hexdigest()[:12],
         })
+    for row, key in zip(rows, message_keys(messages, [row["digest"] for row in rows])):
+        row["key"] = key
     return rows
+
+
+SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# Zones where a request's messages accumulate turn by turn (agents/context zones; a
+# summary request's folded units).
+CONVERSATION_ZONES = frozenset({"history", "folded"})
+
+
+def message_keys(messages: list[dict[str, Any]], digests: list[str]) -> list[str]:
+    """What names each message's row, the same in every request that holds the message
+    wherever it stands in it: a live page keeps the rows a new call repeats, removes the
+    ones it dropped and inserts the new ones between them, instead of re-sending every
+    row after the first that moved (named by place, each row after the turns a summary
+    folded was re-sent), and a row a person opened stays on its message.
+
+    A tool's answer and the call that asked for it are named by the call's id, so a result
+    cleared later stays its row; a message alone of its role in a zone outside the
+    conversation (the snapshot, the changes since it) by that zone, as a new call rewrites
+    it in place; any other by its text's digest (in the conversation a zone's first
+    message would otherwise change its name when a second one joins it). Duplicates are
+    told apart by their rank."""
+    by_zone = Counter((m.get("role", ""), m.get("zone", "")) for m in messages)
+    keys: list[str] = []
+    taken: set[str] = set()
+    for message, digest in zip(messages, digests):
+        sent_role, zone = message.get("role", ""), message.get("zone", "")
+        role = sent_role if SAFE_ID.fullmatch(sent_role) else "message"
+        call_id = message.get("tool_call_id") or next(
+            (call.get("id") for call in message.get("tool_calls") or [] if call.get("id")), "")
+        if call_id:
+            call_name = call_id if SAFE_ID.fullmatch(call_id) else hashlib.sha1(
+                call_id.encode()).hexdigest()[:12]
+            key = f"{role}-{call_name}"
+        elif (by_zone[sent_role, zone] == 1 and zone not in CONVERSATION_ZONES
+              and SAFE_ID.fullmatch(zone or "-")):
+            key = f"{role}-{zone or '-'}"
+        else:
+            key = f"{role}-{digest}"
+        name, rank = key, 1
+        while name in taken:
+            rank += 1
+            name = f"{key}-{rank}"
+        taken.add(name)
+        keys.append(name)
+    return keys
 
 
 # Details of recent calls by (session, its start, the call's row). A stored row never
@@ -198,34 +247,71 @@ class InspectorPanel(Panel):
                     "drawer/panels/_inspector_tools.html", {**oob, "oob": False})))
             else:
                 parts.append(render_to_string("drawer/panels/_inspector_tools.html", oob))
-        rows, old_rows = detail["messages"], shown["messages"]
-        parts += [render_to_string("drawer/panels/_inspector_message.html", {**oob, "m": row})
-                  for row, old in zip(rows, old_rows) if row != old]
-        if len(rows) < len(old_rows):  # the first row gone, and all after it, in one
-            parts.append(cut(f"inspector-msg-{old_rows[len(rows)]['index']}"))
-        plain = {**oob, "oob": False}
-        added = "".join(render_to_string("drawer/panels/_inspector_message.html",
-                                         {**plain, "m": row}) for row in rows[len(old_rows):])
-        if detail["priming"] is not None and detail["priming"] == shown["priming"]:
-            # The tail (priming, the provider's difference) stays: new rows go before it.
-            if added:
-                parts.append(inserted("beforebegin", added, "inspector-part-priming"))
-            difference = "drawer/panels/_inspector_difference.html"
-            if detail["difference"] == shown["difference"]:
-                pass
-            elif detail["difference"] is None:
-                parts.append(gone("inspector-part-difference"))
-            elif shown["difference"] is None:
-                parts.append(inserted("beforeend", render_to_string(difference, plain)))
+        return mark_safe("\n".join(part.strip() for part in parts + message_changes(
+            oob, detail, shown)))
+
+
+def message_changes(oob: dict[str, Any], detail: dict[str, Any],
+                    shown: dict[str, Any]) -> list[str]:
+    """Fragments that turn the message list of call `shown` on the page into `detail`'s:
+    the rows of both (by key, message_keys) in place when they changed, the others
+    removed or inserted next to a row that stays, and the tail (reply priming, the
+    provider's difference) brought up to date after them."""
+    plain = {**oob, "oob": False}
+    parts = []
+    rows, old_rows = detail["messages"], shown["messages"]
+    keys = [row["key"] for row in rows]
+    difference = "drawer/panels/_inspector_difference.html"
+    tail_kept = (detail["priming"], detail["difference"]) == (shown["priming"],
+                                                               shown["difference"])
+    priming_kept = detail["priming"] is not None and detail["priming"] == shown["priming"]
+    if priming_kept:  # the difference after it changes alone
+        if tail_kept:
+            pass
+        elif detail["difference"] is None:
+            parts.append(gone("inspector-part-difference"))
+        elif shown["difference"] is None:
+            parts.append(inserted("beforeend", render_to_string(difference, plain)))
+        else:
+            parts.append(render_to_string(difference, oob))
+    elif not tail_kept:  # it leaves, and comes back after the rows
+        parts += [gone("inspector-part-priming"), gone("inspector-part-difference")]
+    # Rows placed where no row of the list stays to place them by (a summary request
+    # after an agent's has no message of it): before the tail, if it stays.
+    if priming_kept:
+        unplaced = ("beforebegin", "inspector-part-priming")
+    elif tail_kept and detail["difference"] is not None:
+        unplaced = ("beforebegin", "inspector-part-difference")
+    else:
+        unplaced = ("beforeend", "inspector-messages")
+    matcher = SequenceMatcher(None, [row["key"] for row in old_rows], keys, autojunk=False)
+    for tag, old_start, old_end, start, end in matcher.get_opcodes():
+        if tag == "equal":
+            parts += [render_to_string("drawer/panels/_inspector_message.html",
+                                       {**oob, "m": row})
+                      for row, old in zip(rows[start:end], old_rows[old_start:old_end])
+                      if row != old]
+            continue
+        if old_end - old_start == 1:
+            parts.append(gone(row_id(old_rows[old_start])))
+        elif old_end > old_start:  # a compaction drops hundreds of rows at once
+            parts.append(gone_through(row_id(old_rows[old_start]),
+                                      row_id(old_rows[old_end - 1])))
+        if end > start:
+            added = "".join(render_to_string("drawer/panels/_inspector_message.html",
+                                             {**plain, "m": row}) for row in rows[start:end])
+            if start > 0:  # the row before them stays (equal ranges alternate with these)
+                parts.append(inserted("afterend", added, row_id(rows[start - 1])))
+            elif end < len(rows):
+                parts.append(inserted("beforebegin", added, row_id(rows[end])))
             else:
-                parts.append(render_to_string(difference, oob))
-        elif added or (detail["priming"], detail["difference"]) != (shown["priming"],
-                                                                     shown["difference"]):
-            # The tail follows the messages: it leaves and comes back after the new ones.
-            parts += [gone("inspector-part-priming"), gone("inspector-part-difference")]
-            parts.append(inserted("beforeend", added + render_to_string(
-                "drawer/panels/_inspector_tail.html", plain)))
-        return mark_safe("\n".join(part.strip() for part in parts))
+                parts.append(inserted(unplaced[0], added, unplaced[1]))
+    if not priming_kept and not tail_kept:
+        tail = render_to_string("drawer/panels/_inspector_tail.html", plain).strip()
+        if tail:
+            parts.append(inserted("beforeend", tail))
+    return parts
+
 
 
 def bar_shape(unlisted: int, detail: dict[str, Any]) -> tuple:
@@ -245,10 +331,16 @@ def gone(dom_id: str) -> str:
     return f'<li id="{dom_id}" hx-swap-oob="delete"></li>'
 
 
-def cut(dom_id: str) -> str:
-    """Removes the row with this id and every row after it up to the list's tail: a
-    compaction takes hundreds of rows at once (static/js/fragments.js removeFrom)."""
-    return f'<li id="{dom_id}" hx-swap-oob="delete-from"></li>'
+def gone_through(first: str, last: str) -> str:
+    """Removes the rows from the one with id `first` to the one with id `last`, both
+    included (nothing when `last` does not follow `first` on the page): one fragment,
+    not one per row (static/js/fragments.js removeThrough)."""
+    return f'<li id="{first}" hx-swap-oob="delete-through:#{last}"></li>'
+
+
+def row_id(row: dict[str, Any]) -> str:
+    """The id of a message's row on a page following the run live."""
+    return f"inspector-msg-{row['key']}"
 
 
 def inserted(where: str, rows: str, dom_id: str = "inspector-messages", tag: str = "ol") -> str:
