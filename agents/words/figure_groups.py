@@ -26,6 +26,10 @@ GROUPED_NOTE = ('A sentence the person wrote several times with only one figure 
                 'given once, with its figures in braces: "item {1,2}" stands for "item 1" '
                 'and "item 2", each said by the person.')
 _FIGURE = re.compile(r"\d+")
+# A sentence with more runs of digits than this is a table row or pasted figures, not a
+# note said again with one figure changed: it is not split into frames, each of which
+# copies most of the sentence (a 100 000-character line of figures took seconds).
+MAX_FIGURES = 12
 _BRACES = re.compile(r"\{(\d+(?:,\d+)+)\}")
 
 
@@ -54,7 +58,7 @@ def group(parts: list[str]) -> list[Item]:
     member: a sentence said again word for word joins the first (it is one sentence said
     twice), and sentences equal but for one run of digits form one item when at least two
     share that frame (each sentence goes to its frame with the most members, the first of
-    its figures among equals)."""
+    its figures among equals). A sentence of more than MAX_FIGURES figures stands alone."""
     first: dict[str, int] = {}
     frames: dict[tuple[str, str], list[int]] = {}
     runs: dict[int, list[tuple[str, str, str]]] = {}
@@ -62,7 +66,9 @@ def group(parts: list[str]) -> list[Item]:
         if part in first:
             continue
         first[part] = i
-        runs[i] = [(part[:m.start()], m.group(), part[m.end():]) for m in _FIGURE.finditer(part)]
+        found = list(_FIGURE.finditer(part))
+        runs[i] = [(part[:m.start()], m.group(), part[m.end():])
+                   for m in (found if len(found) <= MAX_FIGURES else ())]
         for prefix, _figure, suffix in runs[i]:
             frames.setdefault((prefix, suffix), []).append(i)
     placed: dict[int, Item] = {}

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from agents.compaction.words_check import WordsCheck, flat, in_a_brace_list
 from agents.counting.tokens import count_text
-from agents.words.figure_groups import GROUPED_NOTE, group, grouped
+from agents.words.figure_groups import GROUPED_NOTE, MAX_FIGURES, group, grouped
 from agents.words.person import PersonMessage, PersonWords, condense
 
 NOTES = [f"(nota {i}) {'Los clientes valoran la rapidez.' if i % 2 else 'El mercado creció.'}"
@@ -25,6 +25,18 @@ def test_sentences_that_differ_in_one_figure_are_given_once_with_their_figures()
     assert grouped(["Usa euros.", "Cita cada fuente."]) is None
     # Any script: only the digits are read.
     assert grouped(["第1章を読んでください。", "第2章を読んでください。"]) == "第{1,2}章を読んでください。"
+
+
+def test_a_row_of_many_figures_stands_alone_and_a_said_again_row_is_given_once():
+    row = " | ".join(str(100 + k) for k in range(MAX_FIGURES + 1))
+    other = row.replace("100", "900", 1)  # the same row but for one figure
+    items = group([row, other, row])
+    # Not a note with one figure changed: each row is given as written.
+    assert [item.render() for item in items] == [row, other]
+    assert items[0].again == [2]
+    # Up to MAX_FIGURES figures, such rows are still one item.
+    short = " | ".join(str(100 + k) for k in range(MAX_FIGURES))
+    assert grouped([short, short.replace("100", "900", 1)]) == "{100,900}" + short[3:]
 
 
 def test_the_check_reads_a_brace_list_back_figure_by_figure_and_nothing_more():
