@@ -432,13 +432,15 @@ class LiveEventManager(models.Manager):
 
 # Of the event types whose rows the drawer charts by the hundred, the payload keys that
 # make them big: a MODEL_CALL's messages and request (~5 KB a call on long-1000), a
-# compaction's summaries (~11 KB). A row of these types keeps the rest of its payload,
-# its figures, in `SessionEvent.figures` too, so a page reading ~1 000 calls' figures
-# never parses their payloads (taskos/store/stored_events.py `select`).
+# compaction's summaries (~11 KB), a tool result's preview (most of its ~0.6 KB). A row
+# of these types keeps the rest of its payload, its figures, in `SessionEvent.figures`
+# too, so a page reading ~1 000 calls' figures never parses their payloads
+# (taskos/store/stored_events.py `select`).
 BULK_KEYS: dict[str, frozenset[str]] = {
     agents.EventType.MODEL_CALL: frozenset({"messages", "request", "reply", "message_parts",
                                             "message_meta"}),
     agents.EventType.COMPACTION: frozenset({"summary_before", "summary_after", "digests"}),
+    agents.EventType.TOOL_RESULT: frozenset({"preview", "conclusions"}),
 }
 
 
