@@ -52,8 +52,10 @@ INSERT = re.compile(r'^(beforeend|afterbegin|beforebegin|afterend):#(.+)$')
 
 def rows_of(html: str) -> list[tuple[str, str]]:
     """The rows of a message list (or of a fragment carrying rows): (id, HTML) in order,
-    without the out-of-band attribute they arrive with."""
-    return [(ROW_ID.match(row).group(1), row.replace(' hx-swap-oob="true"', ""))
+    without the out-of-band attribute they arrive with, nor the mark that has the feed
+    give them a revision (taskos/drawer/feed.py NOTED)."""
+    return [(ROW_ID.match(row).group(1),
+             row.replace(' hx-swap-oob="true"', "").replace(" data-noted", ""))
             for row in ROW.findall(html)]
 
 

@@ -25,7 +25,12 @@ WHOLE = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"[^>]*hx-swap-oob="true"
 # it removes or changes (its id).
 TARGET = re.compile(r'<[a-z]+ [^>]*?(?:hx-swap-oob="[a-z]+:#([^"]+)"|\bid="([^"]+)")')
 SENT_WHOLE = ' hx-swap-oob="true"'
+BESIDE = re.compile(r'<[a-z]+ [^>]*?hx-swap-oob="(?:afterend|beforebegin):#')
 ELEMENT_ID = re.compile(r'<[a-z][a-z0-9]* [^>]*?\bid="([^"]+)"')
+# Rows inserted that the feed notes as if sent whole (their next change a patch).
+NOTED = " data-noted"
+# Notes kept per panel: a row removed in a range (a compaction's) leaves its note behind.
+NOTES_KEPT = 400
 # A folded list in a panel: <details data-part="ID"> around the element with id ID.
 PART = re.compile(r'<details [^>]*?\bdata-part="([^"]+)"')
 
@@ -117,11 +122,14 @@ class EventFeed:
                 # left the page (a patch of its list removed it), would make its next change
                 # a patch the page cannot place, and the page would ask for the panel whole.
                 carried = set(ELEMENT_ID.findall(part))
+                # Rows placed beside an element change its parent, not the element.
+                beside = BESIDE.match(part) is not None
                 for dom_id in [k for k, note in sent.items()
-                               if changed is None or changed in note.ids
+                               if changed is None
+                               or (changed in note.ids and not (beside and k == changed))
                                or not carried.isdisjoint(note.ids)]:
                     del sent[dom_id]
-                kept.append(part)
+                kept.append(self.noted(sent, part) if NOTED in part else part)
                 continue
             kept.extend(self.patched(sent, found.group(1), part))
         return kept
@@ -164,6 +172,35 @@ class EventFeed:
         new.rev = self.revision
         sent[dom_id] = new
         return [part.replace(SENT_WHOLE, f'{SENT_WHOLE} data-rev="{new.rev}"', 1)]
+
+    def noted(self, sent: dict[str, Sent], part: str) -> str:
+        """`part` (rows inserted) with each row marked data-noted given a revision and
+        noted as sent whole: its next change is then a patch, not the row again (the
+        inspector's rows: a tool result cleared, a row's zone in a summary request)."""
+        try:
+            wrapper = parse(part.strip(), 0)
+        except NotPatchable:
+            return part
+        html = part.strip()
+        pieces, at = [], 0
+        for row in wrapper.root.children:
+            start_tag = html[row.start:row.open_end]
+            if row.dom_id is None or NOTED not in start_tag:
+                continue
+            plain = html[row.start:row.end].replace(NOTED, "", 1)
+            try:
+                note = parse(plain, 0)
+            except NotPatchable:
+                continue
+            self.revision += 1
+            note.rev = self.revision
+            sent[row.dom_id] = note
+            while len(sent) > NOTES_KEPT:  # rows long gone from the page: the oldest first
+                del sent[next(iter(sent))]
+            pieces += [html[at:row.start],
+                       start_tag.replace(NOTED, f' data-rev="{note.rev}"', 1)]
+            at = row.open_end
+        return "".join(pieces) + html[at:]
 
     def folded_parts(self, html: str) -> set[str]:
         """The parts `html` holds that are folded on the page."""

@@ -101,3 +101,21 @@ def test_a_row_appended_again_is_sent_whole_when_it_next_changes():
                   skip=True)
     again = feed.not_sent("inspector", [row.format(12)], skip=True)
     assert len(again) == 1 and 'id="inspector-msg-5" hx-swap-oob="true" data-rev="2"' in again[0]
+
+
+def test_a_row_inserted_marked_noted_is_patched_when_it_next_changes():
+    """Rows a delta inserts marked data-noted (the inspector's messages) are noted as if
+    sent whole: the page gets them with a revision, and their next change is a patch of
+    that revision, not the row again (a tool result cleared, a row's zone in a summary
+    request). The row new ones are placed beside keeps its note: it did not change."""
+    feed = EventFeed(PANELS)
+    row = '<li class="msg" id="inspector-msg-tool-{}"{}><b>{}</b> tok</li>'
+    after_system = '<ol hx-swap-oob="afterend:#inspector-msg-system-system">{}</ol>'
+    first = feed.not_sent("inspector", [after_system.format(row.format("c1", " data-noted", 1600))],
+                          skip=True)
+    assert first == [after_system.format(row.format("c1", ' data-rev="1"', 1600))]
+    after_first = '<ol hx-swap-oob="afterend:#inspector-msg-tool-c1">{}</ol>'
+    feed.not_sent("inspector", [after_first.format(row.format("c2", " data-noted", 1500))],
+                  skip=True)
+    cleared = feed.not_sent("inspector", [row.format("c1", ' hx-swap-oob="true"', 52)], skip=True)
+    assert cleared == ['<i hx-swap-oob="text:inspector-msg-tool-c1@1">["0!b", "52"]</i>']

@@ -299,7 +299,8 @@ def message_changes(oob: dict[str, Any], detail: dict[str, Any],
                                       row_id(old_rows[old_end - 1])))
         if end > start:
             added = "".join(render_to_string("drawer/panels/_inspector_message.html",
-                                             {**plain, "m": row}) for row in rows[start:end])
+                                             {**plain, "noted": True, "m": row})
+                            for row in rows[start:end])
             if start > 0:  # the row before them stays (equal ranges alternate with these)
                 parts.append(inserted("afterend", added, row_id(rows[start - 1])))
             elif end < len(rows):
