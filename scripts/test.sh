@@ -5,7 +5,8 @@
 #     they are missing (as root);
 #   - uses PostgreSQL at 127.0.0.1:5432 (database "test") when it answers, else SQLite;
 #   - uses Redis at 127.0.0.1:6379 when it answers, else starts a private one;
-#   - runs pytest; "no tests collected" (exit code 5) counts as a failure.
+#   - runs pytest: the engine's and tools' tests in two processes, then the rest; with
+#     arguments, one pytest run with them. "No tests collected" (exit code 5) is a failure.
 # `scripts/test.sh --real-model [pytest args]` runs only the opt-in real-model lane
 # (tests/real_model, marker real_model): it installs llama-cpp-python[server] — from the
 # wheels kept in ~/.cache/taskos-wheels when there are some, else it compiles llama.cpp,
@@ -101,12 +102,28 @@ if [ "$REAL_MODEL" = 1 ]; then
     set -- -m real_model tests/real_model "$@"
 fi
 
-set +e
-"$VENV_PY" -m pytest -q "$@"
-status=$?
-set -e
-if [ "$status" -eq 5 ]; then
-    loud "pytest collected no tests: that is a failure."
-    exit 1
+# One pytest run; "no tests collected" (exit code 5) is a failure too.
+run_pytest() {
+    local status=0
+    "$VENV_PY" -m pytest -q "$@" || status=$?
+    if [ "$status" -eq 5 ]; then
+        loud "pytest collected no tests ($*): that is a failure."
+        return 1
+    fi
+    return "$status"
+}
+
+if [ "$#" -gt 0 ]; then
+    run_pytest "$@"
+    exit $?
+fi
+# The whole suite. The engine's and the tools' tests use no database, Redis or fixed port
+# and are mostly CPU: they run in two processes (pytest-xdist) while nothing else runs;
+# then the rest, which shares PostgreSQL, Redis and the browser stacks, in one process.
+status=0
+run_pytest -n "${TASKOS_TEST_PROCESSES:-2}" tests/engine tests/tools || status=$?
+run_pytest --ignore=tests/engine --ignore=tests/tools || { rest=$?; [ "$status" -ne 0 ] || status=$rest; }
+if [ "$status" -ne 0 ]; then
+    loud "Tests failed (exit code $status): see the failures above."
 fi
 exit "$status"
