@@ -43,39 +43,3 @@ def test_a_compaction_out_of_the_drawers_view_is_skipped_until_scrolled_back(
     page.wait_for_function(skipped_is(False), arg=newest_id)
     # Its zones table: a clear (C20) has no summary diff, and the newest one often is a clear.
     expect(newest.locator("table.zones")).to_be_visible()
-
-
-NOTE_SKIPPED_ENTRIES = """
-window.skippedEntries = new Map();
-document.addEventListener('contentvisibilityautostatechange', (event) => {
-  if (event.target.matches('#transcript > article.ev')) {
-    window.skippedEntries.set(event.target.id, event.skipped);
-  }
-}, true);
-"""
-
-
-def entry_skipped_is(state: bool) -> str:
-    return f"(id) => window.skippedEntries.get(id) === {'true' if state else 'false'}"
-
-
-def test_a_stored_session_s_transcript_entries_out_of_view_are_skipped_a_live_page_s_not(
-        page: Page, stack: Stack) -> None:
-    # A live page appends entries, and the intersection checks cost it more than they
-    # saved; a stored session's page (no websocket) is laid out once, on its cold load.
-    page.add_init_script(NOTE_SKIPPED_ENTRIES)
-    finished_session(page, stack, "sales-report", window=6000)
-    live_modes = page.locator("#transcript > article.ev").evaluate_all(
-        "els => [...new Set(els.map(el => getComputedStyle(el).contentVisibility))]")
-    assert live_modes == ["visible"], live_modes
-    page.reload()
-    entries = page.locator("#transcript > article.ev")
-    expect(entries.first).to_be_visible()
-    assert entries.first.evaluate("el => getComputedStyle(el).contentVisibility") == "auto"
-    oldest = entries.last
-    oldest_id = oldest.get_attribute("id")
-    assert oldest.evaluate("el => el.getBoundingClientRect().top > innerHeight"), "in view"
-    page.wait_for_function(entry_skipped_is(True), arg=oldest_id)
-    oldest.scroll_into_view_if_needed()
-    page.wait_for_function(entry_skipped_is(False), arg=oldest_id)
-    expect(oldest).to_be_visible()
