@@ -29,7 +29,7 @@ TASKOS_PRICE_TABLE    the benchmark's price table at which the session header an
                       view show what an unpriced (simulated) run would have cost:
                       openai-like, anthropic-like or deepseek-like (default openai-like)
 TASKOS_DRAWER_REFRESH_S  while events stream in, a page's drawer is sent what changed at
-                      most once per this many seconds (default 1; 0.05 to 60)
+                      most once per this many seconds (default 2; 0.05 to 60)
 TASKOS_UPLOAD_MAX_FILE_MB / TASKOS_UPLOAD_MAX_SESSION_MB / TASKOS_UPLOAD_MAX_FILES /
 TASKOS_UPLOAD_MAX_ZIP_RATIO  what a person may bring into one workspace: one file, all
                       files, their number, a zip member's expansion (20 / 200 / 500 / 100)
@@ -249,9 +249,11 @@ TASKOS_PRICE_TABLE = os.environ.get("TASKOS_PRICE_TABLE", "openai-like").strip()
 TASKOS_SIM_LATENCY_MS = min(60_000.0, max(0.0, float(os.environ.get("TASKOS_SIM_LATENCY_MS", 0))))
 # A fast run stores several events a second. Each refresh of a page re-renders the panels
 # whose state changed (budget, cost, inspector, anchors) and sends what differs: at 4 a
-# second that was ~4 MB of a 1000-turn run's 5.8 MB, faster than anyone reads. The first
-# event after a quiet interval is sent at once; a burst waits at most this long.
-TASKOS_DRAWER_REFRESH_S = min(60.0, max(0.05, float(os.environ.get("TASKOS_DRAWER_REFRESH_S", 1))))
+# second that was ~4 MB of a 1000-turn run's 5.8 MB, faster than anyone reads; at 1 a
+# second 2.05 MB, at 2 s 1.82 MB (drawer_bench, quiet machine). The first event after a
+# quiet interval is sent at once, so a real model's call (seconds apart) shows when it
+# lands; only a burst of a fast run waits, at most this long.
+TASKOS_DRAWER_REFRESH_S = min(60.0, max(0.05, float(os.environ.get("TASKOS_DRAWER_REFRESH_S", 2))))
 # Hosts a model profile's base URL may name (issue 25 item 9): public addresses for every
 # profile, loopback and private ones for profiles marked local; link-local and metadata
 # addresses only when listed, the broker's and the database's port never.
