@@ -19,6 +19,7 @@ from agents.words.in_force import (HARD_LABEL, HEADING, NO_WORDS_LABEL, POINTER,
                                    UNANCHORED_LABEL, Changed, PersonView, Said, plain_sentence)
 
 GOAL_CHARS = 1200
+GOAL_SHARE = 0.5  # of the snapshot's budget the goal's line may take when it is cut
 MAX_CONFLICTS = 20  # pairs that may contradict each other named at most; more are counted
 KINDS = {"goal": "goal", "admin": "edited in the admin", "pin": "pinned"}
 
@@ -169,36 +170,56 @@ def _changed_lines(view: PersonView, tokens: int, count: Callable[[str], int]) -
     return lines
 
 
+def goal_text(goal: str, count: Callable[[str], int], tokens: int = 0) -> str:
+    """The goal as the snapshot shows it: whole when it is at most GOAL_CHARS long and
+    (`tokens` > 0) at most `tokens`, else its beginning, cut after a word, and " …". The
+    whole goal is the person's first message, which their words block or the recent turns
+    carry verbatim; at a small window a long brief's first 1 200 characters here were a
+    second copy taking the words' room (a 2 048-token window: ~400 of its tokens)."""
+    if len(goal) <= GOAL_CHARS and (not tokens or count(goal) <= tokens):
+        return goal
+    cut = min(len(goal), GOAL_CHARS)
+    while tokens and cut > 1 and (used := count(goal[:cut])) > tokens:
+        cut = min(cut - 1, int(cut * tokens / used))
+    space = goal.rfind(" ", 0, cut + 1)
+    if space > cut // 2:
+        cut = space
+    return goal[:cut].rstrip() + " …"
+
+
 def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
                     notes_text: str, budget_tokens: int, count: Callable[[str], int],
                     superseded: list[str] = (), view: PersonView | None = None,
-                    list_tokens: int = 0, person_texts: list[str] = ()) -> str:
+                    list_tokens: int = 0, person_texts: list[str] = (),
+                    goal_tokens: int = 0) -> str:
     """Render the snapshot; optional sections are dropped, newest data kept, to fit the
     budget. `superseded`: texts a person's edit replaced or removed (C19), named as no
     longer in force, since the goal or an earlier message may still say them verbatim.
     `view`: the person's sentences in force, possibly changed, and pairs that may not
     both hold (agents.words.in_force); `person_texts`: their messages, so that a tier-1
-    anchor none of them holds (one a parent task handed down) is listed on its own."""
+    anchor none of them holds (one a parent task handed down) is listed on its own.
+    `goal_tokens`: the most the goal's line may take (goal_text)."""
     return render_snapshot_parts(goal=goal, anchors=anchors, tasks=tasks,
                                  notes_text=notes_text, budget_tokens=budget_tokens,
                                  count=count, superseded=superseded, view=view,
-                                 list_tokens=list_tokens, person_texts=person_texts)[0]
+                                 list_tokens=list_tokens, person_texts=person_texts,
+                                 goal_tokens=goal_tokens)[0]
 
 
 def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
                           notes_text: str, budget_tokens: int, count: Callable[[str], int],
                           superseded: list[str] = (), view: PersonView | None = None,
-                          list_tokens: int = 0,
-                          person_texts: list[str] = ()) -> tuple[str, list[str]]:
+                          list_tokens: int = 0, person_texts: list[str] = (),
+                          goal_tokens: int = 0) -> tuple[str, list[str]]:
     """The snapshot and the lines it must always hold (they are never only in the tail)."""
-    goal_text = goal if len(goal) <= GOAL_CHARS else goal[:GOAL_CHARS] + " …"
-    must = ["<task-snapshot>", f"Goal: {goal_text}"]
+    shown = goal_text(goal, count, goal_tokens)
+    must = ["<task-snapshot>", f"Goal: {shown}"]
     if superseded:
         must.append("No longer in force (the person replaced or removed these later):")
         must.extend(f"- (superseded) {text}" for text in superseded)
     hard = [a.text for a in anchors if a.active and a.tier == 1]
     if view is not None:
-        must.extend(person_lines(view, goal_whole=len(goal) <= GOAL_CHARS, hard=hard,
+        must.extend(person_lines(view, goal_whole=shown == goal, hard=hard,
                                  list_tokens=list_tokens, count=count))
     said = _whole_texts(tuple(person_texts))
     # Constraints no message of the person's here holds (a parent task's): listed apart.

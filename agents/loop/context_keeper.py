@@ -25,7 +25,8 @@ from agents.compaction.units import split_for_compaction
 from agents.context.hints import Hint, HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
-from agents.context.snapshot import plain_item, render_snapshot, render_snapshot_parts
+from agents.context.snapshot import (GOAL_SHARE, plain_item, render_snapshot,
+                                     render_snapshot_parts)
 from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
 from agents.errors import error_event
@@ -125,7 +126,7 @@ class ContextKeeper:
         text, must = render_snapshot_parts(
             goal=deps.spec.goal, anchors=self.book.anchors, tasks=self.book.tasks,
             notes_text=render_notes(deps.store.load_notes(deps.session_id)),
-            budget_tokens=0 if minimal else max(200, ctx.budget().snapshot),
+            budget_tokens=0 if minimal else self.snapshot_tokens(),
             count=ctx.count, **self._person_view())
         self._must = set(must)
         ctx.set_snapshot(text)
@@ -137,14 +138,19 @@ class ContextKeeper:
         return read_view([Message(m.turn, m.source, m.ref, m.text) for m in person.messages],
                          person.superseded())
 
+    def snapshot_tokens(self) -> int:
+        return max(200, self.ctx.budget().snapshot)
+
     def _person_view(self) -> dict[str, Any]:
         """What the snapshot shows of the person's words: texts their edits replaced, and
         their sentences in force, listed in full while they take at most half the
-        snapshot's budget (else the older messages are pointed at, C19)."""
+        snapshot's budget (else the older messages are pointed at, C19); the goal's line
+        cut to GOAL_SHARE of that budget when the goal is longer (snapshot.goal_text)."""
         person = self.ctx.person
         return {"superseded": person.superseded(), "view": self.person_view(),
                 "list_tokens": self.ctx.budget().snapshot // 2,
-                "person_texts": [m.text for m in person.messages]}
+                "person_texts": [m.text for m in person.messages],
+                "goal_tokens": int(GOAL_SHARE * self.snapshot_tokens())}
 
     def freeze_if_needed(self, force: bool = False) -> None:
         """Write the snapshot into the stable part when it must be there (C17)."""
