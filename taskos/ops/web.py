@@ -24,12 +24,12 @@ def warm_up() -> None:
     the first finished long-1000 page after a start (206 -> 109 ms with them loaded)."""
     from django.db import DatabaseError, connection
 
-    from agents.counting.tokens import encoding_for
+    from agents import TokenCounter
     from taskos.runs.models import ModelProfile
 
     try:
         for model, encoding in ModelProfile.objects.values_list("model", "encoding").distinct():
-            encoding_for(model, encoding)
+            TokenCounter(model, encoding)  # tiktoken keeps each encoding it loaded
     except DatabaseError:  # not migrated yet: the first page loads what it needs
         log.warning("could not read the model profiles to load their token encodings")
     finally:
