@@ -177,10 +177,17 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
     expect(page.locator("#panel-anchors-body li.change[data-source=admin]").first).to_contain_text(
         "report every figure in EUR")
     inspector = page.locator("#panel-inspector-body .inspector")
-    # The rows show their message's text once opened (and keep it current while open).
-    inspector.evaluate("(el) => el.querySelectorAll('li.msg > details[data-text]')"
-                       ".forEach((row) => { row.open = true; })")
-    expect(inspector).to_contain_text("report every figure in EUR")
+    # The rows show their message's text once opened (and keep it current while open). A
+    # row is its message's, not a place's: the edit may come in a row that arrives after
+    # the others were opened (the snapshot's update), closed, so rows are opened as a
+    # person would, as they come, until one shows the edit.
+    page.wait_for_function("""(needle) => {
+        const inspector = document.querySelector('#panel-inspector-body .inspector');
+        inspector.querySelectorAll('li.msg > details[data-text]').forEach((row) => {
+            row.open = true;
+        });
+        return inspector.textContent.includes(needle);
+    }""", arg="report every figure in EUR", polling=250, timeout=60_000)
     assert int(inspector.get_attribute("data-call")) > calls_before
     expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
 
