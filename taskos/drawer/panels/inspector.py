@@ -314,7 +314,6 @@ def message_changes(oob: dict[str, Any], detail: dict[str, Any],
     return parts
 
 
-
 def bar_shape(unlisted: int, detail: dict[str, Any]) -> tuple:
     """What the call picker shows of a call, besides its list of calls, while following."""
     return unlisted > 0, detail["recorded"]
