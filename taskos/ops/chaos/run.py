@@ -77,9 +77,16 @@ def kill_schedule(plan: ChaosPlan) -> list[Kill]:
     return sorted(kills, key=lambda kill: kill.at_share)
 
 
+# The simulated model's answer time in the workers (TASKOS_SIM_LATENCY_MS overrides it):
+# unpaced, a quiet machine ran two 17-turn sessions from the first kill to their end
+# between two of the driver's polls, and the kills planned after it were never done.
+CHAOS_SIM_LATENCY_MS = "100"
+
+
 def worker_env(plan: ChaosPlan, workspaces: Path, database_url: str) -> dict[str, str]:
     """The workers' own settings: the test suite's (sweeper off) must not leak into them."""
-    return {**os.environ, "DATABASE_URL": database_url,
+    return {"TASKOS_SIM_LATENCY_MS": CHAOS_SIM_LATENCY_MS, **os.environ,
+            "DATABASE_URL": database_url,
             "TASKOS_LEASE_SECONDS": str(plan.lease_s),
             "TASKOS_SWEEP_SECONDS": str(plan.sweep_s),
             "TASKOS_REQUEUE_AFTER_SECONDS": str(plan.requeue_after_s),
