@@ -33,7 +33,13 @@ REMEMBER = """(rows) => {
   window.kept = new Map();
   for (const el of document.querySelectorAll(rows)) window.kept.set(key(el), el);
   window.foldedChanges = 0;
-  new MutationObserver((list) => { window.foldedChanges += list.length; }).observe(
+  window.foldedLog = [];  // the first changes, to name them when the test fails
+  new MutationObserver((list) => {
+    window.foldedChanges += list.length;
+    list.slice(0, 10 - window.foldedLog.length).forEach((m) => window.foldedLog.push(
+      [m.type, m.target.id || m.target.nodeName, m.attributeName || '',
+       Math.round(performance.now())].join(' ')));
+  }).observe(
     document.getElementById('panel-curve-body'),
     {subtree: true, childList: true, attributes: true, characterData: true});
 }"""
@@ -107,7 +113,7 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
         assert numbers == list(range(total - 2, 0, -1))
 
         # The folded curve was not touched; unfolding brings it up to date.
-        assert page.evaluate("window.foldedChanges") == 0
+        assert page.evaluate("window.foldedChanges") == 0, page.evaluate("window.foldedLog")
         page.click("#panel-curve > summary")
         expect(page.locator("#panel-curve-body svg.curve")).to_have_attribute(
             "data-calls", str(count_events(stack, pk, "MODEL_CALL")))
