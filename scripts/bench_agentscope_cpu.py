@@ -27,10 +27,12 @@ extra model call per such message (3 in long-200 and long-1000).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -65,12 +67,54 @@ def write_workload(scenario_name: str, path: Path) -> dict:
 def taskos_cpu(scenario_name: str, window: int) -> dict:
     from agents.bench.workloads import bench_scenario
 
-    report = bench_scenario(scenario_name, window, with_unmanaged=False)
-    return {"model_calls": len(report["model_calls"]),
+    with exact_counting_timed() as counting:
+        report = bench_scenario(scenario_name, window, with_unmanaged=False)
+    calls = len(report["model_calls"])
+    return {"model_calls": calls,
             "summary_calls": report["summary_calls"],
             "cpu_ms_per_call": report["engine_cpu"]["per_call"],
             "wall_ms_per_call": report["engine_wall"]["per_call"],
+            "exact_counting_cpu_ms_per_call": round(counting["cpu"] * 1000 / calls, 3),
             "cpu": report["engine_cpu"]}
+
+
+@contextlib.contextmanager
+def exact_counting_timed():
+    """The engine's CPU in tiktoken (cache misses of TokenCounter), outside tools.
+
+    AgentScope estimates a request's tokens as its UTF-8 bytes / 4 and encodes nothing;
+    TaskOS encodes every new text exactly. This share is printed beside the ratio so a
+    reader can compare like for like. Tools are left out as the engine's figure leaves
+    them out (the synthetic documents count their own sentences while they are made, in
+    the tool's own thread or inline in the loop's)."""
+    from agents.counting.tokens import TokenCounter
+    from agents.tools.registry import ToolRegistry
+
+    spent, inside = {"cpu": 0.0}, threading.local()
+    loop_thread = threading.get_ident()  # bench_scenario runs the loop in this thread
+    encode_count, run = TokenCounter.encode_count, ToolRegistry.run
+
+    def timed_encode_count(self, text):
+        if getattr(inside, "tool", False) or threading.get_ident() != loop_thread:
+            return encode_count(self, text)
+        started = time.thread_time()
+        try:
+            return encode_count(self, text)
+        finally:
+            spent["cpu"] += time.thread_time() - started
+
+    def marked_run(self, *args, **kwargs):
+        inside.tool = True
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            inside.tool = False
+
+    TokenCounter.encode_count, ToolRegistry.run = timed_encode_count, marked_run
+    try:
+        yield spent
+    finally:
+        TokenCounter.encode_count, ToolRegistry.run = encode_count, run
 
 
 # --- the AgentScope side (AgentScope's Python)
@@ -201,6 +245,10 @@ def main() -> None:
           f"{ratio}x")
     print(f"  wall ms per call: TaskOS {taskos['wall_ms_per_call']}, AgentScope "
           f"{agentscope['wall_ms_per_call']}")
+    counting = taskos["exact_counting_cpu_ms_per_call"]
+    print(f"  of TaskOS's CPU, exact token counting (tiktoken) {counting} ms per call; "
+          f"AgentScope estimates bytes / 4. Without it: "
+          f"{round((taskos['cpu_ms_per_call'] - counting) / agentscope['cpu_ms_per_call'], 3)}x")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"scenario": args.scenario, "taskos": taskos, "agentscope": agentscope,
