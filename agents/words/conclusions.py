@@ -11,7 +11,7 @@ import re
 
 from agents.store.interface import AnchorRecord
 from agents.words.anchors import clip_text, sentences
-from agents.words.patterns import QUANTITY_RE
+from agents.words.patterns import NUM, QUANTITY_RE
 
 CONCLUSIONS_PER_RESULT = 3
 _WORDS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[\u4e00-\u9fff]+", re.I)
@@ -26,15 +26,15 @@ _FINDING_SUBSTRINGS = ("total", "missing", "average", "median", "overall", "coun
                        "缺失", "平均", "增长", "下降", "上升", "同比", "环比", "占比", "比例")
 _FINDING_WHOLE = frozenset({"sum", "mean", "rows", "fell", "rose", "grew", "rate"})
 _FINDING_START = ("null", "drop")
-# All three in one search: a substring anywhere, or a run of ASCII letters that is one of
-# the whole words or starts with a prefix. A quarter of the cost of testing each substring
-# and then each word of the line, on every line scored. Every branch starts with a literal
-# character and checks "no letter before it" only once that character is there (the
-# look-behind spans it): the regex engine then skips to the characters that can start a
-# branch instead of trying a look-behind at every position, half the cost of the search.
-_FINDING_WORD = re.compile("|".join(
-    [re.escape(part) for part in _FINDING_SUBSTRINGS]
-    + [f"{w[0]}(?<![a-z]{w[0]}){w[1:]}(?![a-z])" for w in sorted(_FINDING_WHOLE)]
+_FINDING_ASCII = tuple(part for part in _FINDING_SUBSTRINGS if part.isascii())
+_FINDING_OTHER = tuple(part for part in _FINDING_SUBSTRINGS if not part.isascii())
+_WORD_LETTERS = tuple(sorted(_FINDING_WHOLE)) + _FINDING_START
+# A whole word or a prefix word, as a run of ASCII letters. Every branch starts with a
+# literal character and checks "no letter before it" only once that character is there
+# (the look-behind spans it): the regex engine then skips to the characters that can
+# start a branch instead of trying a look-behind at every position.
+_BOUNDED_WORD = re.compile("|".join(
+    [f"{w[0]}(?<![a-z]{w[0]}){w[1:]}(?![a-z])" for w in sorted(_FINDING_WHOLE)]
     + [f"{w[0]}(?<![a-z]{w[0]}){w[1:]}" for w in _FINDING_START]))
 
 
@@ -42,7 +42,21 @@ def _has_finding_word(low: str) -> bool:
     """True when the lower-cased line holds a word that findings use: one of
     _FINDING_SUBSTRINGS anywhere, or a run of ASCII letters in _FINDING_WHOLE or starting
     with one of _FINDING_START."""
-    return _FINDING_WORD.search(low) is not None
+    # Substring searches, which skip ahead: one regex with every word tried its ~25
+    # branches at most characters of the line (4 µs a line, on every line scored; these
+    # cost half). The bounded words are looked for by the regex only in a line that holds
+    # one of them somewhere, and the Chinese ones only in a line that is not ASCII.
+    for part in _FINDING_ASCII:
+        if part in low:
+            return True
+    if not low.isascii():
+        for part in _FINDING_OTHER:
+            if part in low:
+                return True
+    for word in _WORD_LETTERS:
+        if word in low:
+            return _BOUNDED_WORD.search(low) is not None
+    return False
 
 
 # A sign before a digit, not after a word or a dot; the look-behind spans the sign so the
@@ -54,6 +68,16 @@ _SIGNED = re.compile(r"[+\-−](?<![\w.][+\-−])\d")
 _ERROR_START = re.compile(r"\s*(?:error|exception|traceback|warning)\b", re.I)
 _TABLE_ROW = re.compile(r"\|.*\||\d,[^\s\d]*,\S*,")  # markdown table or CSV line: data
 _SMALL_ID = re.compile(r"\d{1,2}")
+# QUANTITY_RE's matches, to count them: the same ends, so as many. It starts with the
+# digit and checks QUANTITY_RE's look-behind there (see numbers.NUMBER_GROUPS), so the
+# search skips from digit to digit instead of trying the look-behind at every character
+# (half the cost), and it captures nothing. The currency sign QUANTITY_RE may take first
+# changes no count: the look-behind then checks the character before the sign, and the
+# sign passes the look-behind at the digit. tests/engine/test_reading_shortcuts.py checks
+# that both find as many.
+_QUANTITY_AT_DIGIT = re.compile(
+    r"\d(?<![A-Za-z_\d.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?)"
+    + QUANTITY_RE.pattern.partition(f"(?P<num>{NUM})")[2].replace("(?P<unit>", "(?:"))
 
 
 def _is_error(line: str) -> bool:
@@ -84,10 +108,10 @@ def _result_lines(text: str) -> list[str]:
 
 def _finding_score(line: str) -> int:
     """How much a line reads like a finding; below 3 it is not one."""
-    quantities = QUANTITY_RE.findall(line)
+    quantities = len(_QUANTITY_AT_DIGIT.findall(line))
     score = 5 if _CONCLUSION.match(line) else 0
     if (len(line) > 400 or _is_error(line) or _is_table_row(line)
-            or len(quantities) >= 6 or not (quantities or score)):
+            or quantities >= 6 or not (quantities or score)):
         return 0
     score += 3 * bool(quantities and _KEY_VALUE.match(line))
     score += 2 * ("%" in line or "％" in line) + 2 * _has_finding_word(line.lower())

@@ -1,7 +1,7 @@
 """A tool result's line reads like a finding when it holds one of the words findings use
-(agents/words/conclusions.py); the check is one regex search, which must say what the
-rule says: a listed substring anywhere, or an ASCII word that is one of the whole words
-or starts with one of the prefixes."""
+(agents/words/conclusions.py); the check (substring searches, and a regex for the whole
+and prefix words) must say what the rule says: a listed substring anywhere, or an ASCII
+word that is one of the whole words or starts with one of the prefixes."""
 
 import re
 

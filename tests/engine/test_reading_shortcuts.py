@@ -70,3 +70,28 @@ def test_error_and_table_lines_are_the_single_regexes_lines():
     for line in lines:
         assert _is_error(line) == bool(error.search(line)), line
         assert _is_table_row(line) == bool(table.search(line)), line
+
+
+QUANTITY_PIECES = ["$", "¥", "€", "£", "x$", "a¥", ".$", "_€", "12", "1,234", "1,234.5", "3.",
+                   ".5", "50k", "5 K", "3M", "7Mb", "12%", "12 ％", "5万", "3 千", " pages", "页",
+                   "分钟", "个月", "q2", "Q2", "v1.2", "٣", "٣٤", "١٢٣", "é7", "名3", "-", "+",
+                   "−", " ", "\n", ",", "rows", "2024-Q3", "#4", "0.43", "units", "条", "x"]
+
+
+def _quantity_texts(seed: int, count: int = 400) -> list[str]:
+    rng = random.Random(seed)
+    texts = ["".join(rng.choice(QUANTITY_PIECES) for _ in range(rng.randint(1, 14)))
+             for _ in range(count)]
+    return texts + _random_texts(seed, 100) + [
+        "总预算 ≤ ¥200万，报告20页以内", "Fact 6: energy source #6 was 191.2 million EUR (-18.7%).",
+        "预算：5万元；截至3月底完成，共12条", "Tokyo: 東京の売上は3,400万円、前年比+12.5%",
+        "café 12 crème 3,5 naïve 1.234,56 €", "a$5 $5 .$5 _$5 5$ $$5 ¥ 5"]
+
+
+def test_the_quantities_counted_from_their_digit_are_quantity_re_s():
+    from agents.words.conclusions import _QUANTITY_AT_DIGIT
+    from agents.words.patterns import QUANTITY_RE
+    for text in _quantity_texts(5):
+        assert len(_QUANTITY_AT_DIGIT.findall(text)) == len(QUANTITY_RE.findall(text)), text
+        ends = [m.end() for m in QUANTITY_RE.finditer(text)]
+        assert [m.end() for m in _QUANTITY_AT_DIGIT.finditer(text)] == ends, text
