@@ -31,6 +31,7 @@ from agents.words.in_force import HEADING, POINTER
 from agents.words.quoted import own_text
 
 PERSON_ZONES = ("words", "snapshot")
+SUPERSEDED, OWN, QUOTED, TOOL_TEXT = "superseded", "own", "quoted", "tool_text"
 
 
 def flat(text: str) -> str:
@@ -119,6 +120,10 @@ class WordsCheck:
         self._held = ""
         self._snapshot = ""
         self._listed: list[str] = []
+        self._missing_of: tuple[str, ...] | None = None  # the sentences _missing is of
+        self._missing: list[str] = []  # those of them the held parts lack
+        self._kinds_of: tuple | None = None  # the texts _kinds was read against
+        self._kinds: dict[str, str] = {}  # listed item → its kind (_kind)
 
     def add_message(self, text: str, ref: str = "") -> None:
         said = person_sentences(text)
@@ -134,35 +139,66 @@ class WordsCheck:
             self.superseded.append(line)
 
     def check(self, messages: list[dict[str, Any]]) -> WordsFindings:
-        parts = tuple(str(m.get("content") or "") for m in messages
-                      if m.get("zone") in PERSON_ZONES
-                      or (m.get("role") == "user" and m.get("zone") == "history"))
+        # One pass over the request: the texts that may hold the person's sentences, and
+        # the snapshot with its "since then" block.
+        held_parts: list[str] = []
+        shown_parts: list[str] = []
+        for m in messages:
+            zone = m.get("zone")
+            if zone in PERSON_ZONES or (zone == "history" and m.get("role") == "user"):
+                held_parts.append(str(m.get("content") or ""))
+            if zone == "snapshot" or zone == "since":
+                shown_parts.append(str(m.get("content") or ""))
+        parts = tuple(held_parts)
         # Between compactions these parts are the same texts call after call: flattened
-        # once (the tuple compares its strings by identity first).
+        # once (the tuple compares its strings by identity first), and so is what they
+        # lack of the person's sentences.
         if parts != self._parts:
             self._parts, self._held = parts, flat("\n".join(parts))
+            self._missing_of = None
         held = self._held
-        missing = [s for s in self.sentences if s not in held]
-        if missing and GROUPED in held:  # given once with others, its figure in braces
-            missing = [s for s in missing if not in_a_brace_list(held, s)]
+        sentences = tuple(self.sentences)
+        if self._missing_of != sentences:
+            missing = [s for s in sentences if s not in held]
+            if missing and GROUPED in held:  # given once with others, its figure in braces
+                missing = [s for s in missing if not in_a_brace_list(held, s)]
+            self._missing_of, self._missing = sentences, missing
+        missing = list(self._missing)
         if missing:
             missing = self._not_cited(missing, messages)
             self.lost.update(dict.fromkeys(missing))
         found = WordsFindings(missing=missing)
-        snapshot = "\n".join(str(m.get("content") or "") for m in messages
-                             if m.get("zone") in ("snapshot", "since"))
+        snapshot = "\n".join(shown_parts)
         if snapshot != self._snapshot:
             self._snapshot, self._listed = snapshot, listed_in_force(snapshot)
+        # What each listed item is depends only on the person's messages and edits: kept
+        # per item while they stay the same (the list gains an item or two a turn).
+        sources = (tuple(self.superseded), tuple(self.own), tuple(self.whole))
+        if sources != self._kinds_of:
+            self._kinds_of, self._kinds = sources, {}
+        kinds = self._kinds
         for item in self._listed:
-            if any(old == item or old in item for old in self.superseded):
+            kind = kinds.get(item)
+            if kind is None:
+                kind = kinds[item] = self._kind(item)
+            if kind == SUPERSEDED:
                 found.superseded.append(item)
-            elif any(item in own for own in self.own):
-                continue
-            elif any(item in whole for whole in self.whole):
+            elif kind == QUOTED:
                 found.quoted.append(item)
-            else:
+            elif kind == TOOL_TEXT:
                 found.tool_text.append(item)
         return found
+
+    def _kind(self, item: str) -> str:
+        """What a listed item is: a text an edit replaced, the person's own words, only
+        in pasted material of theirs, or in no message of theirs."""
+        if any(old == item or old in item for old in self.superseded):
+            return SUPERSEDED
+        if any(item in own for own in self.own):
+            return OWN
+        if any(item in whole for whole in self.whole):
+            return QUOTED
+        return TOOL_TEXT
 
     def _not_cited(self, missing: list[str], messages: list[dict[str, Any]]) -> list[str]:
         """Of `missing`, those no citing line of the words block covers."""
