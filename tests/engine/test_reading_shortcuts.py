@@ -95,3 +95,28 @@ def test_the_quantities_counted_from_their_digit_are_quantity_re_s():
         assert len(_QUANTITY_AT_DIGIT.findall(text)) == len(QUANTITY_RE.findall(text)), text
         ends = [m.end() for m in QUANTITY_RE.finditer(text)]
         assert [m.end() for m in _QUANTITY_AT_DIGIT.finditer(text)] == ends, text
+
+
+NUMBER_TEXTS = ["55.3 %", "55.3 \t %", "55.3\t%", "55.3\x1c%", "12 k", "12k", "12kg", "12 K.",
+                "3M", "3MB", "3 M", "1,234k", "0.50%", "007 %", "1,23", "1,234,567.80", "x1.5",
+                "_2", ".5", "5.", "a 5%b", "2024-Q3: +7.5% (n=12)", "10\n%", "1e5k", "99,999 k"]
+
+
+def test_ascii_numbers_are_number_groups_numbers_and_suffixes():
+    from agents.compaction.numbers import ASCII_NUMBER, NUMBER_GROUPS
+    texts = _random_texts(6, 300) + _quantity_texts(7) + NUMBER_TEXTS + [" ".join(NUMBER_TEXTS)]
+    for text in texts:
+        if text.isascii():
+            whole = [number + suffix for number, suffix in NUMBER_GROUPS.findall(text)]
+            assert ASCII_NUMBER.findall(text) == whole, text
+
+
+def test_values_of_texts_in_any_script_are_the_values_of_their_numbers():
+    texts = _quantity_texts(8) + NUMBER_TEXTS + [
+        "销售额 1,234.5 万元，同比 +12%，共 ３ 项", "売上は3,400万円、前年比12.5％増",
+        "prix 1 234,56 € — 12 %",
+        "٣٤ ١٢٣.٥ 12", "naïve 50 k café 7M", " ".join(NUMBER_TEXTS) + " 东京"]
+    for text in texts:
+        numbers._values_cache.clear()
+        expected = {v for _, raw, scaled in numbers_in(text) for v in (raw, scaled)}
+        assert values_in(text) == expected, text
