@@ -41,7 +41,25 @@ class Msg:
         return content if isinstance(content, str) else ""
 
     def to_state(self) -> dict[str, Any]:
-        return {"data": self.data, "tokens": self.tokens, "turn": self.turn, "ref": self.ref}
+        """Saved with the loop state every turn while the message is in the history: made
+        once and kept (a Msg is never changed in place). Read-only, like `data`."""
+        kept = self.__dict__.get("_state")
+        if kept is None:
+            kept = self.__dict__["_state"] = {"data": self.data, "tokens": self.tokens,
+                                              "turn": self.turn, "ref": self.ref}
+        return kept
+
+    def described(self, zone: str) -> dict[str, Any]:
+        """The message as a MODEL_CALL lists it in `zone` (Request.described): made once
+        per zone and kept, since a Msg is never changed in place and most messages are
+        in every call until the next compaction. Read-only, like the data it copies."""
+        kept = self.__dict__.get("_described")
+        if kept is not None and kept[0] == zone:
+            return kept[1]
+        described = {**self.data, "zone": zone, "tokens": self.tokens,
+                     **({"ref": self.ref} if self.ref else {})}
+        self.__dict__["_described"] = (zone, described)
+        return described
 
     @classmethod
     def from_state(cls, raw: dict[str, Any]) -> "Msg":

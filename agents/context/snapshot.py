@@ -206,32 +206,58 @@ def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskR
                                  goal_tokens=goal_tokens)[0]
 
 
+# The last _must_lines: (view, the other inputs, what it gave), read and written whole,
+# so a session in another thread never takes one part of it with another's.
+_last_must: list = [None]
+
+
+def _must_lines(goal: str, count: Callable[[str], int], goal_tokens: int,
+                superseded: tuple[str, ...], view: PersonView | None, hard: tuple[str, ...],
+                list_tokens: int, person_texts: tuple[str, ...],
+                edited: tuple[str, ...]) -> tuple[list[str], int]:
+    """The lines every snapshot holds whatever its budget, and their tokens joined. The
+    same every turn until the person's words, the tier-1 anchors or an edit change, and
+    asked twice a turn (the snapshot, and the preflight's minimal one): the last answer
+    is kept (`view` compared by identity, as person_lines does: read_view gives the same
+    object while the messages stay the same)."""
+    key = (goal, count, goal_tokens, superseded, hard, list_tokens, person_texts, edited)
+    last = _last_must[0]
+    if last is not None and last[0] is view and last[1] == key:
+        return last[2]
+    shown = goal_text(goal, count, goal_tokens)
+    must = ["<task-snapshot>", f"Goal: {shown}"]
+    if superseded:
+        must.append("No longer in force (the person replaced or removed these later):")
+        must.extend(f"- (superseded) {text}" for text in superseded)
+    if view is not None:
+        must.extend(person_lines(view, goal_whole=shown == goal, hard=list(hard),
+                                 list_tokens=list_tokens, count=count))
+    said = _whole_texts(person_texts)
+    # Constraints no message of the person's here holds (a parent task's): listed apart.
+    other = [text for text in hard if not _said_in(_flat(text), said)]
+    if other:
+        must.append("Also binding (set for this task, not in the person's messages here):")
+        must.extend(f"- {text}" for text in other)
+    if edited:
+        must.append("Set by a person (keep in mind):")
+        must.extend(f"- {text}" for text in edited)
+    found = (must, count("\n".join(must)))
+    _last_must[0] = (view, key, found)
+    return found
+
+
 def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskRecord],
                           notes_text: str, budget_tokens: int, count: Callable[[str], int],
                           superseded: list[str] = (), view: PersonView | None = None,
                           list_tokens: int = 0, person_texts: list[str] = (),
                           goal_tokens: int = 0) -> tuple[str, list[str]]:
     """The snapshot and the lines it must always hold (they are never only in the tail)."""
-    shown = goal_text(goal, count, goal_tokens)
-    must = ["<task-snapshot>", f"Goal: {shown}"]
-    if superseded:
-        must.append("No longer in force (the person replaced or removed these later):")
-        must.extend(f"- (superseded) {text}" for text in superseded)
     hard = [a.text for a in anchors if a.active and a.tier == 1]
-    if view is not None:
-        must.extend(person_lines(view, goal_whole=shown == goal, hard=hard,
-                                 list_tokens=list_tokens, count=count))
-    said = _whole_texts(tuple(person_texts))
-    # Constraints no message of the person's here holds (a parent task's): listed apart.
-    other = [text for text in hard if not _said_in(_flat(text), said)]
-    if other:
-        must.append("Also binding (set for this task, not in the person's messages here):")
-        must.extend(f"- {text}" for text in other)
     # A person's edit in the admin must reach the agent whatever the budget (W4).
-    edited = [a for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
-    if edited:
-        must.append("Set by a person (keep in mind):")
-        must.extend(f"- {a.text}" for a in edited)
+    edited = [a.text for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
+    must, must_tokens = _must_lines(goal, count, goal_tokens, tuple(superseded), view,
+                                    tuple(hard), list_tokens, tuple(person_texts),
+                                    tuple(edited))
     optional: list[list[str]] = []
     key_data = [a for a in anchors if a.active and a.tier == 2 and a.source != "admin"]
     if key_data:
@@ -245,7 +271,7 @@ def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list
     if details:
         optional.append(["Details:"] + [f"- {a.text}" for a in reversed(details)])
     lines = list(must)
-    used = count("\n".join(lines))
+    used = must_tokens
     for section in optional:
         # A section that does not fit whole keeps its heading and as many lines as fit.
         for i, line in enumerate(section):

@@ -47,13 +47,22 @@ class Request:
     zones: dict[str, int]
     total: int
     refs_of: list[str] = field(default_factory=list)  # each message's archive ref, or ""
+    # The messages as build() took them, whose described dicts are kept (Msg.described).
+    msgs: list[Msg] | None = field(default=None, repr=False, compare=False)
 
     def described(self) -> list[dict[str, Any]]:
         """Messages with their zone, tokens and archive ref: what the drawer's inspector
         shows, and how a stored call points at an archived text instead of copying it."""
         refs = self.refs_of or [""] * len(self.messages)
-        return [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
-                for m, z, t, r in zip(self.messages, self.zones_of, self.tokens_of, refs)]
+        msgs = (self.msgs if self.msgs is not None and len(self.msgs) == len(self.messages)
+                else [None] * len(self.messages))
+        out = []
+        for msg, m, z, t, r in zip(msgs, self.messages, self.zones_of, self.tokens_of, refs):
+            if msg is not None and msg.data is m and msg.tokens == t and msg.ref == r:
+                out.append(msg.described(z))
+            else:
+                out.append({**m, "zone": z, "tokens": t, **({"ref": r} if r else {})})
+        return out
 
 
 @dataclass
@@ -85,6 +94,7 @@ class WorkingContext:
         self._system_msg = Msg.build(self.counter, {"role": "system", "content": self.system_prompt})
         self._tools_tokens = self.counter.tools(self.tools)
         self._snapshot_msg: Msg | None = None
+        self._frozen_lines: tuple[str, frozenset[str]] = ("", frozenset())
         self._since_msg: Msg | None = None
         self._summary_msg: Msg | None = None
         self._budget_key: tuple | None = None
@@ -118,11 +128,18 @@ class WorkingContext:
         if text == self.live_snapshot:
             return
         self.live_snapshot = text
-        lines = since_lines(self.snapshot_text, text)
+        lines = since_lines(self.snapshot_text, text, self.frozen_lines())
         # The block gains a line or two a turn: counted line by line, only new lines encode.
         self._since_msg = (Msg.build(self.counter, {"role": "user", "content": "\n".join(lines)},
                                      content_tokens=self.count.lines(lines))
                            if lines else None)
+
+    def frozen_lines(self) -> frozenset[str]:
+        """The frozen snapshot's lines, split again only when it was frozen anew: every
+        turn reads them twice (the tail's new lines, and whether a refreeze is due)."""
+        if self._frozen_lines[0] != self.snapshot_text:
+            self._frozen_lines = (self.snapshot_text, frozenset(self.snapshot_text.splitlines()))
+        return self._frozen_lines[1]
 
     def freeze_snapshot(self) -> None:
         """Put this turn's snapshot into the stable part (a new cached prefix starts here)."""
@@ -271,7 +288,7 @@ class WorkingContext:
         return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
                        tokens_of=[m.tokens for _, m in parts], tools=self.tools, zones=zones,
                        total=sum(v for k, v in zones.items() if k != "reserve"),
-                       refs_of=[m.ref for _, m in parts])
+                       refs_of=[m.ref for _, m in parts], msgs=[m for _, m in parts])
 
     # --- persistence (resume, feature T8)
     def to_state(self) -> dict[str, Any]:
@@ -299,16 +316,16 @@ SINCE_OPEN = "<snapshot-update>"
 SINCE_INTRO = "Changes since the task snapshot above was written (these lines win over it):"
 
 
-def since_lines(frozen: str, live: str) -> list[str]:
+def since_lines(frozen: str, live: str, frozen_lines: frozenset[str] | None = None) -> list[str]:
     """The "since then" block's lines: the snapshot lines new since `frozen`, wrapped in
     the block's tags; [] when there are none.
 
     Only additions: a line that left the snapshot (an older finding rolled out of its
     budget) is still true, and one that was corrected has its newer line here, which the
     intro says wins. Hard constraints never rely on this block (the snapshot is frozen
-    anew when they change).
+    anew when they change). `frozen_lines`: the lines of `frozen`, when the caller has them.
     """
-    before = set(frozen.splitlines())
+    before = set(frozen.splitlines()) if frozen_lines is None else frozen_lines
     added = [line for line in live.splitlines() if line not in before and not line.startswith("<")]
     if not added:
         return []

@@ -158,7 +158,7 @@ class ContextKeeper:
         # What the person asked and a person's anchors are never only in the tail (C17):
         # when they changed, the frozen snapshot is rewritten though the cache restarts.
         must = self._must
-        frozen = set(ctx.snapshot_text.splitlines())
+        frozen = ctx.frozen_lines()
         if (force or not all(line in frozen or self._rides_in_history(line) for line in must)
                 or (self._frozen_must - must) or ctx.since_tokens() > ctx.budget().since):
             ctx.freeze_snapshot()

@@ -93,3 +93,99 @@ def test_the_words_check_kept_between_calls_matches_a_fresh_check():
             assert (got.missing, got.superseded, got.quoted, got.tool_text) == (
                 want.missing, want.superseded, want.quoted, want.tool_text), (seed, step)
             assert list(kept.lost) == list(fresh.lost)
+
+
+def test_the_snapshot_s_kept_lines_match_a_render_from_scratch():
+    from agents.context import snapshot
+    from agents.counting.tokens import TextCache, default_counter
+    from agents.store.interface import AnchorRecord
+    from agents.words.in_force import Message, read_view
+
+    count = TextCache(default_counter())
+    said = ["Keep the budget under 400 EUR.", "Never email the customer.",
+            "The report is due on Friday.", "Use the 2024 figures only."]
+    for seed in range(25):
+        rng = random.Random(seed)
+        anchors: list[AnchorRecord] = []
+        person: list[Message] = []
+        superseded: list[str] = []
+        goal = "Write the quarterly report. " + rng.choice(said)
+        for turn in range(30):
+            roll = rng.random()
+            if roll < 0.15:
+                person.append(Message(turn, rng.choice(["user", "admin", "pin"]), f"arc:{turn}",
+                                      " ".join(rng.sample(said, 2))))
+            elif roll < 0.4:
+                anchors.append(AnchorRecord(tier=rng.choice([1, 2, 2, 3]), text=rng.choice(
+                    said + [f"fact {turn}: 12.{turn} t"]), source=rng.choice(
+                    ["user", "tool", "admin"]), turn=turn))
+            elif roll < 0.5 and anchors:
+                rng.choice(anchors).active = not rng.choice(anchors).active
+            elif roll < 0.55:
+                superseded.append(rng.choice(said))
+            elif roll < 0.6:  # the same anchors, new objects (the book reloaded them)
+                anchors = [AnchorRecord(**a.to_dict()) for a in anchors]
+            args = dict(goal=goal, anchors=anchors, tasks=[], notes_text="",
+                        budget_tokens=rng.choice([0, 60, 400]), count=count,
+                        superseded=list(superseded), view=read_view(person, superseded),
+                        list_tokens=rng.choice([20, 200]),
+                        person_texts=[m.text for m in person],
+                        goal_tokens=rng.choice([0, 5, 200]))
+            kept = snapshot.render_snapshot_parts(**args)
+            snapshot._last_must[0] = None
+            snapshot._last_lines[:] = [None, None, []]
+            assert kept == snapshot.render_snapshot_parts(**args), (seed, turn)
+
+
+def test_kept_described_messages_and_saved_states_match_fresh_ones():
+    from agents.config import ContextConfig
+    from agents.context.history import Msg
+    from agents.context.working import WorkingContext, since_lines
+    from agents.counting.tokens import default_counter
+
+    counter = default_counter()
+    for seed in range(20):
+        rng = random.Random(seed)
+        ctx = WorkingContext(counter=counter, config=ContextConfig(), window=64000,
+                             system_prompt="You help.")
+        for turn in range(40):
+            roll = rng.random()
+            if roll < 0.5:
+                ctx.add({"role": rng.choice(["user", "tool", "assistant"]),
+                         "content": f"text {rng.randrange(9)}"}, turn,
+                        ref=rng.choice(["", f"arc:{turn}"]))
+            elif roll < 0.6 and ctx.history:  # a message replaced (a clear, a cut)
+                i = rng.randrange(len(ctx.history))
+                old = ctx.history[i]
+                ctx.history[i] = Msg.build(counter, {**old.data, "content": "[cleared]"},
+                                           old.turn, old.ref)
+            elif roll < 0.7 and ctx.history:  # the same dict in another message
+                old = rng.choice(ctx.history)
+                ctx.history.append(Msg(data=old.data, tokens=old.tokens + 1, turn=turn))
+            elif roll < 0.8:
+                ctx.live_snapshot = "\n".join(f"- line {rng.randrange(6)}" for _ in range(4))
+                ctx.freeze_snapshot() if rng.random() < 0.5 else None
+            ctx.set_snapshot("\n".join(f"- line {rng.randrange(6)}" for _ in range(5)))
+            request = ctx.build([])
+            fresh = [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
+                     for m, z, t, r in zip(request.messages, request.zones_of,
+                                           request.tokens_of, request.refs_of)]
+            assert request.described() == fresh, (seed, turn)
+            if request.messages and rng.random() < 0.3:  # a request changed after build
+                i = rng.randrange(len(request.messages))
+                request.messages[i] = {"role": "user", "content": "changed"}
+                request.tokens_of[i] += rng.choice([0, 1])
+                fresh[i] = {**request.messages[i], "zone": request.zones_of[i],
+                            "tokens": request.tokens_of[i],
+                            **({"ref": request.refs_of[i]} if request.refs_of[i] else {})}
+                assert request.described() == fresh, (seed, turn)
+            for msg in ctx.history:  # a message listed in another zone
+                zone = rng.choice(["history", "words", "since"])
+                assert msg.described(zone) == {**msg.data, "zone": zone, "tokens": msg.tokens,
+                                               **({"ref": msg.ref} if msg.ref else {})}
+            assert ctx.to_state()["history"] == [
+                {"data": m.data, "tokens": m.tokens, "turn": m.turn, "ref": m.ref}
+                for m in ctx.history]
+            assert ctx.frozen_lines() == set(ctx.snapshot_text.splitlines())
+            assert since_lines(ctx.snapshot_text, ctx.live_snapshot, ctx.frozen_lines()) \
+                == since_lines(ctx.snapshot_text, ctx.live_snapshot)
