@@ -68,16 +68,21 @@ _SIGNED = re.compile(r"[+\-−](?<![\w.][+\-−])\d")
 _ERROR_START = re.compile(r"\s*(?:error|exception|traceback|warning)\b", re.I)
 _TABLE_ROW = re.compile(r"\|.*\||\d,[^\s\d]*,\S*,")  # markdown table or CSV line: data
 _SMALL_ID = re.compile(r"\d{1,2}")
-# QUANTITY_RE's matches, to count them: the same ends, so as many. It starts with the
-# digit and checks QUANTITY_RE's look-behind there (see numbers.NUMBER_GROUPS), so the
-# search skips from digit to digit instead of trying the look-behind at every character
-# (half the cost), and it captures nothing. The currency sign QUANTITY_RE may take first
-# changes no count: the look-behind then checks the character before the sign, and the
-# sign passes the look-behind at the digit. tests/engine/test_reading_shortcuts.py checks
-# that both find as many.
+# QUANTITY_RE's matches from their digit, to count them and to label a finding: the same
+# ends, so as many. It checks QUANTITY_RE's look-behind at the digit (see
+# numbers.NUMBER_GROUPS), so the search skips from digit to digit instead of trying the
+# look-behind at every character (half the cost). A currency sign that QUANTITY_RE takes
+# first changes no count: its look-behind then checks the character before the sign, and
+# the sign passes the look-behind at the digit. tests/engine/test_reading_shortcuts.py
+# checks that both find as many, ending where QUANTITY_RE's do.
 _QUANTITY_AT_DIGIT = re.compile(
     r"\d(?<![A-Za-z_\d.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?)"
-    + QUANTITY_RE.pattern.partition(f"(?P<num>{NUM})")[2].replace("(?P<unit>", "(?:"))
+    + QUANTITY_RE.pattern.partition(f"(?P<num>{NUM})")[2])
+_CURRENCY = "¥$€£"  # QUANTITY_RE's currency signs
+_NOT_BEFORE_QUANTITY = re.compile(r"[A-Za-z_\d.]")  # QUANTITY_RE's look-behind
+# _WORDS on lower-cased ASCII text, where re.I adds nothing and the CJK branch never
+# matches: without re.I the class is a range test (_label runs on every result's findings).
+_ASCII_LOW_WORDS = re.compile(r"[a-z0-9][a-z0-9'_-]*")
 
 
 def _is_error(line: str) -> bool:
@@ -123,12 +128,17 @@ def _label(line: str) -> str:
     stay, as they usually name things ("region 1", "topic 0")."""
     body = _CONCLUSION.sub("", line)
     def keep_ids(m: re.Match) -> str:
-        figure = body[m.start():m.start("unit") if m.group("unit") else m.end()].strip()
-        signed = m.start() > 0 and body[m.start() - 1] in "+-−"
+        start = m.start()
+        if (start and body[start - 1] in _CURRENCY
+                and not (start > 1 and _NOT_BEFORE_QUANTITY.match(body, start - 2))):
+            # QUANTITY_RE's match starts at the sign; left in the body, it is no word.
+            start -= 1
+        figure = body[start:m.start("unit") if m.group("unit") else m.end()].strip()
+        signed = start > 0 and body[start - 1] in "+-−"
         bare = _SMALL_ID.fullmatch(figure) and not signed
         return f" {figure if bare else ''} {m.group('unit') or ''} "
-    body = QUANTITY_RE.sub(keep_ids, body)
-    return " ".join(_WORDS.findall(body.lower()))[:60]
+    low = _QUANTITY_AT_DIGIT.sub(keep_ids, body).lower()
+    return " ".join((_ASCII_LOW_WORDS if low.isascii() else _WORDS).findall(low))[:60]
 
 
 def extract_conclusions(text: str, *, source: str = "tool", turn: int = 0, tool_name: str = "",

@@ -120,3 +120,28 @@ def test_values_of_texts_in_any_script_are_the_values_of_their_numbers():
         numbers._values_cache.clear()
         expected = {v for _, raw, scaled in numbers_in(text) for v in (raw, scaled)}
         assert values_in(text) == expected, text
+
+
+def _label_by_quantity_re(line: str) -> str:
+    """_label as QUANTITY_RE reads the line (its definition before the digit-first copy)."""
+    from agents.words.conclusions import _CONCLUSION, _SMALL_ID, _WORDS
+    from agents.words.patterns import QUANTITY_RE
+    body = _CONCLUSION.sub("", line)
+
+    def keep_ids(m: re.Match) -> str:
+        figure = body[m.start():m.start("unit") if m.group("unit") else m.end()].strip()
+        signed = m.start() > 0 and body[m.start() - 1] in "+-−"
+        bare = _SMALL_ID.fullmatch(figure) and not signed
+        return f" {figure if bare else ''} {m.group('unit') or ''} "
+    return " ".join(_WORDS.findall(QUANTITY_RE.sub(keep_ids, body).lower()))[:60]
+
+
+def test_a_finding_s_label_is_the_one_quantity_re_gives():
+    from agents.words.conclusions import _label
+    lines = _quantity_texts(9, 600) + [
+        "Fact 1: energy source #4 throughput in the South region for 2022-Q4 was 1725.6 "
+        "units/day (+1.2% year on year; market study).", "Result: region 3 sales $12 (+5 %)",
+        "total: $5, ¥3 pages, x$4 rows, -$7 and +$8 or .$9", "Summary: 缺失值比例：2.5%，第3组12条",
+        "region 1 ＄5 €12k 3 页 £ 4 ٣ units", "KELVIN 5 K ſum 3 İstanbul 12"]
+    for line in lines:
+        assert _label(line) == _label_by_quantity_re(line), line
