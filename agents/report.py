@@ -5,7 +5,7 @@ with the loop state every turn costs the same at turn 10 and at turn 1000.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from agents.compaction.numbers import numbers_in
 from agents.compaction.source_audit import PERSON_SOURCES
@@ -77,10 +77,6 @@ class ReportSink:
         self.words_flags = {"superseded_listed": 0, "quoted_promoted": 0,
                             "tool_text_in_constraints": 0}
         self._figures_list: list[str] | None = None
-        # The last call's message texts, each with the expected anchors of one line
-        # (_anchors_of) it holds.
-        self._anchors_of: tuple[str, ...] = ()
-        self._anchors_in: dict[str, frozenset[str]] = {}
 
     def emit(self, event: Event) -> None:
         if isinstance(event, ModelCall):
@@ -162,41 +158,13 @@ class ReportSink:
         if event.kind == "agent":
             self._note_figures("\n".join(str(m.get("content") or "") for m in event.messages
                                           if m.get("zone") == "summary"))
-        due = [expected for expected in self.expect
-               if (stated := self.stated_turn.get(expected)) is not None
-               and event.turn >= stated]
-        if due:
-            held = self._held_in(event.messages)
-            for expected in due:
-                self.present[expected][0] += 1
-                self.present[expected][1] += held(expected)
-
-    def _held_in(self, messages: list[dict[str, Any]]) -> Callable[[str], bool]:
-        """Whether an expected anchor is in the joined text of `messages`. Each call
-        repeats most of the last one's texts (tens of kB of results): which expected
-        anchors a text holds is kept from the last call, so a call reads only its new
-        texts. An anchor of one line cannot span two messages; one with a newline is
-        looked for in the joined text."""
-        texts = [str(m.get("content") or "") for m in messages]
-        single = tuple(e for e in self.expect if e and "\n" not in e)
-        last = self._anchors_in if self._anchors_of == single else {}
-        kept: dict[str, frozenset[str]] = {}
-        found: set[str] = set()
-        for text in texts:
-            hit = kept.get(text)
-            if hit is None:
-                hit = last.get(text)
-                if hit is None:
-                    hit = frozenset(e for e in single if e in text)
-                kept[text] = hit
-            found |= hit
-        self._anchors_of, self._anchors_in = single, kept
-
-        def held(expected: str) -> bool:
-            if expected not in single:
-                return expected in "\n".join(texts)
-            return expected in found
-        return held
+        if self.expect:
+            text = "\n".join(str(m.get("content") or "") for m in event.messages)
+            for expected in self.expect:
+                stated = self.stated_turn.get(expected)
+                if stated is not None and event.turn >= stated:
+                    self.present[expected][0] += 1
+                    self.present[expected][1] += expected in text
 
     def _note_figures(self, text: str) -> None:
         # Every agent call carries the same summary until the next compaction: read once.

@@ -105,6 +105,10 @@ class WorkingContext:
         self._words_inputs: tuple | None = None  # what the block last rendered was made from
         self._history_key: tuple[Msg, ...] = ()
         self._history_tokens = 0
+        # The history last read for its person's messages (words_msg), and their texts.
+        self._user_texts_of: tuple[tuple[Msg, ...], dict[str, str]] = ((), {})
+        # The history last saved (to_state), and its messages' states in that list.
+        self._saved_of: tuple[tuple[Msg, ...], list[dict[str, Any]]] = ((), [])
         self.set_summary(self.summary, self.summary_text)
 
     # --- budget
@@ -170,8 +174,7 @@ class WorkingContext:
         if inputs == self._words_inputs:
             return self._words_msg
         self._words_inputs = inputs
-        history = {m.ref: m.text for m in self.history
-                   if m.ref and m.data.get("role") == "user"}
+        history = self._user_texts(inputs[0])
         text = self.person.render(history, budget, self.hard_constraints, self.count,
                                   snapshot=self.snapshot_text, strict=self.words_floor)
         if text != self._words_text:
@@ -180,12 +183,31 @@ class WorkingContext:
                                if text else None)
         return self._words_msg
 
+    def _user_texts(self, key: tuple[Msg, ...]) -> dict[str, str]:
+        """Ref → text of the person's messages in history `key`; when `key` is the last
+        one asked about with messages appended (most changes), only those are read."""
+        old, texts = self._user_texts_of
+        grown = grown_by(old, key)
+        if grown is None:
+            grown, texts = key, {}
+        new = [m for m in grown if m.ref and m.data.get("role") == "user"]
+        if new:
+            texts = dict(texts)
+            for m in new:
+                texts[m.ref] = m.text
+        self._user_texts_of = (key, texts)
+        return texts
+
     def history_tokens(self) -> int:
         """The history zone's tokens, summed again only when the history changed (the same
         equality as words_msg's)."""
         key = tuple(self.history)
-        if key != self._history_key:
-            self._history_key, self._history_tokens = key, sum(m.tokens for m in key)
+        old = self._history_key
+        if key != old:
+            grown = grown_by(old, key)
+            self._history_tokens = (sum(m.tokens for m in key) if grown is None
+                                    else self._history_tokens + sum(m.tokens for m in grown))
+            self._history_key = key
         return self._history_tokens
 
     def since_tokens(self) -> int:
@@ -292,12 +314,23 @@ class WorkingContext:
 
     # --- persistence (resume, feature T8)
     def to_state(self) -> dict[str, Any]:
-        return {"history": [m.to_state() for m in self.history], "summary": self.summary,
+        return {"history": self._history_state(), "summary": self.summary,
                 "snapshot": self.snapshot_text,
                 "summary_text": self.summary_text, "final_phase": self.final_phase,
                 "extra_reserve": self.extra_reserve, "correction": self.correction,
                 "window": self.window, "person": self.person.to_state(),
                 "person_condensed": self.person.condensed_state()}
+
+    def _history_state(self) -> list[dict[str, Any]]:
+        """The history's saved form, a new list every save; a turn that only appended
+        messages reads only those (the others' states are the last save's)."""
+        key = tuple(self.history)
+        old, states = self._saved_of
+        grown = grown_by(old, key)
+        states = ([m.to_state() for m in key] if grown is None
+                  else states + [m.to_state() for m in grown])
+        self._saved_of = (key, states)
+        return list(states)
 
     def restore(self, state: dict[str, Any]) -> None:
         self.history = [Msg.from_state(m) for m in state.get("history", [])]
@@ -310,6 +343,15 @@ class WorkingContext:
         self.correction = state.get("correction", 1.0)
         self.window = state.get("window", self.window)
         self.person.restore(state.get("person", []), state.get("person_condensed"))
+
+
+def grown_by(old: tuple[Msg, ...], new: tuple[Msg, ...]) -> tuple[Msg, ...] | None:
+    """The messages `new` adds to `old` when it is `old` with messages appended (the
+    tuples compare their items by identity first: no message is read), else None."""
+    n = len(old)
+    if len(new) < n or new[:n] != old:
+        return None
+    return new[n:]
 
 
 SINCE_OPEN = "<snapshot-update>"
