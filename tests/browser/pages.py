@@ -72,3 +72,41 @@ def wait_for_first_frame(page: Page, frames: list[str]) -> int:
         page.wait_for_timeout(100)
     assert frames, "the first sync never came"
     return len(frames)
+
+
+# Resolves once the drawer's <details> with this id has fired its "toggle" event: the
+# page's own listener (static/js/taskos.js, there since the page loaded, so it runs first)
+# has then sent the consumer which panels are open.
+AWAIT_TOGGLE = """(id) => {
+  window.toggled = new Promise((done) => document.addEventListener('toggle', function seen(event) {
+    if (event.target.id !== id) { return; }
+    document.removeEventListener('toggle', seen, true);
+    done();
+  }, true));
+}"""
+# A patch of the Hints panel's body made for a revision the page never had: it does not
+# fit, so the page asks the consumer for that panel whole (static/js/fragments.js askWhole),
+# which removes the mark set here when it comes.
+ASK_FOR_HINTS = """() => {
+  document.getElementById('panel-hints-body').dataset.before = '1';
+  document.dispatchEvent(new CustomEvent('htmx:wsBeforeMessage', {cancelable: true,
+    detail: {message: '<b hx-swap-oob="path:panel-hints-body@999999/0!b">x</b>'}}));
+}"""
+
+
+def toggle_panel(page: Page, name: str) -> None:
+    """Fold (or unfold) the drawer's panel `name` and wait until the session's consumer
+    has taken it in: from then on it sends a folded panel nothing.
+
+    The page's message saying so gets no answer, and until the consumer has handled it, it
+    sends the panel's updates as before (a worker resumed right after the click got there
+    first on a loaded machine; the page applies what was on the way, by design). The
+    consumer handles a page's messages one after the other, in the order sent, so once the
+    Hints panel the page asked for after it has come, the fold was handled too. With the
+    worker paused, or Hints folded: a live update of an open Hints panel could also take
+    the mark away."""
+    page.evaluate(AWAIT_TOGGLE, f"panel-{name}")
+    page.click(f"#panel-{name} > summary")
+    page.evaluate("() => window.toggled")
+    page.evaluate(ASK_FOR_HINTS)
+    expect(page.locator("#panel-hints-body[data-before]")).to_have_count(0)

@@ -13,6 +13,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from .pages import toggle_panel
 from .stack import Stack, wait_for
 from .test_drawer_live import TRANSCRIPT_TYPES as TRANSCRIPT
 from .test_drawer_live import count_events, last_seq, start_session
@@ -28,17 +29,8 @@ PAGE = 60  # transcript entries per page (taskos/drawer/stream.py TRANSCRIPT_PAG
 def test_a_folded_panel_waits_and_unfolding_brings_it_up_to_date(page: Page, stack: Stack) -> None:
     pk = start_session(page, stack, "long-1000", window=8000)  # the worker is paused
     try:
-        page.click("#panel-curve > summary")  # fold the curve before the first call
+        toggle_panel(page, "curve")  # fold the curve before the first call
         expect(page.locator("#panel-curve")).not_to_have_attribute("open", "")
-        # The consumer handles the page's messages in order: once the Hints panel the page
-        # asked for after it has been re-sent, the consumer also knows the curve is folded.
-        # The page asks through the protocol's fallback: a patch that does not fit what it
-        # shows (a revision the page never had) makes it ask for that panel whole.
-        page.eval_on_selector("#panel-hints-body", "el => { el.dataset.before = '1'; }")
-        page.evaluate("""() => document.dispatchEvent(new CustomEvent("htmx:wsBeforeMessage", {
-            cancelable: true,
-            detail: {message: '<b hx-swap-oob="path:panel-hints-body@999999/0!b">x</b>'}}))""")
-        expect(page.locator("#panel-hints-body[data-before]")).to_have_count(0)
         stack.resume("worker")
         # Three calls, and more than two transcript pages for the windowing below.
         wait_for(lambda: count_events(stack, pk, "MODEL_CALL") >= 3
