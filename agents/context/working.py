@@ -47,22 +47,20 @@ class Request:
     zones: dict[str, int]
     total: int
     refs_of: list[str] = field(default_factory=list)  # each message's archive ref, or ""
-    # The messages as build() took them, whose described dicts are kept (Msg.described).
-    msgs: list[Msg] | None = field(default=None, repr=False, compare=False)
+    # build()'s: its lists as it made them, and the messages described (Msg.described).
+    built: tuple[tuple[list, list, list, list], list[dict[str, Any]]] | None = field(
+        default=None, repr=False, compare=False)
 
     def described(self) -> list[dict[str, Any]]:
         """Messages with their zone, tokens and archive ref: what the drawer's inspector
         shows, and how a stored call points at an archived text instead of copying it."""
         refs = self.refs_of or [""] * len(self.messages)
-        msgs = (self.msgs if self.msgs is not None and len(self.msgs) == len(self.messages)
-                else [None] * len(self.messages))
-        out = []
-        for msg, m, z, t, r in zip(msgs, self.messages, self.zones_of, self.tokens_of, refs):
-            if msg is not None and msg.data is m and msg.tokens == t and msg.ref == r:
-                out.append(msg.described(z))
-            else:
-                out.append({**m, "zone": z, "tokens": t, **({"ref": r} if r else {})})
-        return out
+        # The lists compare their items by identity first: no message is read again.
+        if self.built is not None and self.built[0] == (self.messages, self.zones_of,
+                                                        self.tokens_of, refs):
+            return list(self.built[1])
+        return [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
+                for m, z, t, r in zip(self.messages, self.zones_of, self.tokens_of, refs)]
 
 
 @dataclass
@@ -107,6 +105,9 @@ class WorkingContext:
         self._history_tokens = 0
         # The history last read for its person's messages (words_msg), and their texts.
         self._user_texts_of: tuple[tuple[Msg, ...], dict[str, str]] = ((), {})
+        # The history last built into a request, and its messages' datas, tokens, refs
+        # and described dicts in that request's lists (build).
+        self._built_history: tuple[tuple[Msg, ...], tuple[list, ...]] = ((), ([], [], [], []))
         # The history last saved (to_state), and its messages' states in that list.
         self._saved_of: tuple[tuple[Msg, ...], list[dict[str, Any]]] = ((), [])
         self.set_summary(self.summary, self.summary_text)
@@ -301,16 +302,40 @@ class WorkingContext:
         return sum(v for k, v in zones.items() if k != "reserve")
 
     def build(self, hints: list[Msg] | None = None) -> Request:
-        parts = self.stable_head()
-        parts.extend(("history", m) for m in self.history)
+        # The history's part of the lists is kept from the last build and extended by the
+        # messages appended since (most turns): the older messages are not read again.
+        key = tuple(self.history)
+        old, history = self._built_history
+        grown = grown_by(old, key)
+        if grown is None:
+            grown, history = key, ([], [], [], [])
+        if grown:
+            datas, tokens, refs, described = (list(x) for x in history)
+            for m in grown:
+                datas.append(m.data)
+                tokens.append(m.tokens)
+                refs.append(m.ref)
+                described.append(m.described("history"))
+            history = (datas, tokens, refs, described)
+        self._built_history = (key, history)
+        head = self.stable_head()
+        tail: list[tuple[str, Msg]] = []
         if self._since_msg is not None:
-            parts.append(("since", self._since_msg))
-        parts.extend(("hints", m) for m in hints or ())
+            tail.append(("since", self._since_msg))
+        tail.extend(("hints", m) for m in hints or ())
         zones = self.zones(hints)
-        return Request(messages=[m.data for _, m in parts], zones_of=[z for z, _ in parts],
-                       tokens_of=[m.tokens for _, m in parts], tools=self.tools, zones=zones,
+        messages = [m.data for _, m in head] + history[0] + [m.data for _, m in tail]
+        zones_of = [z for z, _ in head] + ["history"] * len(key) + [z for z, _ in tail]
+        tokens_of = [m.tokens for _, m in head] + history[1] + [m.tokens for _, m in tail]
+        refs_of = [m.ref for _, m in head] + history[2] + [m.ref for _, m in tail]
+        described = ([m.described(z) for z, m in head] + history[3]
+                     + [m.described(z) for z, m in tail])
+        return Request(messages=messages, zones_of=zones_of, tokens_of=tokens_of,
+                       tools=self.tools, zones=zones,
                        total=sum(v for k, v in zones.items() if k != "reserve"),
-                       refs_of=[m.ref for _, m in parts], msgs=[m for _, m in parts])
+                       refs_of=refs_of,
+                       built=((list(messages), list(zones_of), list(tokens_of), list(refs_of)),
+                              described))
 
     # --- persistence (resume, feature T8)
     def to_state(self) -> dict[str, Any]:
@@ -347,7 +372,8 @@ class WorkingContext:
 
 def grown_by(old: tuple[Msg, ...], new: tuple[Msg, ...]) -> tuple[Msg, ...] | None:
     """The messages `new` adds to `old` when it is `old` with messages appended (the
-    tuples compare their items by identity first: no message is read), else None."""
+    tuples compare their items by identity first: no message is read; one that is not the
+    same object is compared by value, and an equal one stands for it), else None."""
     n = len(old)
     if len(new) < n or new[:n] != old:
         return None

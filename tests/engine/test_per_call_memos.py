@@ -126,6 +126,11 @@ def test_kept_described_messages_and_saved_states_match_fresh_ones():
                 ctx.freeze_snapshot() if rng.random() < 0.5 else None
             ctx.set_snapshot("\n".join(f"- line {rng.randrange(6)}" for _ in range(5)))
             request = ctx.build([])
+            parts = ctx.stable_head() + [("history", m) for m in ctx.history] + (
+                [("since", ctx._since_msg)] if ctx._since_msg is not None else [])
+            assert request.messages == [m.data for _, m in parts]
+            assert (request.zones_of, request.tokens_of, request.refs_of) == (
+                [z for z, _ in parts], [m.tokens for _, m in parts], [m.ref for _, m in parts])
             fresh = [{**m, "zone": z, "tokens": t, **({"ref": r} if r else {})}
                      for m, z, t, r in zip(request.messages, request.zones_of,
                                            request.tokens_of, request.refs_of)]
