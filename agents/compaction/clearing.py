@@ -80,6 +80,11 @@ class Clearing:
     cleared: list[Msg] = field(default_factory=list)  # the results as they were
     digests: list[str] = field(default_factory=list)  # what stands for each now
     saved: int = 0  # tokens
+    # `history` in units: the units planned on (`of`), a new Unit where a result was
+    # cleared (their indexes in `changed`).
+    units: list[Unit] = field(default_factory=list)
+    changed: list[int] = field(default_factory=list)
+    of: list[Unit] | None = field(default=None, repr=False, compare=False)
 
     @property
     def refs(self) -> list[str]:
@@ -135,10 +140,14 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
     cleared: list[Msg] = []
     digests: list[str] = []
     saved = 0
+    new_units: list[Unit] = []
+    changed: list[int] = []
     for i, unit in enumerate(units):
         if i >= keep_from:
             out.extend(unit.messages)
+            new_units.append(unit)
             continue
+        before = len(cleared)
         for msg in unit.messages:
             if (msg.data.get("role") != "tool" or id(msg) in keep or not msg.ref
                     or _cleared_result(msg.data)):
@@ -158,9 +167,15 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
             cleared.append(msg)
             digests.append(data["content"])
             saved += msg.tokens - short.tokens
+        if len(cleared) > before:  # a digest keeps its result's role: the unit stays one
+            new_units.append(Unit(out[len(out) - len(unit.messages):]))
+            changed.append(i)
+        else:
+            new_units.append(unit)
     if not cleared:
         return None
-    return Clearing(history=out, cleared=cleared, digests=digests, saved=saved)
+    return Clearing(history=out, cleared=cleared, digests=digests, saved=saved,
+                    units=new_units, changed=changed, of=units)
 
 
 def clearable_tokens(units: list[Unit], keep_from: int) -> int:
@@ -223,6 +238,30 @@ class HistoryView:
         view._clearable = self._clearable[:kept + 1]
         view._live, view._residue = self._live[:kept], self._residue[:kept]
         view._read(tail)
+        return view
+
+    def cleared(self, key: tuple[Msg, ...], plan: Clearing) -> "HistoryView | None":
+        """The view of history `key` when it is `plan`'s history and `plan` was made on
+        this view's units (a clearing batch applied): only the units the batch changed
+        are read, the running sums added up again. None otherwise."""
+        units = plan.units
+        if plan.of is not self.units or not plan.changed or tuple(plan.history) != key:
+            return None
+        view = HistoryView.__new__(HistoryView)
+        view.key, view.units = key, units
+        view._live, view._residue = list(self._live), list(self._residue)
+        running = self._clearable
+        each = [after - before for before, after in zip(running, running[1:])]
+        for i in plan.changed:
+            part = HistoryView.__new__(HistoryView)
+            part._clearable, part._live, part._residue = [0], [], []
+            part._read([units[i]])
+            view._live[i], view._residue[i], each[i] = (part._live[0], part._residue[0],
+                                                         part._clearable[1])
+        view._clearable = [0]
+        for tokens in each:
+            view._clearable.append(view._clearable[-1] + tokens)
+        view.live_rounds, view.residue = sum(view._live), sum(view._residue)
         return view
 
     def clearable(self, keep_from: int) -> int:

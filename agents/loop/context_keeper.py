@@ -65,6 +65,7 @@ class ContextKeeper:
         self._riding: set[str] = set()  # new lines whose message the history holds whole
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
+        self._view_of: tuple[tuple, PersonView] | None = None  # person_view's last answer
         # The last agent request's messages and cache marks (agents.loop.cache_marks).
         self._marked: tuple[list[dict[str, Any]], tuple[int, ...]] | None = None
         self._keep_memo: tuple[list, tuple[int, int, bool], int] | None = None  # _keep_from's
@@ -135,8 +136,15 @@ class ContextKeeper:
         """The person's sentences in force, those a later message of theirs may have
         changed and the pairs that may not both hold (C19), read from their messages."""
         person = self.ctx.person
-        return read_view([Message(m.turn, m.source, m.ref, m.text) for m in person.messages],
+        # Asked three or four times a turn, and the messages change a few times a session:
+        # kept while they are the same (compared by identity first, else by value).
+        key = tuple(person.messages)
+        if self._view_of is not None and self._view_of[0] == key:
+            return self._view_of[1]
+        view = read_view([Message(m.turn, m.source, m.ref, m.text) for m in key],
                          person.superseded())
+        self._view_of = (key, view)
+        return view
 
     def snapshot_tokens(self) -> int:
         return max(200, self.ctx.budget().snapshot)
@@ -404,6 +412,10 @@ class ContextKeeper:
         ctx = self.ctx
         before = ctx.zones()
         ctx.history = plan.history
+        # The triggers' view follows the batch: only the units it changed are read again.
+        view = self._view.cleared(tuple(ctx.history), plan) if self._view is not None else None
+        if view is not None:
+            self._view = view
         self.deps.emit(Compaction(trigger=trigger, kind="clear", tokens_saved=plan.saved,
                                   before=before, after=ctx.zones(),
                                   summary_before=ctx.summary_text,

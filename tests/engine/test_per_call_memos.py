@@ -156,3 +156,71 @@ def test_kept_described_messages_and_saved_states_match_fresh_ones():
             assert ctx.frozen_lines() == set(ctx.snapshot_text.splitlines())
             assert since_lines(ctx.snapshot_text, ctx.live_snapshot, ctx.frozen_lines()) \
                 == since_lines(ctx.snapshot_text, ctx.live_snapshot)
+
+
+def test_the_kept_person_view_matches_a_fresh_reading():
+    from types import SimpleNamespace
+
+    from agents.loop.context_keeper import ContextKeeper
+    from agents.words.in_force import Message, read_view
+    from agents.words.person import PersonMessage, PersonWords
+
+    said = ["Keep the budget under 400 EUR.", "Never email the customer.",
+            "Actually, keep it under 500 EUR.", "Use the 2024 figures only."]
+    for seed in range(20):
+        rng = random.Random(seed)
+        person = PersonWords()
+        keeper = SimpleNamespace(ctx=SimpleNamespace(person=person), _view_of=None)
+        for turn in range(25):
+            roll = rng.random()
+            if roll < 0.3:
+                person.add(turn, f"arc:{turn}", rng.choice(said),
+                           rng.choice(["user", "admin", "pin"]),
+                           replaces=rng.choice(["", rng.choice(said)]))
+            elif roll < 0.4:  # restored: equal messages, new objects
+                person.restore([m.to_state() for m in person.messages])
+            elif roll < 0.5 and person.messages:  # one replaced by an edit of its own
+                i = rng.randrange(len(person.messages))
+                old = person.messages[i]
+                person.messages[i] = PersonMessage(old.turn, old.ref, rng.choice(said),
+                                                   old.source, old.replaces)
+            fresh = read_view([Message(m.turn, m.source, m.ref, m.text)
+                               for m in person.messages], person.superseded())
+            assert ContextKeeper.person_view(keeper) == fresh, (seed, turn)
+
+
+def test_the_view_after_a_clearing_batch_matches_a_fresh_view():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from agents.compaction.clearing import HistoryView, plan_clearing
+    from agents.context.history import group_units
+    from agents.counting.tokens import default_counter
+    from agents.tools.base import ToolBoundary
+
+    from .test_history_view import UNIT, history_of
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(UNIT, max_size=25), st.integers(0, 30), st.integers(0, 3),
+           st.integers(0, 4), st.integers(-2, 35))
+    def check(spec, keep_from, keep_last, after, asked):
+        history = history_of(spec)
+        view = HistoryView(tuple(history), group_units(history))
+        plan = plan_clearing(view.units, keep_from, lambda name: ToolBoundary(
+            keep_last=keep_last, clear_after_rounds=after), default_counter())
+        if plan is None:
+            return
+        key = tuple(plan.history)
+        kept = view.cleared(key, plan)
+        fresh = HistoryView(key, group_units(plan.history))
+        assert kept is not None
+        assert [u.messages for u in kept.units] == [u.messages for u in fresh.units]
+        assert (kept.live_rounds, kept.residue) == (fresh.live_rounds, fresh.residue)
+        assert kept.clearable(asked) == fresh.clearable(asked)
+        assert kept.first_clearable(asked) == fresh.first_clearable(asked)
+        assert (kept._clearable, kept._live, kept._residue) == (
+            fresh._clearable, fresh._live, fresh._residue)
+        # Not the units the batch was planned on: no shortcut.
+        assert fresh.cleared(key, plan) is None
+
+    check()
