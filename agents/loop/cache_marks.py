@@ -47,7 +47,8 @@ def agent_marks(request: Request, extends: bool, earlier: int = -1,
     marks = {0, head} if head >= 0 else set()
     if earlier > head:
         marks.add(earlier)
-    end = max((i for i, zone in enumerate(zones) if zone == "history"), default=-1)
+    # The history's last message: read from the end (only the tail comes after it).
+    end = next((i for i in range(len(zones) - 1, -1, -1) if zones[i] == "history"), -1)
     if extends and end > head:
         marks.add(end)
     elif not extends and head < kept <= end:
