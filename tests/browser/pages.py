@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .stack import PASSWORD, USERNAME, Stack
 
@@ -74,15 +74,29 @@ def wait_for_first_frame(page: Page, frames: list[str]) -> int:
     return len(frames)
 
 
-# Resolves once the drawer's <details> with this id has fired its "toggle" event: the
-# page's own listener (static/js/taskos.js, there since the page loaded, so it runs first)
-# has then sent the consumer which panels are open.
+def click_in_view(target: Locator) -> None:
+    """Click `target` once it is in view and laid out where it will stay.
+
+    A click scrolls its target into view and presses at once; the drawer's panel bodies and
+    detailed compactions are laid out only once in view (content-visibility: auto), so a
+    scroll that brings them in can move what is under them a frame later. Seen on a loaded
+    machine: the button went down on the anchor change log's summary and came up beside it,
+    the click went to the panel's body and the list stayed folded. Scrolled first, the
+    click waits until its target has stopped moving (Playwright's "stable")."""
+    target.scroll_into_view_if_needed()
+    target.click()
+
+
+# Set once the drawer's <details> with this id has fired its "toggle" event: the page's
+# own listener (static/js/taskos.js, there since the page loaded, so it runs first) has
+# then sent the consumer which panels are open.
 AWAIT_TOGGLE = """(id) => {
-  window.toggled = new Promise((done) => document.addEventListener('toggle', function seen(event) {
+  window.toggled = false;
+  document.addEventListener('toggle', function seen(event) {
     if (event.target.id !== id) { return; }
     document.removeEventListener('toggle', seen, true);
-    done();
-  }, true));
+    window.toggled = true;
+  }, true);
 }"""
 # A patch of the Hints panel's body made for a revision the page never had: it does not
 # fit, so the page asks the consumer for that panel whole (static/js/fragments.js askWhole),
@@ -99,14 +113,14 @@ def toggle_panel(page: Page, name: str) -> None:
     has taken it in: from then on it sends a folded panel nothing.
 
     The page's message saying so gets no answer, and until the consumer has handled it, it
-    sends the panel's updates as before (a worker resumed right after the click got there
-    first on a loaded machine; the page applies what was on the way, by design). The
-    consumer handles a page's messages one after the other, in the order sent, so once the
-    Hints panel the page asked for after it has come, the fold was handled too. With the
-    worker paused, or Hints folded: a live update of an open Hints panel could also take
-    the mark away."""
+    sends the panel's updates as before: a worker resumed right after the click can reach
+    it first (held back in the page, the fold let one more curve delta in, which the page
+    applies by design: fragments already on the way). The consumer handles a page's
+    messages one after the other, in the order sent, so once the Hints panel the page asked
+    for after it has come, the fold was handled too. With the worker paused, or Hints
+    folded: a live update of an open Hints panel could also take the mark away."""
     page.evaluate(AWAIT_TOGGLE, f"panel-{name}")
-    page.click(f"#panel-{name} > summary")
-    page.evaluate("() => window.toggled")
+    click_in_view(page.locator(f"#panel-{name} > summary"))
+    page.wait_for_function("window.toggled")
     page.evaluate(ASK_FOR_HINTS)
     expect(page.locator("#panel-hints-body[data-before]")).to_have_count(0)

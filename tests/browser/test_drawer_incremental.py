@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from .pages import finished_session, toggle_panel
+from .pages import click_in_view, finished_session, toggle_panel
 from .stack import Stack, wait_for
 from .test_drawer_live import cancel, count_events, last_seq, start_session
 
@@ -75,8 +75,8 @@ def test_updates_keep_rows_and_opened_lists_and_leave_a_folded_panel_alone(
         held_in_sync(page, stack, pk)
         changes_box = page.locator("#panel-anchors-body details.changes-box")
         older = page.locator("#compactions-older")
-        changes_box.locator("summary").click()
-        older.locator(":scope > summary").click()
+        click_in_view(changes_box.locator("summary"))
+        click_in_view(older.locator(":scope > summary"))
         expect(changes_box).to_have_attribute("open", "")
         expect(older).to_have_attribute("open", "")
         # Folded, the change log got no rows; opened, it catches up (the panel comes whole).
