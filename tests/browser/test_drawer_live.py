@@ -174,6 +174,14 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         expect(admin.locator(".messagelist")).to_contain_text("was changed successfully")
         admin.close()
 
+    # Held once a call carried the edit, with the page caught up: a loaded machine's page
+    # lagged dozens of turns behind the worker, and by then newer conclusions could have
+    # retired the edited one (it failed once so, at turn 571).
+    wait_for(lambda: stack.scalar(
+        "SELECT count(*) FROM runs_sessionevent WHERE session_id = ? AND type = 'MODEL_CALL' "
+        "AND payload LIKE '%report every figure in EUR%'", pk), "a call that carries the edit")
+    stack.hold_worker()
+    expect(page.locator("#last-seq")).to_have_value(str(last_seq(stack, pk)))
     expect(page.locator("#panel-anchors-body li.change[data-source=admin]").first).to_contain_text(
         "report every figure in EUR")
     inspector = page.locator("#panel-inspector-body .inspector")
@@ -189,7 +197,9 @@ def test_admin_anchor_edit_reaches_the_next_call(page: Page, stack: Stack) -> No
         return inspector.textContent.includes(needle);
     }""", arg="report every figure in EUR", polling=250, timeout=60_000)
     assert int(inspector.get_attribute("data-call")) > calls_before
-    expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
+    if stack.scalar("SELECT count(*) FROM runs_anchor WHERE session_id = ? AND active "
+                    "AND source = 'admin'", pk):
+        expect(page.locator("#panel-anchors-body li.anchor .source-admin").first).to_be_visible()
 
     # "Compact now" with focus instructions runs at the start of the next turn (C13). Held,
     # so the session is still running when it is asked for (a loaded CI machine once took
