@@ -115,6 +115,9 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
     keep: set[int] = set()  # ids of the results their tool's keep_last protects
     named: dict[int, str] = {}
     policies: dict[str, ToolBoundary] = {}
+    # The units holding a result not cleared yet: only they can change. Most of a long
+    # history is rounds cleared already, which the second pass takes as they are.
+    open_units: set[int] = set()
     for i in range(len(units) - 1, -1, -1):
         rounds_after[i] = seen
         messages = units[i].messages
@@ -122,14 +125,17 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
         if not results:
             continue
         seen += 1  # a round: a unit with a tool result (Unit.is_round)
-        calls = _calls(units[i])
+        calls: dict[str, str] | None = None  # read at the first result not cleared
         for msg in reversed(results):
+            if _cleared_result(msg.data):
+                continue  # neither counted nor cleared again: its tool does not matter
+            open_units.add(i)
             if msg is messages[0]:
                 continue  # a unit's first message is never one of its call's results
+            if calls is None:
+                calls = _calls(units[i])
             name = calls.get(msg.data.get("tool_call_id"), "")
             named[id(msg)] = name
-            if _cleared_result(msg.data):
-                continue
             newest[name] = newest.get(name, 0) + 1
             policy = policies.get(name)
             if policy is None:
@@ -143,7 +149,7 @@ def plan_clearing(units: list[Unit], keep_from: int, retention: Retention,
     new_units: list[Unit] = []
     changed: list[int] = []
     for i, unit in enumerate(units):
-        if i >= keep_from:
+        if i >= keep_from or i not in open_units:
             out.extend(unit.messages)
             new_units.append(unit)
             continue
