@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from agents.words.anchors import supersedes
 from agents.words.changes import related, topic
-from agents.words.condensing import units
+from agents.words.condensing import unit_sequence, units
 from agents.words.quoted import own_text
 
 # A sentence ends at a line break or after ., !, ?, ; followed by a space (so "1.5" and
@@ -262,19 +263,26 @@ def same_item(first: str, second: str, unit: str, one_message: bool = False) -> 
 
 def _one_frame(first: str, second: str, unit: str) -> bool:
     """Two sentences written in one frame with a part swapped: each has units of its own,
-    and at least half of each one's units (short words too) are the other's ("The intro
-    takes …" / "The body takes …", "摘要最多…" / "附录最多…")."""
+    at least half of each one's units (short words too) are the other's, and they stand
+    in the same order, the parts each has of its own in the same places ("The intro takes
+    …" / "The body takes …", "摘要最多…" / "附录最多…"). A correction rarely keeps the frame:
+    "Actually, the report should be 5 pages" after "The report must be at most 3 pages"
+    puts a word before it and leaves "at most" out."""
     mine, theirs = _words(first, unit), _words(second, unit)
-    shared = len(mine & theirs)
-    return (bool(mine - theirs) and bool(theirs - mine)
-            and 2 * shared >= len(mine) and 2 * shared >= len(theirs))
+    own, others = set(mine), set(theirs)
+    shared = len(own & others)
+    if not (own - others and others - own
+            and 2 * shared >= len(own) and 2 * shared >= len(others)):
+        return False
+    return all(tag in ("equal", "replace") for tag, *_span in
+               SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes())
 
 
 @lru_cache(maxsize=4096)
-def _words(text: str, unit: str) -> frozenset[str]:
-    """The units of `text` besides its figures and the unit, short words included."""
-    return frozenset(u for u in units(plain_sentence(text))
-                     if not u.isdigit() and not u.startswith(unit) and u not in unit)
+def _words(text: str, unit: str) -> tuple[str, ...]:
+    """The units of `text` in order, besides its figures and the unit, short words too."""
+    return tuple(u for u in unit_sequence(plain_sentence(text))
+                 if not u.isdigit() and not u.startswith(unit) and u not in unit)
 
 
 def read_view(messages: list[Message], superseded: list[str] = ()) -> PersonView:
