@@ -67,33 +67,65 @@ def _labels(said: Said, hard: list[str], view: PersonView) -> list[str]:
     return labels
 
 
-_last_lines: list = [None, None, []]  # the view, the other inputs, and the lines they gave
-_last_plain: list = [None, {}]  # the view, and its plain items' lines
+class SnapshotMemo:
+    """One session's last answers of the snapshot's steps, kept by its ContextKeeper: the
+    snapshot is rendered twice a turn (the full one and the preflight's minimal one) and
+    the person's part of it changes a few times a session. Each slot holds the view it was
+    computed from, compared by identity (read_view, and the keeper's person_view, give the
+    same object while the person's messages stay the same, and a new one when they
+    change), with every other input in its key. Each slot is one tuple, read and written
+    whole, so it never pairs one render's view with another's answer. One memo per
+    session: sessions that share a worker process do not evict each other's answers.
+    A render without a memo (a one-off, a test) keeps nothing."""
+
+    __slots__ = ("lines", "plain", "must", "hits")
+
+    def __init__(self) -> None:
+        self.lines: tuple[PersonView, tuple, list[str]] | None = None  # person_lines'
+        self.plain: tuple[PersonView, dict[str, Said]] | None = None  # plain_item's
+        # _must_lines': its view, its other inputs, and the lines with their tokens
+        self.must: tuple[PersonView | None, tuple, tuple[list[str], int]] | None = None
+        self.hits = 0  # answers given from a slot (the tests read it)
 
 
-def plain_item(view: PersonView, line: str) -> Said | None:
+def _plain_items(view: PersonView) -> dict[str, Said]:
+    return {_item(said, []): said for said in view.in_force if said.source not in KINDS}
+
+
+def plain_item(view: PersonView, line: str, *, memo: SnapshotMemo | None = None) -> Said | None:
     """The sentence `line` lists when the in-force list shows it with nothing said about it
     (no kind, no label): a sentence of a message the person sent in the conversation, which
-    the request may already carry verbatim in its history. None for any other line."""
-    if _last_plain[0] is not view:
-        _last_plain[:] = [view, {_item(said, []): said for said in view.in_force
-                                 if said.source not in KINDS}]
-    return _last_plain[1].get(line)
+    the request may already carry verbatim in its history. None for any other line. Asked
+    for each new line of the snapshot with the same view: `memo` keeps the view's items."""
+    if memo is None:
+        return _plain_items(view).get(line)
+    last = memo.plain
+    if last is not None and last[0] is view:
+        memo.hits += 1
+        return last[1].get(line)
+    items = _plain_items(view)
+    memo.plain = (view, items)
+    return items.get(line)
 
 
 def person_lines(view: PersonView, *, goal_whole: bool, hard: list[str],
-                 list_tokens: int, count: Callable[[str], int]) -> list[str]:
+                 list_tokens: int, count: Callable[[str], int],
+                 memo: SnapshotMemo | None = None) -> list[str]:
     """The snapshot's lines for what the person asked: in force (their sentences, or a
     pointer to where they are verbatim), possibly changed by a later message, and pairs
     that may contradict each other. `hard`: the active tier-1 anchors' texts, which label
     the sentences that hold them; `list_tokens`: what the sentences in force may take
     before the older messages are pointed at instead. Asked every turn with the same view
-    (read_view keeps it while the messages stay the same): the last answer is kept."""
+    (read_view keeps it while the messages stay the same): `memo` keeps the last answer."""
+    if memo is None:
+        return _person_lines(view, goal_whole, hard, list_tokens, count)
     key = (goal_whole, tuple(hard), list_tokens, count)
-    if _last_lines[0] is view and _last_lines[1] == key:
-        return list(_last_lines[2])
+    last = memo.lines
+    if last is not None and last[0] is view and last[1] == key:
+        memo.hits += 1
+        return list(last[2])
     lines = _person_lines(view, goal_whole, hard, list_tokens, count)
-    _last_lines[:] = [view, key, lines]
+    memo.lines = (view, key, lines)
     return list(lines)
 
 
@@ -191,38 +223,35 @@ def render_snapshot(*, goal: str, anchors: list[AnchorRecord], tasks: list[TaskR
                     notes_text: str, budget_tokens: int, count: Callable[[str], int],
                     superseded: list[str] = (), view: PersonView | None = None,
                     list_tokens: int = 0, person_texts: list[str] = (),
-                    goal_tokens: int = 0) -> str:
+                    goal_tokens: int = 0, memo: SnapshotMemo | None = None) -> str:
     """Render the snapshot; optional sections are dropped, newest data kept, to fit the
     budget. `superseded`: texts a person's edit replaced or removed (C19), named as no
     longer in force, since the goal or an earlier message may still say them verbatim.
     `view`: the person's sentences in force, possibly changed, and pairs that may not
     both hold (agents.words.in_force); `person_texts`: their messages, so that a tier-1
     anchor none of them holds (one a parent task handed down) is listed on its own.
-    `goal_tokens`: the most the goal's line may take (goal_text)."""
+    `goal_tokens`: the most the goal's line may take (goal_text). `memo`: the session's
+    SnapshotMemo, which keeps the lines that stay the same from one render to the next."""
     return render_snapshot_parts(goal=goal, anchors=anchors, tasks=tasks,
                                  notes_text=notes_text, budget_tokens=budget_tokens,
                                  count=count, superseded=superseded, view=view,
                                  list_tokens=list_tokens, person_texts=person_texts,
-                                 goal_tokens=goal_tokens)[0]
-
-
-# The last _must_lines: (view, the other inputs, what it gave), read and written whole,
-# so a session in another thread never takes one part of it with another's.
-_last_must: list = [None]
+                                 goal_tokens=goal_tokens, memo=memo)[0]
 
 
 def _must_lines(goal: str, count: Callable[[str], int], goal_tokens: int,
                 superseded: tuple[str, ...], view: PersonView | None, hard: tuple[str, ...],
                 list_tokens: int, person_texts: tuple[str, ...],
-                edited: tuple[str, ...]) -> tuple[list[str], int]:
+                edited: tuple[str, ...], memo: SnapshotMemo | None) -> tuple[list[str], int]:
     """The lines every snapshot holds whatever its budget, and their tokens joined. The
     same every turn until the person's words, the tier-1 anchors or an edit change, and
-    asked twice a turn (the snapshot, and the preflight's minimal one): the last answer
-    is kept (`view` compared by identity, as person_lines does: read_view gives the same
-    object while the messages stay the same)."""
+    asked twice a turn (the snapshot, and the preflight's minimal one): `memo` keeps the
+    last answer (`view` compared by identity, as person_lines does: read_view gives the same
+    object while the messages stay the same; every other input is in the key)."""
     key = (goal, count, goal_tokens, superseded, hard, list_tokens, person_texts, edited)
-    last = _last_must[0]
+    last = memo.must if memo is not None else None
     if last is not None and last[0] is view and last[1] == key:
+        memo.hits += 1
         return last[2]
     shown = goal_text(goal, count, goal_tokens)
     must = ["<task-snapshot>", f"Goal: {shown}"]
@@ -231,7 +260,7 @@ def _must_lines(goal: str, count: Callable[[str], int], goal_tokens: int,
         must.extend(f"- (superseded) {text}" for text in superseded)
     if view is not None:
         must.extend(person_lines(view, goal_whole=shown == goal, hard=list(hard),
-                                 list_tokens=list_tokens, count=count))
+                                 list_tokens=list_tokens, count=count, memo=memo))
     said = _whole_texts(person_texts)
     # Constraints no message of the person's here holds (a parent task's): listed apart.
     other = [text for text in hard if not _said_in(_flat(text), said)]
@@ -242,7 +271,8 @@ def _must_lines(goal: str, count: Callable[[str], int], goal_tokens: int,
         must.append("Set by a person (keep in mind):")
         must.extend(f"- {text}" for text in edited)
     found = (must, count("\n".join(must)))
-    _last_must[0] = (view, key, found)
+    if memo is not None:
+        memo.must = (view, key, found)
     return found
 
 
@@ -250,14 +280,15 @@ def render_snapshot_parts(*, goal: str, anchors: list[AnchorRecord], tasks: list
                           notes_text: str, budget_tokens: int, count: Callable[[str], int],
                           superseded: list[str] = (), view: PersonView | None = None,
                           list_tokens: int = 0, person_texts: list[str] = (),
-                          goal_tokens: int = 0) -> tuple[str, list[str]]:
+                          goal_tokens: int = 0,
+                          memo: SnapshotMemo | None = None) -> tuple[str, list[str]]:
     """The snapshot and the lines it must always hold (they are never only in the tail)."""
     hard = [a.text for a in anchors if a.active and a.tier == 1]
     # A person's edit in the admin must reach the agent whatever the budget (W4).
     edited = [a.text for a in anchors if a.active and a.tier > 1 and a.source == "admin"]
     must, must_tokens = _must_lines(goal, count, goal_tokens, tuple(superseded), view,
                                     tuple(hard), list_tokens, tuple(person_texts),
-                                    tuple(edited))
+                                    tuple(edited), memo)
     optional: list[list[str]] = []
     key_data = [a for a in anchors if a.active and a.tier == 2 and a.source != "admin"]
     if key_data:

@@ -25,7 +25,7 @@ from agents.compaction.units import split_for_compaction
 from agents.context.hints import Hint, HintInjector
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
-from agents.context.snapshot import (GOAL_SHARE, plain_item, render_snapshot,
+from agents.context.snapshot import (GOAL_SHARE, SnapshotMemo, plain_item, render_snapshot,
                                      render_snapshot_parts)
 from agents.context.working import Request, WorkingContext
 from agents.counting.tokens import TOKENS_PER_MESSAGE
@@ -66,6 +66,7 @@ class ContextKeeper:
         self._said_over_share = False  # the drawer was told the person's words condensed
         self._view: HistoryView | None = None  # the triggers' reading of the history
         self._view_of: tuple[tuple, PersonView] | None = None  # person_view's last answer
+        self.snapshot_memo = SnapshotMemo()  # this session's snapshot renders' last answers
         # The last agent request's messages and cache marks (agents.loop.cache_marks).
         self._marked: tuple[list[dict[str, Any]], tuple[int, ...]] | None = None
         self._keep_memo: tuple[list, tuple[int, int, bool], int] | None = None  # _keep_from's
@@ -128,7 +129,7 @@ class ContextKeeper:
             goal=deps.spec.goal, anchors=self.book.anchors, tasks=self.book.tasks,
             notes_text=render_notes(deps.store.load_notes(deps.session_id)),
             budget_tokens=0 if minimal else self.snapshot_tokens(),
-            count=ctx.count, **self._person_view())
+            count=ctx.count, memo=self.snapshot_memo, **self._person_view())
         self._must = set(must)
         ctx.set_snapshot(text)
 
@@ -186,7 +187,7 @@ class ContextKeeper:
             return True
         if line == HEADING:
             return True  # the list's heading names nothing of the person's
-        said = plain_item(self.person_view(), line)
+        said = plain_item(self.person_view(), line, memo=self.snapshot_memo)
         if said is None:
             return False
         message = self.ctx.person.messages[said.index]
@@ -201,7 +202,7 @@ class ContextKeeper:
         ctx = self.ctx
         minimal = render_snapshot(goal=self.deps.spec.goal, anchors=self.book.anchors, tasks=[],
                                   notes_text="", budget_tokens=0, count=ctx.count,
-                                  **self._person_view())
+                                  memo=self.snapshot_memo, **self._person_view())
         # Counted every turn: the tool schemas' count is kept by the context, the minimal
         # snapshot's by its text cache (the same framing as Msg.build's).
         tools = ctx.tools_tokens()

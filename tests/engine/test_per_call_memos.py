@@ -60,6 +60,7 @@ def test_the_snapshot_s_kept_lines_match_a_render_from_scratch():
             "The report is due on Friday.", "Use the 2024 figures only."]
     for seed in range(25):
         rng = random.Random(seed)
+        memo = snapshot.SnapshotMemo()  # one session's, kept across its turns
         anchors: list[AnchorRecord] = []
         person: list[Message] = []
         superseded: list[str] = []
@@ -79,16 +80,22 @@ def test_the_snapshot_s_kept_lines_match_a_render_from_scratch():
                 superseded.append(rng.choice(said))
             elif roll < 0.6:  # the same anchors, new objects (the book reloaded them)
                 anchors = [AnchorRecord(**a.to_dict()) for a in anchors]
+            elif roll < 0.65 and person:  # the same texts, another kind (a view of its own)
+                i = rng.randrange(len(person))
+                person[i] = Message(person[i].turn, rng.choice(["user", "admin", "pin"]),
+                                    person[i].ref, person[i].text)
             args = dict(goal=goal, anchors=anchors, tasks=[], notes_text="",
                         budget_tokens=rng.choice([0, 60, 400]), count=count,
                         superseded=list(superseded), view=read_view(person, superseded),
                         list_tokens=rng.choice([20, 200]),
                         person_texts=[m.text for m in person],
                         goal_tokens=rng.choice([0, 5, 200]))
-            kept = snapshot.render_snapshot_parts(**args)
-            snapshot._last_must[0] = None
-            snapshot._last_lines[:] = [None, None, []]
+            kept = snapshot.render_snapshot_parts(**args, memo=memo)
             assert kept == snapshot.render_snapshot_parts(**args), (seed, turn)
+            for line in kept[1] + ["- [turn 3] Use the 2024 figures only.", "Tasks:"]:
+                assert snapshot.plain_item(args["view"], line, memo=memo) == \
+                    snapshot.plain_item(args["view"], line), (seed, turn, line)
+        assert memo.hits  # the memo answered, so it was what the comparison checked
 
 
 def test_kept_described_messages_and_saved_states_match_fresh_ones():
@@ -224,3 +231,4 @@ def test_the_view_after_a_clearing_batch_matches_a_fresh_view():
         assert fresh.cleared(key, plan) is None
 
     check()
+
