@@ -232,3 +232,117 @@ def test_the_view_after_a_clearing_batch_matches_a_fresh_view():
 
     check()
 
+
+def _session_requests(runs, *, memo: bool, alternate=None):
+    """Run each (name, scenario, window) to its end, at the same time when `alternate` (each
+    keeper's prepare then waits for its turn); every request each keeper prepared and its
+    snapshot memo's hits, by name. `memo` False: every snapshot rendered from scratch."""
+    import json
+    import tempfile
+    import threading
+    from pathlib import Path
+
+    from agents.config import ContextConfig, ModelProfile
+    from agents.loop.agent_loop import AgentLoop
+    from agents.loop.spec import SessionSpec
+    from agents.runner import run_session
+    from agents.store.memory import MemoryStore
+
+    requests = {name: [] for name, _, _ in runs}
+    keepers, failures = {}, []
+
+    class Events:
+        def emit(self, event) -> None:
+            pass
+
+    def run(name, scenario, window):
+        def make_loop(**kwargs):
+            loop = AgentLoop(**kwargs)
+            keeper = keepers[name] = loop.keeper
+            if not memo:
+                keeper.snapshot_memo = None
+            prepare = keeper.prepare
+
+            def recorded(*args, **kw):
+                if alternate is not None:
+                    alternate.wait(name)
+                try:
+                    request, limit = prepare(*args, **kw)
+                    requests[name].append(json.dumps(request.messages, sort_keys=True))
+                    return request, limit
+                finally:
+                    if alternate is not None:
+                        alternate.passed(name)
+            keeper.prepare = recorded
+            return loop
+
+        spec = SessionSpec.plan(goal="", scenario=scenario, config=ContextConfig(),
+                                profile=ModelProfile(name="sim", context_size=window))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                run_session(spec, session_id=name, store=MemoryStore(), events=Events(),
+                            workspace=Path(tmp), make_loop=make_loop)
+        except BaseException as exc:  # a thread's error would otherwise only be printed
+            failures.append(exc)
+        finally:
+            if alternate is not None:
+                alternate.finished(name)
+
+    threads = [threading.Thread(target=run, args=r, daemon=True) for r in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    assert not failures, failures
+    hits = {name: keeper.snapshot_memo.hits if memo else 0 for name, keeper in keepers.items()}
+    return requests, hits
+
+
+class _Alternate:
+    """The sessions' prepares one after the other in turn, as long as each still runs."""
+
+    def __init__(self, names):
+        import threading
+        self.cond, self.running, self.next = threading.Condition(), list(names), names[0]
+        self.order: list[str] = []  # whose prepare ran, in turn
+
+    def wait(self, name):
+        with self.cond:
+            assert self.cond.wait_for(lambda: self.next == name, timeout=60), name
+
+    def passed(self, name):
+        with self.cond:
+            self.order.append(name)
+            i = self.running.index(name)
+            self.next = self.running[(i + 1) % len(self.running)]
+            self.cond.notify_all()
+
+    def finished(self, name):
+        with self.cond:
+            i = self.running.index(name)
+            self.running.remove(name)
+            if self.running and self.next == name:
+                self.next = self.running[i % len(self.running)]
+            self.cond.notify_all()
+
+
+def test_two_sessions_interleaved_in_one_process_keep_their_own_snapshot_memos():
+    """Each keeper owns its snapshot memo: two sessions whose turns alternate in one
+    process send the requests they send rendered from scratch, and each memo answers
+    exactly as often as when its session runs alone (a memo the sessions shared would be
+    overwritten by the other session's turn in between, and answer less)."""
+    runs = [("sales", "sales-report", 128000), ("tools", "workspace-tools", 32000)]
+    fresh, _ = _session_requests(runs, memo=False)
+    alone = {}
+    for run in runs:
+        requests, hits = _session_requests([run], memo=True)
+        assert requests == {run[0]: fresh[run[0]]}
+        alone.update(hits)
+    names = [name for name, _, _ in runs]
+    alternate = _Alternate(names)
+    together, hits = _session_requests(runs, memo=True, alternate=alternate)
+    assert together == fresh
+    both = 2 * min(len(fresh[name]) for name in names)
+    assert both > 4 and alternate.order[:both] == names * (both // 2)  # they did alternate
+    assert hits == alone and all(alone.values()), (hits, alone)
