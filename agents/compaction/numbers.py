@@ -24,15 +24,19 @@ NUMBER = re.compile(r"(?<![A-Za-z_\d.])[+\-−]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d
 NUMBER_GROUPS = re.compile(
     r"(\d(?<![A-Za-z_\d.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?))"
     r"(\s*[%％]|\s?[kK](?![A-Za-z])|M(?![A-Za-z])|万|亿|千)?")
-# NUMBER_GROUPS on ASCII text, each number and its suffix as one string: ASCII digits are
-# [0-9], which the regex engine tests as a range instead of looking up the Unicode
-# category, no other script's suffix can be there, and with no groups findall makes one
-# string a number instead of a tuple of two (together a fifth of values_in's cost on a
-# tool result). The number is what precedes the suffix, which holds no digit.
+# NUMBER_GROUPS on ASCII text, each number and its scaling suffix as one string: ASCII
+# digits are [0-9], which the regex engine tests as a range instead of looking up the
+# Unicode category, no other script's suffix can be there, and with no groups findall
+# makes one string a number instead of a tuple of two (together a fifth of values_in's
+# cost on a tool result). The number is what precedes the suffix, which holds no digit.
+# A percent sign is left out: it leaves the value as written (UNSCALED), and no digit is
+# in "\s*%", so where the next number starts is the same; "12.5%" is then "12.5", which
+# is most often its own value, without stripping a suffix first (a third of the numbers
+# of a tool result are percentages).
 # tests/engine/test_reading_shortcuts.py checks both find the same numbers and suffixes.
 ASCII_NUMBER = re.compile(
     r"[0-9](?<![A-Za-z_0-9.][0-9])(?:[0-9]{0,2}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]*(?:\.[0-9]+)?)"
-    r"(?:\s*%|\s?[kK](?![A-Za-z])|M(?![A-Za-z]))?")
+    r"(?:\s?[kK](?![A-Za-z])|M(?![A-Za-z]))?")
 _DIGITS = "0123456789"
 _ASCII_NOT_DIGITS = "".join(c for c in map(chr, range(128)) if c not in _DIGITS)
 SCALE = {"k": 1000, "m": 1_000_000, "万": 10_000, "亿": 100_000_000, "千": 1000}
@@ -111,18 +115,14 @@ def values_in(text: str) -> frozenset[str]:
     text = without_refs(text or "")
     if text.isascii():  # most texts; the same numbers, read as in the loop below
         for found in set(ASCII_NUMBER.findall(text)):
-            if found[-1] in _DIGITS:  # no suffix
-                number = found
-            else:
+            if found[-1] not in _DIGITS:  # k, K or M: scaled
                 number = found.rstrip(_ASCII_NOT_DIGITS)
-                if found[-1] != "%":  # k, K or M: scaled
-                    values.update(_values(number, found[len(number):]))
-                    continue
-            if ("," not in number and number[0] != "0" and len(number) <= 28
-                    and not (number[-1] == "0" and "." in number)):
-                values.add(number)
-            else:
                 values.update(_values(number, found[len(number):]))
+            elif ("," not in found and found[0] != "0" and len(found) <= 28
+                    and not (found[-1] == "0" and "." in found)):
+                values.add(found)
+            else:
+                values.update(_values(found, ""))
         return _remembered(key, values)
     for number, suffix in set(NUMBER_GROUPS.findall(text)):
         # Already plain_form(number), within Decimal's 28 digits (no thousands commas, no

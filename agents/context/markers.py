@@ -22,4 +22,9 @@ QUOTED_NOTE = " (quoted from a tool result, not the engine's)"
 
 def neutralised(text: str) -> str:
     """`text` with every engine block marker made inert; unchanged when it holds none."""
+    # Every marker starts with "<" or "&": most tool results have neither, found by two
+    # substring searches (under 1 µs on a 5 kB result) instead of the regex trying its
+    # start at every character (14 µs).
+    if "<" not in text and "&" not in text:
+        return text
     return _MARKER.sub(lambda m: f"‹{m.group(1)}{m.group(2).lower()}{QUOTED_NOTE}›", text)

@@ -102,13 +102,18 @@ NUMBER_TEXTS = ["55.3 %", "55.3 \t %", "55.3\t%", "55.3\x1c%", "12 k", "12k", "1
                 "_2", ".5", "5.", "a 5%b", "2024-Q3: +7.5% (n=12)", "10\n%", "1e5k", "99,999 k"]
 
 
-def test_ascii_numbers_are_number_groups_numbers_and_suffixes():
-    from agents.compaction.numbers import ASCII_NUMBER, NUMBER_GROUPS
+def test_ascii_numbers_are_number_groups_numbers_and_scaling_suffixes():
+    """ASCII_NUMBER leaves out a percent sign (it scales nothing), and only that."""
+    from agents.compaction.numbers import ASCII_NUMBER, NUMBER_GROUPS, SCALE, UNSCALED
     texts = _random_texts(6, 300) + _quantity_texts(7) + NUMBER_TEXTS + [" ".join(NUMBER_TEXTS)]
     for text in texts:
         if text.isascii():
-            whole = [number + suffix for number, suffix in NUMBER_GROUPS.findall(text)]
+            groups = NUMBER_GROUPS.findall(text)
+            whole = [number + ("" if suffix.strip() in UNSCALED else suffix)
+                     for number, suffix in groups]
             assert ASCII_NUMBER.findall(text) == whole, text
+            assert all(SCALE.get(suffix.strip().lower(), 1) == 1
+                       for _, suffix in groups if suffix.strip() in UNSCALED)
 
 
 def test_values_of_texts_in_any_script_are_the_values_of_their_numbers():
@@ -145,3 +150,16 @@ def test_a_finding_s_label_is_the_one_quantity_re_gives():
         "region 1 ＄5 €12k 3 页 £ 4 ٣ units", "KELVIN 5 K ſum 3 İstanbul 12"]
     for line in lines:
         assert _label(line) == _label_by_quantity_re(line), line
+
+
+def test_neutralised_skips_only_texts_where_no_marker_can_start():
+    from agents.context.markers import _MARKER, ENGINE_TAGS, QUOTED_NOTE, neutralised
+    pieces = ["<", ">", "&lt;", "&gt;", "&LT;", "&Gt;", "/", " ", "\n", "&", "&amp;", "x",
+              "<b>", *ENGINE_TAGS, *(t.upper() for t in ENGINE_TAGS), "<system>", "info"]
+    rng = random.Random(9)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(400)]
+    texts += _random_texts(10) + ["Fact 1: unit cost 0.51 USD/kWh (-19.4% year on year)."]
+    for text in texts:
+        expected = _MARKER.sub(
+            lambda m: f"‹{m.group(1)}{m.group(2).lower()}{QUOTED_NOTE}›", text)
+        assert neutralised(text) == expected, text
