@@ -79,11 +79,6 @@ def units(text: str) -> frozenset[str]:
     return frozenset(_UNIT.findall(text.casefold()))
 
 
-def unit_sequence(text: str) -> tuple[str, ...]:
-    """units(text) in the order they are written, repeats kept."""
-    return tuple(_UNIT.findall(text.casefold()))
-
-
 @lru_cache(maxsize=4096)
 def figures(text: str) -> frozenset[str]:
     return frozenset(_FIGURE.findall(text))

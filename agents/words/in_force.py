@@ -22,12 +22,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
 
 from agents.words.anchors import supersedes
 from agents.words.changes import related, topic
-from agents.words.condensing import unit_sequence, units
+from agents.words.condensing import units
 from agents.words.quoted import own_text
 
 # A sentence ends at a line break or after ., !, ?, ; followed by a space (so "1.5" and
@@ -180,11 +179,11 @@ def measures(text: str) -> tuple[tuple[str, float, str], ...]:
 
 
 def _clash(a: Said, b: Said, refers_back: bool = False) -> tuple[str, tuple[str, str]] | None:
-    """The unit two sentences give different figures of, when they may be about the same
-    thing (same_item): the same words around the figures within one message, or the next
-    sentence of the message in that unit (`refers_back`: "Max 3 pages. Actually, make it
-    5 pages."), unless the two name two items in one frame; related words across messages
-    (agents.words.changes)."""
+    """The unit two sentences give different figures of, when they are about the same
+    thing (same_item): the same words around the figures within one message, or a later
+    sentence of the message that names nothing but its measure (`refers_back`: "Max 3
+    pages. Make it 5 pages.", an aside before a comma left out: "Actually, make it 5
+    pages."); related words across messages (agents.words.changes)."""
     mine, theirs = measures(a.text), measures(b.text)
     if not mine or not theirs:
         return None
@@ -202,7 +201,7 @@ def _clash(a: Said, b: Said, refers_back: bool = False) -> tuple[str, tuple[str,
             # ("Section 7 … 400 words" beside "Section 300 … 400 words"): not a value.
             if {m[:2] for m in mine[i + 1:]} & {m[:2] for m in theirs[j + 1:]}:
                 continue
-            if same_item(a.text, b.text, unit, one_message=refers_back):
+            if same_item(a.text, _after_aside(b.text) if refers_back else b.text, unit):
                 return unit, (written, other_written)
     return None
 
@@ -233,56 +232,21 @@ def _subject(text: str, unit: str) -> frozenset[str]:
                      if _named(u) and not u.startswith(unit) and u not in unit)
 
 
-def same_item(first: str, second: str, unit: str, one_message: bool = False) -> bool:
-    """Whether two sentences that measure in `unit` may be about the same item, by no
+def same_item(first: str, second: str, unit: str) -> bool:
+    """Whether two sentences that measure in `unit` are about the same item, by no
     language's words: their other figures are the same ("section 6 … 106 words" and
     "section 6 … 157 words"; "section 7 …" is another item, so is list item "2." beside
     "1.", whose number is no figure of the sentence), and their subjects do not differ:
     one names nothing besides the measure ("Make it 5 pages"), or they share more than
     SUBJECT_SHARE of the smaller one's naming units ("El informe: 5 páginas" after "El
     informe debe tener como máximo 3 páginas"; not "The appendix takes 5 pages" after "The
-    summary takes 3 pages").
-    `one_message`: the next sentence in the unit within one message. Two items written in
-    one frame ("The intro takes 2 pages. The body takes 10 pages.") are two items; two
-    sentences that share no naming unit may be a person correcting themselves ("Max 3
-    pages. Actually, make it 5 pages.", "Máximo 3 páginas. En realidad, mejor 5 páginas."),
-    which only a language's words could tell from two items ("Intro: 2 pages. Appendix: 10
-    pages."): unsure, the pair is told, and both stay in force."""
+    summary takes 3 pages")."""
     if _labels(first, unit) != _labels(second, unit):
-        return False
-    if one_message and _one_frame(first, second, unit):
         return False
     mine, theirs = _subject(first, unit), _subject(second, unit)
     if not mine or not theirs:
         return True
-    shared = len(mine & theirs)
-    if not shared:
-        return one_message
-    return shared > SUBJECT_SHARE * min(len(mine), len(theirs))
-
-
-def _one_frame(first: str, second: str, unit: str) -> bool:
-    """Two sentences written in one frame with a part swapped: each has units of its own,
-    at least half of each one's units (short words too) are the other's, and they stand
-    in the same order, the parts each has of its own in the same places ("The intro takes
-    …" / "The body takes …", "摘要最多…" / "附录最多…"). A correction rarely keeps the frame:
-    "Actually, the report should be 5 pages" after "The report must be at most 3 pages"
-    puts a word before it and leaves "at most" out."""
-    mine, theirs = _words(first, unit), _words(second, unit)
-    own, others = set(mine), set(theirs)
-    shared = len(own & others)
-    if not (own - others and others - own
-            and 2 * shared >= len(own) and 2 * shared >= len(others)):
-        return False
-    return all(tag in ("equal", "replace") for tag, *_span in
-               SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes())
-
-
-@lru_cache(maxsize=4096)
-def _words(text: str, unit: str) -> tuple[str, ...]:
-    """The units of `text` in order, besides its figures and the unit, short words too."""
-    return tuple(u for u in unit_sequence(plain_sentence(text))
-                 if not u.isdigit() and not u.startswith(unit) and u not in unit)
+    return len(mine & theirs) > SUBJECT_SHARE * min(len(mine), len(theirs))
 
 
 def read_view(messages: list[Message], superseded: list[str] = ()) -> PersonView:
@@ -355,15 +319,14 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
     it, unless that one says plainly that it replaces it ("instead", 改为 …)."""
     pairs: list[Conflict] = []
     seen: set[tuple[Said, Said]] = set()
-    for group in _same_message_groups(current):
+    for unit, group in _same_message_groups(current):
         same_words: dict[frozenset[str], list[Said]] = {}
         for s in group:
             same_words.setdefault(topic(plain_sentence(s.text)), []).append(s)
         found_here = [(a, b, found) for alike in same_words.values() if len(alike) > 1
                       for a, b in _candidates(alike) if (found := _clash(a, b))]
-        paired = {(a, b) for a, b, _found in found_here}
-        found_here += [(a, b, found) for a, b in _back_references(group)
-                       if (a, b) not in paired and (found := _clash(a, b, refers_back=True))]
+        found_here += [(a, b, found) for a, b in _back_references(group, unit)
+                       if (found := _clash(a, b, refers_back=True))]
         clashes: dict[Said, int] = {}
         for a, b, _found in found_here:
             clashes[a] = clashes.get(a, 0) + 1
@@ -382,23 +345,32 @@ def _conflicts(current: list[Said], changed: list[Changed]) -> tuple[Conflict, .
     return tuple(sorted(pairs, key=lambda c: (c.second.index, c.first.index)))
 
 
-def _same_message_groups(current: list[Said]) -> list[list[Said]]:
+def _same_message_groups(current: list[Said]) -> list[tuple[str, list[Said]]]:
     """The sentences that may clash within a message, by unit: the same message and a
     figure of the same unit, in the message's order."""
     groups: dict[tuple[int, str], list[Said]] = {}
     for s in current:
         for unit in {m[0] for m in measures(s.text)}:
             groups.setdefault((s.index, unit), []).append(s)
-    return [group for group in groups.values() if len(group) > 1]
+    return [(unit, group) for (_index, unit), group in groups.items() if len(group) > 1]
 
 
-def _back_references(group: list[Said]) -> list[tuple[Said, Said]]:
-    """Within a message, each sentence paired with the one before it in the same unit: a
-    person may be correcting themselves as they write ("Make it 5 pages", "5 páginas,
-    mejor", "Actually, make it 5 pages"); _clash keeps the pairs whose subjects do not
-    name two items. (In a list each item clashes with both its neighbours, and _conflicts
-    takes no pair from it.)"""
-    return list(zip(group, group[1:]))
+def _back_references(group: list[Said], unit: str) -> list[tuple[Said, Said]]:
+    """Within a message, a sentence that names nothing but its measure ("Make it 5
+    pages", "Actually, make it 5 pages", "Então, 5 páginas") paired with the sentence
+    before it in the same unit: a person correcting themselves as they write. (In a list
+    of such bare figures each clashes with its neighbours, and _conflicts takes no pair
+    from it.)"""
+    return [(before, later) for before, later in zip(group, group[1:])
+            if not _subject(_after_aside(later.text), unit)]
+
+
+def _after_aside(text: str) -> str:
+    """`text` without a single word it opens with and sets off by a comma ("Actually, …",
+    "Eigentlich, …", "Então, …"): an aside, which names nothing that is measured. Longer
+    openings ("For the appendix, …") are kept: they may name the item."""
+    head, comma, rest = text.partition(",")
+    return rest if comma and len(head.split()) == 1 and rest.strip() else text
 
 
 def _candidates(group: list[Said]) -> list[tuple[Said, Said]]:
