@@ -6,6 +6,7 @@ replaced by a newer one with the same key; details roll off after a few turns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agents.store.interface import AnchorRecord
 from agents.words.anchors import supersedes
@@ -49,6 +50,14 @@ def _about_the_same(old: AnchorRecord, cand: AnchorRecord) -> bool:
     return True
 
 
+# By text: every tool result's conclusions are merged against all active anchors, whose
+# dozen texts were normalised the same way at every earlier result.
+@lru_cache(maxsize=4096)
+def normalized(text: str) -> str:
+    """`text` as merge_anchors compares it: spacing and case aside."""
+    return " ".join(text.split()).casefold()
+
+
 def merge_anchors(existing: list[AnchorRecord],
                   candidates: list[AnchorRecord]) -> list[AnchorChange]:
     """What the candidates add to or change in the active set; nothing is mutated.
@@ -59,13 +68,13 @@ def merge_anchors(existing: list[AnchorRecord],
     EUR." and "The budget is at most 50k tokens." both key max:budget) keeps both, since
     wrongly replacing a constraint loses it and a missed replacement costs one line."""
     active = [a for a in existing if a.active]
-    texts = {" ".join(a.text.split()).casefold() for a in active}
+    texts = {normalized(a.text) for a in active}
     last_of_key = {c.key: i for i, c in enumerate(candidates) if c.key and c.tier > 1}
     changes: list[AnchorChange] = []
     for i, cand in enumerate(candidates):
         if cand.key and cand.tier > 1 and last_of_key[cand.key] != i:
             continue  # a finding restated within one result: the last statement wins
-        norm = " ".join(cand.text.split()).casefold()
+        norm = normalized(cand.text)
         if norm in texts:
             continue
         same_key = [a for a in active if cand.key and a.key == cand.key]

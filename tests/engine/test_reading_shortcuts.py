@@ -163,3 +163,25 @@ def test_neutralised_skips_only_texts_where_no_marker_can_start():
         expected = _MARKER.sub(
             lambda m: f"‹{m.group(1)}{m.group(2).lower()}{QUOTED_NOTE}›", text)
         assert neutralised(text) == expected, text
+
+
+def test_merge_anchors_remembered_normal_forms_are_the_plain_ones(monkeypatch):
+    from agents.store.interface import AnchorRecord
+    from agents.words import merge
+    rng = random.Random(11)
+    words = ["Total", "total", "  rows", "ROWS\t", "3.5%", "Ünïcode", "ß", "SS", "\n", "up"]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randint(1, 6))) for _ in range(300)]
+    for text in texts * 2:  # the second time from the memo
+        assert merge.normalized(text) == " ".join(text.split()).casefold(), text
+
+    def records(k):
+        return [AnchorRecord(tier=rng.choice([2, 3]), text=rng.choice(texts),
+                             key=f"fact:{rng.randint(0, 3)}", turn=k) for _ in range(rng.randint(0, 4))]
+
+    cases = [(records(k), records(k)) for k in range(200)]
+    remembered = [merge.merge_anchors(old, new) for old, new in cases]
+    monkeypatch.setattr(merge, "normalized", lambda text: " ".join(text.split()).casefold())
+    plain = [merge.merge_anchors(old, new) for old, new in cases]
+    assert [[(c.action, c.old, c.new) for c in changes] for changes in remembered] == \
+        [[(c.action, c.old, c.new) for c in changes] for changes in plain]
+    assert any(changes for changes in plain) and any(not changes for changes in plain)
