@@ -38,11 +38,28 @@ LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", OFFLINE_FALLBACK, "o200k_bas
                                      "o200k_harmony"})
 
 
+# The last long texts digested, as (text, digest) pairs: a tool result is digested when
+# the context counts it and again, as the same object, when the source audit reads it
+# back from the archive (agents.compaction.numbers). Matched by identity, which only the
+# same (unchanged, immutable) string passes; each slot is replaced whole, so a thread
+# sees a pair as it was written.
+_RECENT_DIGESTS: list[tuple[str, bytes]] = [("", b"")] * 2
+_next_slot = 0
+
+
 def content_key(text: str) -> str | bytes:
     """The cache key of `text`: itself when short, else a BLAKE2b digest of its UTF-8."""
+    global _next_slot
     if len(text) < DIGEST_FROM_CHARS:
         return text
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    for recent, digest in _RECENT_DIGESTS:
+        if recent is text:
+            return digest
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    slot = _next_slot
+    _next_slot = (slot + 1) % len(_RECENT_DIGESTS)
+    _RECENT_DIGESTS[slot] = (text, digest)
+    return digest
 
 
 @functools.lru_cache(maxsize=16)

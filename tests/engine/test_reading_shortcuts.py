@@ -185,3 +185,21 @@ def test_merge_anchors_remembered_normal_forms_are_the_plain_ones(monkeypatch):
     assert [[(c.action, c.old, c.new) for c in changes] for changes in remembered] == \
         [[(c.action, c.old, c.new) for c in changes] for changes in plain]
     assert any(changes for changes in plain) and any(not changes for changes in plain)
+
+
+def test_content_keys_of_recent_texts_are_their_digests():
+    import hashlib
+
+    from agents.counting.tokens import DIGEST_FROM_CHARS, content_key
+
+    def digest(text):
+        if len(text) < DIGEST_FROM_CHARS:
+            return text
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    rng = random.Random(12)
+    base = ["x" * DIGEST_FROM_CHARS, "y" * 5000, "Y" * 5000, "Fact 1: 0.51 USD/kWh\n" * 40, "短" * 300, "z"]
+    texts = base + ["".join([t, ""]) + "!" for t in base] + [t[:-1] + "\ud800" for t in base[:2]]
+    for _ in range(2000):  # the same objects again and again, in any order
+        text = rng.choice(texts)
+        assert content_key(text) == digest(text)
