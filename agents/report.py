@@ -20,6 +20,16 @@ ZERO_SUMS = {"calls": 0, "total_input_tokens": 0, "peak_input_tokens": 0,
              "over_window_requests": 0, "summary_section_tokens": 0, "summary_output_tokens": 0}
 
 
+def carried(expected: str, messages: list[dict[str, Any]]) -> bool:
+    """Whether `expected` is in the request's message texts joined by newlines. A string
+    without a newline is there exactly when one text holds it, so the texts are searched
+    in order: an anchor the request carries is in its snapshot, the second message, and
+    the ~30 kB of history after it are neither joined nor searched (0.03-0.06 ms a call)."""
+    if not expected or "\n" in expected:
+        return expected in "\n".join(str(m.get("content") or "") for m in messages)
+    return any(expected in str(m.get("content") or "") for m in messages)
+
+
 def is_words_request(messages: list[dict[str, Any]]) -> bool:
     """A request that condenses the person's words (its marker opens the instructions)."""
     return any(WORDS_MARKER in str(m.get("content") or "")[:200] for m in messages[:2])
@@ -158,13 +168,11 @@ class ReportSink:
         if event.kind == "agent":
             self._note_figures("\n".join(str(m.get("content") or "") for m in event.messages
                                           if m.get("zone") == "summary"))
-        if self.expect:
-            text = "\n".join(str(m.get("content") or "") for m in event.messages)
-            for expected in self.expect:
-                stated = self.stated_turn.get(expected)
-                if stated is not None and event.turn >= stated:
-                    self.present[expected][0] += 1
-                    self.present[expected][1] += expected in text
+        for expected in self.expect:
+            stated = self.stated_turn.get(expected)
+            if stated is not None and event.turn >= stated:
+                self.present[expected][0] += 1
+                self.present[expected][1] += carried(expected, event.messages)
 
     def _note_figures(self, text: str) -> None:
         # Every agent call carries the same summary until the next compaction: read once.

@@ -203,3 +203,19 @@ def test_content_keys_of_recent_texts_are_their_digests():
     for _ in range(2000):  # the same objects again and again, in any order
         text = rng.choice(texts)
         assert content_key(text) == digest(text)
+
+
+def test_an_anchor_is_carried_exactly_when_the_joined_request_holds_it():
+    from agents.report import carried
+    rng = random.Random(13)
+    pieces = ["Budget", " at most", " 50k", "\n", "EUR.", "", "budget at", "most 50k EUR."]
+    contents = [None, "", ["a", "b"], {"text": "x"}, *pieces,
+                *("".join(rng.choice(pieces) for _ in range(4)) for _ in range(40))]
+    expected = ["Budget at most 50k EUR.", "at most", "EUR.\nBudget", "\n", "", "50k\n",
+                "['a', 'b']", "x"]
+    for _ in range(2000):
+        messages = [{"role": "user", "content": rng.choice(contents)}
+                    for _ in range(rng.randint(0, 5))]
+        joined = "\n".join(str(m.get("content") or "") for m in messages)
+        for text in expected + [rng.choice(pieces) + rng.choice(pieces)]:
+            assert carried(text, messages) == (text in joined), (text, messages)
