@@ -142,7 +142,10 @@ class CallRunner:
         (agents.loop.cache_marks), marked on the wire where the profile takes marks.
         `words_calls`: the condensing calls whose answer the request's words block uses."""
         sent = self._sent(request.messages, request.tools, max_tokens, None, None, cache_marks)
-        count_kind = request_kind(request.tools, "auto", request.messages)
+        # Read only with a calibration (_record, _calibrate, _beyond_estimate): without one
+        # (the simulated provider) the messages are not walked again for it.
+        count_kind = ("" if self.calibration is None
+                      else request_kind(request.tools, "auto", request.messages))
         figures = self._exact(request.messages, request.tools, "auto")
         try:
             reply = self._timed(request.messages, request.tools, max_tokens, None,
