@@ -357,7 +357,7 @@ def _same_message_groups(current: list[Said]) -> list[tuple[str, list[Said]]]:
 
 def _back_references(group: list[Said], unit: str) -> list[tuple[Said, Said]]:
     """Within a message, a sentence that names nothing but its measure ("Make it 5
-    pages", "Actually, make it 5 pages", "Então, 5 páginas") paired with the sentence
+    pages", "Actually, make it 5 pages", "Mejor, 5 páginas") paired with the sentence
     before it in the same unit: a person correcting themselves as they write. (In a list
     of such bare figures each clashes with its neighbours, and _conflicts takes no pair
     from it.)"""
@@ -367,10 +367,11 @@ def _back_references(group: list[Said], unit: str) -> list[tuple[Said, Said]]:
 
 def _after_aside(text: str) -> str:
     """`text` without a single word it opens with and sets off by a comma ("Actually, …",
-    "Eigentlich, …", "Então, …"): an aside, which names nothing that is measured. Longer
-    openings ("For the appendix, …") are kept: they may name the item."""
+    "Eigentlich, …", "Mejor, …"): an aside, which names nothing that is measured. Longer
+    openings ("For the appendix, …") are kept: they may name the item; so is a figure's
+    thousands comma ("1,000 words")."""
     head, comma, rest = text.partition(",")
-    return rest if comma and len(head.split()) == 1 and rest.strip() else text
+    return rest if comma and head.strip().isalpha() and rest.strip() else text
 
 
 def _candidates(group: list[Said]) -> list[tuple[Said, Said]]:

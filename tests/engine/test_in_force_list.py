@@ -347,3 +347,15 @@ def test_parts_of_one_message_that_each_name_their_thing_are_no_contradiction():
                   "It should be 10 pages max. The executive summary should be 1 page.",
                   "For the appendix, 10 pages. For the intro, 2 pages."):
         assert conflicts_of(brief) == [], brief
+
+
+def test_an_aside_is_a_word_of_letters_before_a_comma():
+    from agents.words.in_force import _after_aside
+
+    assert _after_aside("Actually, make it 5 pages.") == " make it 5 pages."
+    assert _after_aside("Eigentlich, 5 Seiten.") == " 5 Seiten."
+    # A figure's thousands comma, or an opening of several words, is no aside.
+    for kept in ("1,000 words at most.", "For the appendix, 10 pages.", "3, 4 or 5 pages."):
+        assert _after_aside(kept) == kept
+    assert conflicts_of("Max 500 words. 1,000 words at most.") == [
+        ("Max 500 words.", "1,000 words at most.")]
