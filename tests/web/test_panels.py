@@ -60,11 +60,33 @@ def test_curve_scale_fits_the_data_and_the_full_window_is_an_option(session):
 
 
 def test_a_zone_over_its_budget_is_flagged_with_a_reason(session):
-    add_events(session, budget(window=6000, summary=1400))
+    # 3 950 tokens in, the warning band from 3 600: the zones past their share are what
+    # compaction will take from.
+    add_events(session, budget(window=6000, summary=1400, history=2000))
     context, html = panel_view(BudgetPanel(), session)
     summary = next(s for s in context["budget"]["segments"] if s["zone"] == "summary")
     assert summary["over"] == "summary 1,400 / 1,000: the rolling summary grew past its share."
+    assert summary["free_room"] == ""
     assert 'class="over"' in html and html.count('class="over-reason"') == 1
+    assert "past share" not in html
+
+
+def test_a_zone_past_its_share_far_from_the_trigger_is_not_red(session):
+    """At small windows C1's scaled shares are smaller than one tool result (history 1 000
+    at 8 000) or the snapshot's goal line, and a healthy run keeps zones past them on
+    nearly every turn (long-200 at 8 000: history and snapshot on 200 of 201). While the
+    request is short of the warning band the free room holds them: shown, not red."""
+    add_events(session, budget(window=8000, snapshot=300, history=2500))
+    context, html = panel_view(BudgetPanel(), session)
+    segments = {s["zone"]: s for s in context["budget"]["segments"]}
+    assert all(s["over"] == "" for s in segments.values())
+    assert segments["history"]["free_room"] == (
+        "history 2,500 / 2,000: past its share, held by free room: the request (3,150) is "
+        "1,650 tokens short of the warning band (4,800).")
+    assert segments["snapshot"]["free_room"].startswith("snapshot 300 / 250: past its share")
+    assert segments["summary"]["free_room"] == ""  # within its share: nothing to say
+    assert "over budget" not in html and 'class="over"' not in html and "over-reason" not in html
+    assert html.count('class="tag free-room"') == 2 and html.count('<tr class="free-room"') == 2
 
 
 def test_the_system_zone_is_fixed_not_over_budget(session):

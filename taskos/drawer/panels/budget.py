@@ -39,6 +39,21 @@ def over_budget(zone: str, tokens: int, budget: Any) -> str:
     return f"{zone} {tokens:,} / {int(budget):,}: {reason}."
 
 
+def on_free_room(zone: str, tokens: int, budget: Any, input_tokens: int, line: int,
+                 line_name: str = "warning band") -> str:
+    """One line on a zone past its share while the request is still short of `line`, where
+    the warning band (else the trigger) starts: the free room holds it, nothing is wrong.
+    The shares are C1's defaults scaled to the window, and at a small one they are smaller
+    than one tool result (1 000 tokens of history at 8 000) or the snapshot's goal line, so
+    flagging every zone past its share as over budget put red on nearly every turn of a
+    healthy run."""
+    if not over_budget(zone, tokens, budget):
+        return ""
+    return (f"{zone} {tokens:,} / {int(budget):,}: past its share, held by free room: the "
+            f"request ({input_tokens:,}) is {line - input_tokens:,} tokens short of the "
+            f"{line_name} ({line:,}).")
+
+
 def percent(part: float, whole: float) -> float:
     """`part` as a percentage of `whole`, clamped to 0..100, for CSS widths."""
     if whole <= 0:
@@ -84,12 +99,23 @@ class BudgetPanel(Panel):
         zones, budgets = latest.zones, latest.budgets
         input_tokens = latest.input_tokens or sum(zones.get(z, 0) for z in INPUT_ZONES)
         reserve = int(zones.get("reserve", 0))
-        segments = [{"zone": zone, "tokens": int(zones.get(zone, 0)),
-                     "budget": budgets.get(zone), "width": percent(zones.get(zone, 0), window),
-                     "over": over_budget(zone, int(zones.get(zone, 0)), budgets.get(zone)),
-                     "fixed": FIXED_ZONES.get(zone, "")}
-                    for zone in INPUT_ZONES]
         trigger, warning = latest.trigger_line, latest.warning_line
+        # A zone past its share is over budget only when the request is near its trigger
+        # (in the warning band or past the line): then those zones are what compaction
+        # will take from. Before that the free room holds them, and they are shown so.
+        pressed_from = warning or trigger
+        pressed = not pressed_from or input_tokens >= pressed_from
+        segments = []
+        for zone in INPUT_ZONES:
+            tokens, share = int(zones.get(zone, 0)), budgets.get(zone)
+            segments.append({
+                "zone": zone, "tokens": tokens, "budget": share,
+                "width": percent(tokens, window),
+                "over": over_budget(zone, tokens, share) if pressed else "",
+                "free_room": "" if pressed else on_free_room(
+                    zone, tokens, share, input_tokens, pressed_from,
+                    "warning band" if warning else "trigger line"),
+                "fixed": FIXED_ZONES.get(zone, "")})
         return {
             "budget": {
                 "turn": latest.turn, "seq": latest.seq, "window": window,
