@@ -20,6 +20,14 @@ messages, as the provider received them):
   its marks (agents.words.marks) are all in the archive's.
 
 The result is an AUDIT event after that request; a failed one counts in `audit_failures`.
+
+Tool results are read when a question needs them, not as they come. Every row archived
+before the audit is either read or deferred, and a question (is this figure in the
+archive? are this name's marks?) reads the deferred results newest first until it has its
+answer, or until none is left: the answer is the one reading every row gives. A summary
+cites figures of the results it folded, most of them recent, so on long-1000 a third of the
+results is ever read, and reading a 5 kB result (its figures, its marks) cost about a
+sixth of the engine's CPU per call when every result was read.
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ RAW_ROLES = ("user", "assistant", "tool")
 # An edit of an anchor in the admin, or a pin, is archived as the person's message (C19).
 PERSON_SOURCES = ("goal", "scenario", "user", "admin", "pin")
 MAX_FLAGGED = 50  # figures listed per AUDIT event; the count is exact
+DEFERRED_BATCH = 4  # deferred results read per store round trip, newest first
 # What the audit learns from the archive and saves: figure values, names, the marks of
 # the sources a final answer is drawn from and of the person's own messages.
 LEARNT = ("known", "known_names", "source_marks", "person_marks")
@@ -155,10 +164,10 @@ class SourceAudit:
     def __init__(self, store: Any, session_id: str, emit: Callable[[Event], None]) -> None:
         self.store, self.session_id, self.emit = store, session_id, emit
         self.unread: list[list[str]] = []  # [ref, kind]: kind "person", "result" or "raw"
-        # How many of `unread`, from its start, were read ahead (read_ahead): what they hold
-        # is in the sets already; they stay in `unread` until the next read_archive, so a
-        # saved state that lists them unread resumes by reading them again.
-        self._ahead = 0
+        # Tool results archived before the last compaction and not read yet, oldest first:
+        # read newest first when a question needs them (_read_deferred). Saved as a piece of
+        # its own (it changes at compactions, not every turn).
+        self.deferred: list[list[str]] = []
         self.statements: list[str] = []  # the person's binding statements still in force
         self.known: set[str] = set()  # figure values found in archived raw rows
         self.known_names: set[str] = set()  # file names and marks of archived raw rows
@@ -177,7 +186,6 @@ class SourceAudit:
         # keeps instead of sorting the whole set again (the copies stay as saved).
         self._learnt: dict[str, list[str]] = {name: [] for name in LEARNT}
         self._saved: dict[str, list[str]] = {}
-        self._unsaved: set[str] = set()  # sets grown by reading ahead, saved at read_archive
 
     # --- what happened
     def observe(self, event: Event) -> None:
@@ -201,66 +209,79 @@ class SourceAudit:
             for line in event.digests:
                 self._learn("known", values_in(line))
         elif isinstance(event, Compaction) and not event.noop:
-            self.read_archive()
+            self.read_archive(defer_results=True)
             self.pending = {"compaction_seq": event.seq, "compaction_turn": event.turn,
                             "summary": event.summary_after or ""}
         elif isinstance(event, ModelCall) and event.kind == "agent" and not event.refused:
             self._check_words(event)
             if self.pending is not None:
-                self.read_archive()
+                self.read_archive(defer_results=True)
                 self._audit(event)
-            else:
-                self.read_ahead()
 
-    def read_archive(self) -> None:
-        """Read every row archived since the last look, by its ref, from the Store."""
-        self._read(self.unread[self._ahead:])
-        self.unread, self._ahead = [], 0
-        for name in self._unsaved:  # the rows read ahead are no longer listed unread
-            self._saved.pop(name, None)
-        self._unsaved.clear()
+    def read_archive(self, defer_results: bool = False) -> None:
+        """Read every row archived since the last look, by its ref, from the Store;
+        `defer_results` (at a compaction): the tool results wait in `deferred` until a
+        question needs them."""
+        rows = self.unread
+        if defer_results:
+            self.deferred = self.deferred + [row for row in rows if row[1] == "result"]
+            rows = [row for row in rows if row[1] != "result"]
+        self._read(rows)
+        self.unread = []
 
-    def read_ahead(self) -> None:
-        """Read the rows archived since the last look, up to the first of the person's, once
-        per agent call: each row is read once either way, but in the turn after it was
-        archived, not all at the next compaction (a summary's turn read ~40 tool results).
-        What they hold joins the sets at once; the saved lists take it at the next
-        read_archive (until then the rows are saved as unread), so a turn's state save does
-        not copy the growing lists. A message of the person's waits for read_archive, which
-        also takes its statements; the rows after it wait with it, to keep the learnt order."""
-        rows = self.unread[self._ahead:]
-        person = next((i for i, (_, kind) in enumerate(rows) if kind == "person"), len(rows))
-        self._read(rows[:person], save=False)
-        self._ahead += person
+    def _read_deferred(self, answered: Callable[[], bool]) -> bool:
+        """Read deferred results, newest first, until `answered()` holds or none is left;
+        whether it holds. The newest first: a summary cites what it just folded."""
+        while not answered():
+            if not self.deferred:
+                return False
+            # A new list, not cut in place: a saved state keeps the list it was given.
+            batch, self.deferred = self.deferred[-DEFERRED_BATCH:], self.deferred[:-DEFERRED_BATCH]
+            self._read(batch[::-1])
+        return True
 
-    def _read(self, rows: list[list[str]], save: bool = True) -> None:
+    def known_figure(self, raw: str, scaled: str) -> bool:
+        """Whether an archived row holds the figure (its value as written or scaled)."""
+        known = self.known
+        return self._read_deferred(lambda: raw in known or scaled in known)
+
+    def known_name(self, name_marks: AbstractSet[str]) -> bool:
+        """Whether the archived rows hold every mark of a name."""
+        return self._read_deferred(lambda: name_marks <= self.known_names)
+
+    def source_marks_until(self, enough: Callable[[set[str]], bool]) -> set[str]:
+        """The marks of the person's messages and of the tool results that succeeded, read
+        until `enough` of them holds, else all (the final answer's check, which asks for
+        one mark in common with the answer: agents.loop.answers)."""
+        self.read_archive()
+        self._read_deferred(lambda: enough(self.source_marks))
+        return self.source_marks
+
+    def _read(self, rows: list[list[str]]) -> None:
         many = getattr(self.store, "read_refs", None)  # one statement on a database
         texts = many(self.session_id, [r for r, _ in rows]) if many and rows else {}
         for ref, kind in rows:
             text = texts[ref] if ref in texts else self.store.read_ref(self.session_id, ref)
             text = text or ""
-            self._learn("known", values_in(text), save)
+            self._learn("known", values_in(text))
             said = plain(text)
             said_marks = marks(said)  # both sets take them: read once (most of the time here)
-            self._learn("known_names", _name_marks(said, said_marks), save)
+            self._learn("known_names", _name_marks(said, said_marks))
             if kind in ("person", "result"):
-                self._learn("source_marks", said_marks, save)
+                self._learn("source_marks", said_marks)
             if kind == "person":
-                self._learn("person_marks", said_marks, save)
+                self._learn("person_marks", said_marks)
                 self._add_statements(text)
 
-    def _learn(self, name: str, found: AbstractSet[str], save: bool = True) -> None:
-        """Add `found` to the set `name`, and what was new to its learnt order; `save`:
-        the next state save copies the grown list, else the next read_archive says when."""
+    def _learn(self, name: str, found: AbstractSet[str]) -> None:
+        """Add `found` to the set `name`, and what was new to its learnt order (the next
+        state save copies the grown list)."""
         known: set[str] = getattr(self, name)
         new = found - known
         if new:
             known |= new
             self._learnt[name].extend(sorted(new))  # sorted: the same order in any process
-            if save:
-                self._saved.pop(name, None)
-            else:
-                self._unsaved.add(name)
+            self._saved.pop(name, None)
 
     def _add_statements(self, text: str) -> None:
         for sentence in _SENTENCES.split(text):
@@ -296,11 +317,11 @@ class SourceAudit:
             str(m.get("content") or "") for m in messages if m.get("zone") == "summary"]))
         unsupported: list[str] = []
         for written, raw, scaled in numbers_in(summary):
-            if scaled not in self.known and raw not in self.known and written not in unsupported:
+            if written not in unsupported and not self.known_figure(raw, scaled):
                 unsupported.append(written)
         self.flagged += [f for f in unsupported if f not in self.flagged]
-        names = [n for n in names_in(summary) if not _marks_of_name(n) <= self.known_names
-                 and not self._own_ref(n)]
+        names = [n for n in names_in(summary) if not self._own_ref(n)
+                 and not self.known_name(_marks_of_name(n))]
         self.flagged_names += [n for n in names if n not in self.flagged_names]
         tool_stated = self.tool_stated(summary)
         ok = not missing and not unsupported and not names and not tool_stated
@@ -339,8 +360,8 @@ class SourceAudit:
             said = marks(plain(item))
             if len(said) < MIN_ITEM_MARKS:
                 continue  # too short to tell whose it is
-            if (len(said & self.person_marks) * 2 < len(said)
-                    and len(said & self.source_marks) >= TOOL_SHARE * len(said)):
+            if len(said & self.person_marks) * 2 < len(said) and self._read_deferred(
+                    lambda: len(said & self.source_marks) >= TOOL_SHARE * len(said)):
                 flagged.append(item)
         return flagged
 
@@ -351,14 +372,15 @@ class SourceAudit:
         for name in LEARNT:
             if name not in self._saved:
                 self._saved[name] = list(self._learnt[name])
-        return {"unread": self.unread, "statements": self.statements, **self._saved,
+        return {"unread": self.unread, "deferred": self.deferred,
+                "statements": self.statements, **self._saved,
                 "pending": self.pending,
                 "failures": self.failures, "flagged": self.flagged,
                 "flagged_names": self.flagged_names, "words": self.words.to_state()}
 
     def from_state(self, state: dict[str, Any]) -> None:
         self.unread = [list(x) for x in state.get("unread", [])]
-        self._ahead, self._unsaved = 0, set()
+        self.deferred = [list(x) for x in state.get("deferred", [])]
         self.statements = list(state.get("statements", []))
         self._saved = {}
         for name in LEARNT:

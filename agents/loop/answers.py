@@ -103,12 +103,10 @@ class Answers:
         that match the given path" held only "path", which is also the header of
         list_files' table."""
         schemas = json.dumps(self.deps.tools.schemas(), ensure_ascii=False)
-        audit = self.keeper.audit
-        audit.read_archive()
         return unsupported(reply.content, sources=self.results() + self.person_messages(),
                            goal=self.deps.spec.goal,
                            given=[self.deps.spec.system_prompt, self.state.answer_material,
-                                  schemas], source_marks=audit.source_marks,
+                                  schemas], archive=self.keeper.audit.source_marks_until,
                            expected=answer_turn,
                            required=self.deps.spec.profile.tool_free_summaries)
 

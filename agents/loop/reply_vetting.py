@@ -23,7 +23,7 @@ import difflib
 import json
 import re
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from agents.lenient_json import json_values
 from agents.provider.client import ModelReply
@@ -266,15 +266,15 @@ REASONS = {QUESTION_BACK: "it asks a question back instead of answering",
 
 
 def unsupported(answer: str, *, sources: Iterable[str], goal: str, given: Iterable[str] = (),
-                source_marks: set[str] | frozenset[str] = frozenset(),
+                archive: Callable[[Callable[[set[str]], bool]], set[str]] | None = None,
                 expected: bool = False, required: bool = True) -> str | None:
     """Why a reply that is neither a call nor an echo is still no final answer, as an
     instruction to the model; None when it may stand.
 
     `sources` are what an answer is drawn from: the tool results that succeeded and the
     person's messages after the goal (not the summary, which is the engine's), and
-    `source_marks` the marks of those the archive holds (out of the request after a
-    compaction). `given` are
+    `archive(enough)` the marks of those the archive holds (out of the request after a
+    compaction), read until `enough` of them holds, else all. `given` are
     the request's own words (system prompt, instructions, tool schemas): like the goal's,
     they are no content of the answer's. Language-independent: an answer is drawn from the
     sources when it shares a mark (a word or figure, two CJK characters) with them beyond
@@ -286,9 +286,13 @@ def unsupported(answer: str, *, sources: Iterable[str], goal: str, given: Iterab
     said = marks(plain(answer))
     goal_marks = marks(plain(goal))
     own = said - goal_marks - marks(plain(" ".join(given)))
-    drawable = marks(plain(" ".join(sources))) | set(source_marks)
+    drawable = marks(plain(" ".join(sources)))
     if own & drawable:
         return None
+    if archive is not None:
+        drawable = drawable | archive(lambda found: not own.isdisjoint(found))
+        if own & drawable:
+            return None
     if _ASKS.search(plain(answer).strip()):
         return QUESTION_BACK
     repeated = len(said & goal_marks)

@@ -27,6 +27,9 @@ INNER = "chunked_inner"  # in the head: {prefix: key} of the parts inside anothe
 # changes every turn, no longer copies them into a new piece every turn (24 kB a turn on
 # long-200, three quarters of all the state written).
 PARTS = ((("companions", "audit", "known"), "known"),
+         # The tool results the audit has not read (it reads them when a question needs
+         # them): moved there and read at compactions, so a piece of its own as well.
+         (("companions", "audit", "deferred"), "deferred"),
          # Every figure a summary ever wrote (the report's, to check the final answer):
          # ~22 kB by the end of long-1000, which stayed in the head and was written anew
          # by every turn although it grows only when a compaction writes a summary.

@@ -6,7 +6,7 @@ still fail a summary whose names or figures no archived row holds."""
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agents.compaction.source_audit import _FILE_NAME, SourceAudit, _name_marks
+from agents.compaction.source_audit import DEFERRED_BATCH, _FILE_NAME, SourceAudit, _name_marks
 from agents.events import AssistantMessage, Compaction, ModelCall, ToolResult, UserMessage
 from agents.store.memory import MemoryStore
 from agents.words.marks import _COMMON, _CJK_RUN, _MARK, marks
@@ -111,12 +111,19 @@ def test_the_copy_check_finds_what_it_found_without_its_precheck(material, items
                 == copy_without_precheck(candidate, text, (), "\n".join(earlier)))
 
 
+def _compacted(audit: SourceAudit, summary: str, call: int, turn: int) -> None:
+    """A compaction that wrote `summary`, then the agent call it is audited at."""
+    audit.observe(Compaction(trigger="rolling", summary_after=summary, turn=turn))
+    audit.observe(ModelCall(call=call, kind="agent", turn=turn, messages=[
+        {"role": "system", "content": summary, "zone": "summary"}]))
+
+
 def test_the_saved_audit_grows_by_what_it_learnt_and_resumes_the_same():
     store = MemoryStore()
     audit = SourceAudit(store, "s", lambda event: None)
     first = store.archive("s", 1, "tool", "East 727.3 MW in yields_east.csv, Oberland")
     audit.observe(ToolResult(call_id="c1", name="fetch_document", ref=first, turn=1))
-    audit.observe(Compaction(trigger="rolling", summary_after="", turn=2))
+    _compacted(audit, "## Findings\n- East 727.3 MW", call=2, turn=2)
     saved = audit.to_state()
     assert audit.to_state()["known"] is saved["known"]  # unchanged: the same lists again
     assert set(saved["known"]) == audit.known and "727.3" in audit.known
@@ -125,7 +132,7 @@ def test_the_saved_audit_grows_by_what_it_learnt_and_resumes_the_same():
     known = list(saved["known"])
     second = store.archive("s", 3, "tool", "West 912.4 MW and East 727.3 MW")
     audit.observe(ToolResult(call_id="c2", name="fetch_document", ref=second, turn=3))
-    audit.observe(Compaction(trigger="rolling", summary_after="", turn=4))
+    _compacted(audit, "## Findings\n- West 912.4 MW", call=4, turn=4)
     assert saved["known"] == known  # what was saved stays as it was saved
     again = audit.to_state()
     assert again["known"][:len(known)] == known and "912.4" in again["known"]
@@ -141,85 +148,102 @@ def test_the_saved_audit_grows_by_what_it_learnt_and_resumes_the_same():
     assert resumed.known == audit.known and resumed.known_names == audit.known_names
 
 
-def _events_of_a_session(store, with_calls: bool):
-    """Results, an assistant turn and a person's message, then a compaction and the call
-    it is audited at; `with_calls`: an agent call after every turn (the audit reads
-    ahead at each), else none until the compaction's."""
-    rows = [("tool", "result", "East 727.3 MW in yields_east.csv"),
-            ("assistant", "raw", "Reading the West report next (Oberland)"),
-            ("user", "person", "Instead, you must report in GW only."),
-            ("tool", "result", "West 912.4 MW, 1,204.5 k units")]
-    for turn, (role, kind, text) in enumerate(rows, start=1):
-        ref = store.archive("s", turn, role, text)
-        if kind == "person":
-            yield UserMessage(text=text, source="user", ref=ref, turn=turn)
-        elif kind == "raw":
-            yield AssistantMessage(content=text, ref=ref, turn=turn)
-        else:
-            yield ToolResult(call_id=f"c{turn}", name="fetch_document", ref=ref, turn=turn)
-        if with_calls:
-            yield ModelCall(call=turn, kind="agent", turn=turn + 1, messages=[
-                {"role": "user", "content": "Instead, you must report in GW only."}])
-    summary = "## Findings\n- West 912.4 MW, East 727.3 MW (yields_east.csv), North 55.5 MW"
-    yield Compaction(trigger="rolling", summary_after=summary, turn=6)
-    yield ModelCall(call=9, kind="agent", turn=6, messages=[
-        {"role": "system", "content": summary, "zone": "summary"}])
+class ReadingEverything(SourceAudit):
+    """The audit as it was before it deferred results: every row read at the compaction."""
+
+    def read_archive(self, defer_results: bool = False) -> None:
+        super().read_archive()
+        self._read_deferred(lambda: False)
 
 
-def _run(with_calls: bool, stop_after: int | None = None, saves: list | None = None):
+FIGURES = st.sampled_from(["727.3", "912.4", "1,204.5", "55.5", "12%", "3k", "2026", "0.50"])
+NAMES = st.sampled_from(["yields_east.csv", "Oberland", "report.xlsx", "Nordkap", "'West'"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(FIGURES, NAMES), max_size=4), min_size=1, max_size=12),
+       st.lists(st.lists(st.one_of(FIGURES, NAMES), max_size=5), min_size=1, max_size=3),
+       st.lists(st.integers(min_value=0, max_value=11), max_size=4))
+def test_reading_results_when_asked_audits_as_reading_every_row(results, summaries, failed):
+    """Each summary (a compaction after the results so far) flags the same figures and
+    names whether the audit reads the results a question needs, newest first, or every
+    row at the compaction; results that failed (errors) are raw rows, read at once."""
+    outcomes = []
+    for kind in (SourceAudit, ReadingEverything):
+        store, emitted = MemoryStore(), []
+        audit = kind(store, "s", emitted.append)
+        turn = 0
+        per = max(1, len(results) // len(summaries))
+        for n, summary in enumerate(summaries):
+            for i, said in enumerate(results[n * per:(n + 1) * per]):
+                turn += 1
+                ref = store.archive("s", turn, "tool", "Row " + ", ".join(said) + ".")
+                audit.observe(ToolResult(call_id=f"c{turn}", name="fetch_document", ref=ref,
+                                         turn=turn, error=(n * per + i) in failed))
+            turn += 1
+            _compacted(audit, "## Findings\n" + "".join(f"- Seen {s} there\n" for s in summary),
+                       call=turn, turn=turn)
+        outcomes.append([(a.unsupported_figures, a.unsupported_names, a.ok) for a in emitted])
+    assert outcomes[0] == outcomes[1]
+
+
+def test_only_the_results_a_question_needs_are_read():
     store, emitted = MemoryStore(), []
     audit = SourceAudit(store, "s", emitted.append)
-    if saves is not None:
-        saves.append(audit.to_state())
-    for i, event in enumerate(_events_of_a_session(store, with_calls)):
-        if stop_after is not None and i == stop_after:
-            return audit, store
-        audit.observe(event)
-    return audit, emitted
+    older = ["North 31.7 MW", "South 44.6 MW"]  # more than a batch before the newest
+    newer = [f"Site {i} {100 + i}.5 MW" for i in range(DEFERRED_BATCH - 1)] + ["West 912.4 MW"]
+    for turn, text in enumerate(older + newer, start=1):
+        ref = store.archive("s", turn, "tool", text)
+        audit.observe(ToolResult(call_id=f"c{turn}", name="fetch_document", ref=ref, turn=turn))
+    _compacted(audit, "## Findings\n- West 912.4 MW", call=9, turn=9)
+    assert emitted[-1].ok
+    # The newest batch answered it; the older results wait, unread and saved as such.
+    assert "912.4" in audit.known and not {"31.7", "44.6"} & audit.known
+    assert [kind for _, kind in audit.to_state()["deferred"]] == ["result", "result"]
+    ref = store.archive("s", 10, "tool", "Central 8.8 MW")
+    audit.observe(ToolResult(call_id="c10", name="fetch_document", ref=ref, turn=10))
+    _compacted(audit, "## Findings\n- North 31.7 MW, Mars 99.9 MW", call=11, turn=11)
+    # A figure no row holds has every deferred row read before it is flagged.
+    assert emitted[-1].unsupported_figures == ["99.9"] and audit.deferred == []
+    assert {"31.7", "44.6", "8.8"} <= audit.known
 
 
-def test_reading_ahead_learns_what_reading_at_the_compaction_learns():
-    # Before the compaction the calls have read the rows up to the person's message.
-    before, _ = _run(with_calls=True, stop_after=8)
-    assert "727.3" in before.known and "912.4" not in before.known
-    ahead, ahead_audits = _run(with_calls=True)
-    once, once_audits = _run(with_calls=False)
-    assert ahead.to_state() == once.to_state()  # same sets, same learnt order, statements
-    # The compaction's audit (the call also fails the words check: no words block here).
-    audited = [a.unsupported_figures for a in ahead_audits if a.call == 9 and a.unsupported_figures]
-    assert audited == [["55.5"]] == [a.unsupported_figures for a in once_audits
-                                     if a.unsupported_figures]
-    assert ahead.statements == once.statements == ["you must report in GW only"]
-
-
-def test_rows_read_ahead_stay_unread_in_the_saved_state_until_the_compaction():
-    # Stopped after the first result, the assistant turn and a call each: both read ahead.
-    saves: list = []
-    audit, store = _run(with_calls=True, stop_after=4, saves=saves)
-    assert "727.3" in audit.known and "oberland" in audit.known_names
+def test_deferred_results_are_saved_and_a_resumed_audit_reads_them_when_asked():
+    store = MemoryStore()
+    first, later = [], []
+    audit = SourceAudit(store, "s", first.append)
+    for turn, text in enumerate(["East 727.3 MW", "West 912.4 MW"], start=1):
+        ref = store.archive("s", turn, "tool", text)
+        audit.observe(ToolResult(call_id=f"c{turn}", name="fetch_document", ref=ref, turn=turn))
+    summary = "## Findings\n- East 727.3 MW, North 55.5 MW"
+    audit.observe(Compaction(trigger="rolling", summary_after=summary, turn=3))
     saved = audit.to_state()
-    assert [kind for _, kind in saved["unread"]] == ["result", "raw"]
-    # The lists saved before are saved again, not copied anew: they grow at the read that
-    # empties `unread`.
-    assert saved["known"] is saves[0]["known"] and saved["known"] == []
-    resumed = SourceAudit(store, "s", lambda event: None)
+    assert [kind for _, kind in saved["deferred"]] == ["result", "result"]
+    assert saved["unread"] == [] and audit.known == set()
+    resumed = SourceAudit(store, "s", later.append)
     resumed.from_state(saved)
-    resumed.read_archive()  # a resumed run reads them again
-    audit.read_archive()
-    for name in ("known", "known_names", "source_marks", "person_marks"):
-        assert getattr(resumed, name) == getattr(audit, name)
+    call = ModelCall(call=4, kind="agent", turn=3, messages=[
+        {"role": "system", "content": summary, "zone": "summary"}])
+    audit.observe(call)
+    resumed.observe(call)
+    assert [a.unsupported_figures for a in first] == [a.unsupported_figures for a in later]
+    assert first[-1].unsupported_figures == ["55.5"]
     assert resumed.to_state() == audit.to_state()
-    assert audit.to_state()["unread"] == [] and "727.3" in audit.to_state()["known"]
+    assert saved["deferred"] == [[r, "result"] for r, _ in saved["deferred"]]  # as it was
 
 
-def test_a_person_message_is_not_read_ahead_nor_what_follows_it():
-    # Up to the person's message and the call after it: it waits for read_archive.
-    audit, store = _run(with_calls=True, stop_after=6)
-    assert audit.statements == []
-    assert [kind for _, kind in audit.unread] == ["result", "raw", "person"]
-    ref = store.archive("s", 4, "tool", "South 31.7 MW")
-    audit.observe(ToolResult(call_id="c9", name="fetch_document", ref=ref, turn=4))
-    audit.read_ahead()
-    assert "31.7" not in audit.known  # after the person's message: waits with it
-    audit.read_archive()
-    assert "31.7" in audit.known and audit.statements == ["you must report in GW only"]
+def test_a_person_message_is_read_at_the_compaction_with_its_statements():
+    store = MemoryStore()
+    audit = SourceAudit(store, "s", lambda event: None)
+    rows = [("tool", "East 727.3 MW"), ("user", "Instead, you must report in GW only."),
+            ("assistant", "Reading the West report next (Oberland)")]
+    for turn, (role, text) in enumerate(rows, start=1):
+        ref = store.archive("s", turn, role, text)
+        audit.observe(UserMessage(text=text, source="user", ref=ref, turn=turn)
+                      if role == "user" else AssistantMessage(content=text, ref=ref, turn=turn)
+                      if role == "assistant" else
+                      ToolResult(call_id="c1", name="fetch_document", ref=ref, turn=turn))
+    audit.observe(Compaction(trigger="rolling", summary_after="", turn=4))
+    assert audit.statements == ["you must report in GW only"]
+    assert "oberland" in audit.known_names and "727.3" not in audit.known  # the result waits
+    assert [kind for _, kind in audit.deferred] == ["result"]
