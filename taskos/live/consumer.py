@@ -40,6 +40,7 @@ from taskos.drawer.stream import (Update, children_state, render_children_update
                                   render_named_panels, render_status_update, render_update)
 from taskos.live.sending import group_name
 from taskos.runs.models import Session
+from taskos.web.params import DIGITS, MAX_PARAM
 
 log = logging.getLogger("taskos.live")
 
@@ -78,7 +79,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.watchdog = asyncio.create_task(self.watch())
         after = parse_qs(self.scope.get("query_string", b"").decode()).get("after")
-        if after and after[0].isdigit():
+        if after and DIGITS.fullmatch(after[0]) and int(after[0]) <= MAX_PARAM:
             await self.sync(int(after[0]), full=True)
 
     async def disconnect(self, code: int) -> None:
@@ -120,7 +121,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.feed.open_parts = {str(part) for part in parts}
         if after is not None:
             self.feed.sent.clear()  # where the page stands: it is sent everything whole
-            await self.sync(max(0, after), full=True)
+            await self.sync(min(max(0, after), MAX_PARAM), full=True)
         elif refresh and self.synced_seq is not None:
             async with self.lock:
                 if stale:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models.functions import Length, Substr
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
@@ -17,21 +17,12 @@ from taskos.drawer.panels.inspector import InspectorPanel, read_call_detail
 from taskos.drawer.stream import render_update, transcript_page
 from taskos.runs.models import ArchivedTurn, SessionEvent
 from taskos.store.django_store import DjangoStore
+from taskos.web.params import BadParam, bad_param, int_param
 from taskos.web.views import owned_session
 
 REF_PAGE_CHARS = 20_000
 ARCHIVE_PAGE_ROWS = 50
 ARCHIVE_SHOWN_CHARS = 4000
-
-
-def int_param(request: HttpRequest, name: str, default: int | None = None) -> int | None:
-    """An integer query parameter ≥ 0; ValueError names the parameter when it is not one."""
-    raw = request.GET.get(name, "")
-    if raw == "":
-        return default
-    if not raw.isdigit():
-        raise ValueError(f"Query parameter {name!r} must be a whole number ≥ 0, got {raw!r}.")
-    return int(raw)
 
 
 @login_required
@@ -41,8 +32,8 @@ def events_after(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         after = int_param(request, "after", 0)
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     update = render_update(session, after, full=True)
     return HttpResponse(update.html, headers={"X-Last-Seq": str(update.last_seq)})
 
@@ -54,8 +45,8 @@ def transcript_before(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         before = int_param(request, "before")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     return HttpResponse(transcript_page(session, before))
 
 
@@ -66,8 +57,8 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         pinned = int_param(request, "call")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     panel = InspectorPanel()
     events = load_events(session, panel.event_types)
     context = panel.get_context(session, events, pinned=pinned)
@@ -86,8 +77,8 @@ def inspect_message(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         number = int_param(request, "call")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     key = request.GET.get("message", "")
     detail = read_call_detail(session, number) if number is not None else None
     row = next((m for m in detail["messages"] if m["key"] == key), None) if detail else None
@@ -106,8 +97,8 @@ def compactions_older(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         before = int_param(request, "before")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     panel = CompactionsPanel()
     context = panel.get_context(session, load_events(session, panel.event_types))
     older = [row for row in context["older"] if before is None or row["number"] < before]
@@ -124,8 +115,8 @@ def compaction_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = owned_session(request, pk)
     try:
         number = int_param(request, "number")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     row = read_compaction(session, number) if number is not None else None
     if row is None:
         raise Http404(f"Session {session.pk} has no compaction {number}.")
@@ -211,8 +202,8 @@ def read_ref(request: HttpRequest, pk: int, ref: str) -> HttpResponse:
         raise Http404(f"Session {session.pk} has no archived item {ref!r}.")
     try:
         page = int_param(request, "page", 1) or 1
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     pages = max(1, -(-len(text) // REF_PAGE_CHARS))
     page = min(page, pages)
     start = (page - 1) * REF_PAGE_CHARS
@@ -231,8 +222,8 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         first = int_param(request, "first", 0)
         last = int_param(request, "last")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+    except BadParam as exc:
+        return bad_param(exc)
     rows = ArchivedTurn.objects.filter(session=session, turn__gte=first)
     if last is not None:
         rows = rows.filter(turn__lte=last)

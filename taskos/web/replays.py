@@ -23,6 +23,7 @@ from taskos.runs.models import ModelProfile, Session
 from taskos.runs.prices import table_named
 from taskos.runs.services import SessionError, start_session
 from taskos.web.forms import KNOBS, MAX_WINDOW, MIN_WINDOW, NewSessionForm, ProfileChoiceField
+from taskos.web.params import BadParam, bad_param, int_list_param
 from taskos.web.views import owned_session
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 260, 56, 12, 12, 26
@@ -110,10 +111,12 @@ def compare_view(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("web:compare", pk=source.replay_of_id)
     replays = Session.objects.filter(replay_of=source, owner=request.user).select_related(
         "profile", "replay_of").order_by("id")
-    wanted = request.GET.get("runs", "")
-    if wanted:
-        chosen = {int(p) for p in wanted.split(",") if p.strip().isdigit()}
-        replays = replays.filter(pk__in=chosen)
+    try:
+        wanted = int_list_param(request, "runs")
+    except BadParam as exc:
+        return bad_param(exc)
+    if request.GET.get("runs"):
+        replays = replays.filter(pk__in=set(wanted))
     replays = list(replays)
     result = compare(source, [r for r in replays if not r.is_active])
     finished = {r["session"]: r for r in result["replays"]}

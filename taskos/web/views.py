@@ -13,6 +13,7 @@ from taskos.drawer.stream import page_state
 from taskos.runs.models import Session, Task
 from taskos.runs.services import SessionError, create_session, start_session
 from taskos.web.forms import CompactForm, MessageForm, NewSessionForm
+from taskos.web.params import BadParam, bad_param, int_param
 from taskos.workspaces.files import add_files
 from taskos.workspaces.intake import UploadRefused
 from taskos.workspaces.page import workspace_context
@@ -56,8 +57,12 @@ def session_table(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def new_session(request: HttpRequest) -> HttpResponse:
     posted = request.method == "POST"
+    try:
+        initial = start_initial(request)
+    except BadParam as exc:
+        return bad_param(exc)
     form = NewSessionForm(request.POST if posted else None, request.FILES if posted else None,
-                          owner=request.user, initial=start_initial(request))
+                          owner=request.user, initial=initial)
     if posted and form.is_valid():
         data = form.cleaned_data
         try:
@@ -92,8 +97,8 @@ def session_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 def start_initial(request: HttpRequest) -> dict[str, object]:
     """"Start a new task from this workspace" opens the form with ?from=SESSION."""
-    source = request.GET.get("from", "")
-    return {"from_session": int(source)} if source.isdigit() else {}
+    source = int_param(request, "from")
+    return {"from_session": source} if source is not None else {}
 
 
 def store_start_files(request: HttpRequest, form: NewSessionForm, session: Session) -> None:
