@@ -65,7 +65,11 @@ def inspect(request: HttpRequest, pk: int) -> HttpResponse:
     body = render_to_string(panel.template, {**context, "session": session}, request=request)
     # Only the following body carries the id live updates target, so a pinned call stays.
     dom_id = f"{panel.dom_id}-body" if pinned is None else f"{panel.dom_id}-pinned"
-    return HttpResponse(f'<div id="{dom_id}" class="panel-body">{body}</div>')
+    # A call that is not there is a 404 to a plain request; the panel's own request gets it
+    # as a 200, since htmx swaps no 4xx (base.html) and the panel would show nothing.
+    missing = pinned is not None and context["detail"] is None
+    status = 404 if missing and not request.headers.get("HX-Request") else 200
+    return HttpResponse(f'<div id="{dom_id}" class="panel-body">{body}</div>', status=status)
 
 
 @login_required
