@@ -91,18 +91,71 @@ class TaskForm(forms.ModelForm):
         return self.cleaned_data.get("metadata") or {}
 
 
-class AnchorInline(admin.TabularInline):
-    model = Anchor
+# Rows an inline shows at most. A long session holds hundreds of anchors and tasks, and a
+# page with every one of them posts more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS (1000):
+# its Save was a 400 and the edit was lost. Raising the limit would keep a page of
+# hundreds of text areas nobody can scan; the rest are one click away in their own list.
+INLINE_ROWS = 50
+
+
+class BoundedInlineFormSet(forms.BaseInlineFormSet):
+    """The first INLINE_ROWS rows of `shown` (the active anchors); posted, exactly the rows
+    the page showed, whatever the running session added or changed since."""
+
+    shown: dict[str, object] = {}
+
+    def get_queryset(self):
+        if not hasattr(self, "_queryset"):
+            rows = super().get_queryset()
+            if self.is_bound:
+                posted = [self.data.get(f"{self.prefix}-{i}-{self.model._meta.pk.name}")
+                          for i in range(self.initial_form_count())]
+                ids = [int(pk) for pk in posted if pk and str(pk).isascii() and str(pk).isdigit()]
+            else:
+                ids = list(rows.filter(**self.shown).values_list("pk", flat=True)[:INLINE_ROWS])
+            self._queryset = rows.filter(pk__in=ids)
+        return self._queryset
+
+
+class BoundedInline(admin.TabularInline):
     extra = 1
+    shown: dict[str, object] = {}
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        return type(formset.__name__, (formset,), {"shown": self.shown})
+
+
+class AnchorInline(BoundedInline):
+    model = Anchor
+    formset = BoundedInlineFormSet
+    # Only the active ones: each edit of a text leaves the old version as an inactive row.
+    shown = {"active": True}
     fields = ("tier", "text", "key", "active", "source", "turn")
     readonly_fields = ("source", "turn")
 
 
-class TaskInline(admin.TabularInline):
+class TaskInline(BoundedInline):
     model = Task
     form = TaskForm
-    extra = 1
+    formset = BoundedInlineFormSet
     fields = ("task_id", "subject", "state", "owner", "blocked_by", "description")
+
+
+def rows_note(obj, related: str, noun: str, changelist: str, shown: dict[str, object]) -> str:
+    """What the inline below shows of the session's rows, and a link to all of them."""
+    if obj is None or obj.pk is None:
+        return "—"
+    rows = getattr(obj, related)
+    total, listed = rows.count(), rows.filter(**shown).count()
+    url = f"{reverse(changelist)}?session__id__exact={obj.pk}"
+    if listed <= INLINE_ROWS and listed == total:
+        return format_html('{} {}{} below (<a href="{}">in the {} list</a>).', total, noun,
+                           "" if total == 1 else "s", url, noun)
+    which = " active" if shown else ""
+    return format_html('{} {}s, {}{} of them; below, the first {}{} (<a href="{}">all {} in '
+                       'the {} list</a>, where the others are edited).', total, noun, listed,
+                       which, min(listed, INLINE_ROWS), which, url, total, noun)
 
 
 class SessionForm(forms.ModelForm):
@@ -174,6 +227,7 @@ class SessionAdmin(admin.ModelAdmin):
     readonly_fields = ("status", "turns", "total_input_tokens", "peak_input_tokens",
                        "compactions", "cost", "final_answer", "error", "celery_task_id",
                        "parent", "created_at", "started_at", "finished_at")
+    readonly_fields += ("anchors_shown", "tasks_shown")
     fields = ("goal", "scenario", "owner", "profile", "window", "context_settings",
               "ask_first", "cancel_requested", "compact_request") + readonly_fields
     inlines = [AnchorInline, TaskInline]
@@ -181,6 +235,15 @@ class SessionAdmin(admin.ModelAdmin):
     @admin.display(description="goal")
     def short_goal(self, obj: Session) -> str:
         return obj.goal[:80]
+
+    @admin.display(description="anchors")
+    def anchors_shown(self, obj: Session) -> str:
+        return rows_note(obj, "anchors", "anchor", "admin:runs_anchor_changelist",
+                         AnchorInline.shown)
+
+    @admin.display(description="tasks")
+    def tasks_shown(self, obj: Session) -> str:
+        return rows_note(obj, "tasks", "task", "admin:runs_task_changelist", TaskInline.shown)
 
     def save_formset(self, request, form, formset, change):
         for instance in formset.save(commit=False):
