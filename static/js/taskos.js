@@ -385,7 +385,9 @@
     var parts = selectedEntryTexts(selection);
     if (!parts.length) { return; }  // only labels selected: nothing a message said
     var longest = parts.reduce(function (a, b) { return b.length > a.length ? b : a; });
-    input.value = longest.slice(0, 500);
+    // Whole: a selection past a pin's 500 characters is refused by the server, which says
+    // so, rather than pinned cut mid-word.
+    input.value = longest;
     if (note) {
       note.hidden = parts.length < 2;
       note.textContent = parts.length < 2 ? "" : "Your selection crossed " + parts.length +

@@ -239,6 +239,19 @@ class MessageForm(forms.Form):
         return refuse_too_long(self.cleaned_data["text"], "message")
 
 
+FOCUS_MAX_CHARS = 2000
+
+
 class CompactForm(forms.Form):
-    instructions = PersonText(required=False, max_length=2000, strip=True,
-                              widget=forms.TextInput(attrs={"placeholder": "focus (optional)"}))
+    instructions = PersonText(
+        required=False, max_length=FOCUS_MAX_CHARS, strip=True,
+        widget=forms.TextInput(attrs={"placeholder": "focus (optional)"}),
+        error_messages={"max_length": f"A focus holds at most {FOCUS_MAX_CHARS:,} characters "
+                                      "(this one has %(show_value)s): shorten it and send it "
+                                      "again."})
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # No maxlength in the page: the browser cut a pasted focus without a word, and the
+        # compaction ran on the first 2,000 characters; the server's refusal says why.
+        self.fields["instructions"].widget.attrs.pop("maxlength", None)
