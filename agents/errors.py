@@ -119,6 +119,15 @@ REFERENCE: dict[str, ErrorAdvice] = {
         "room the request leaves (constraint sentences first, then the least repeated "
         "ones), what is left out marked. The full texts stay in the archive. "
         "Raise words_share or the window, or put long material in a workspace file."),
+    "words_over_window": ErrorAdvice(
+        "The person's requirements alone (their hard-constraint sentences) are more than any "
+        "request can carry at this window beside the system prompt, the tool schemas, the "
+        "task snapshot and the output reserve.",
+        "The session goes on: each request carries the newest messages' requirements that "
+        "fit, in order, and every message says in the block how many of its sentences and "
+        "requirements it leaves out and where its full text is; the drawer marks each call "
+        "whose request misses one. Use a larger window, or state fewer, shorter "
+        "requirements (a long list is better as a workspace file the agent reads)."),
     "summary_skipped": ErrorAdvice(
         "No summary was requested: beside the newest rounds it would not fit the next "
         "request, so the model's work on it would never be sent.",

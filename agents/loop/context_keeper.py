@@ -23,6 +23,7 @@ from agents.compaction.source_audit import SourceAudit
 from agents.compaction.summary import StructuredSummary, render, shrink_to
 from agents.compaction.units import split_for_compaction
 from agents.context.hints import Hint, HintInjector
+from agents.context.budget import MIN_WORDS_BUDGET
 from agents.context.history import Msg
 from agents.context.limits import FixedPart, check_request, preflight
 from agents.context.snapshot import (GOAL_SHARE, SnapshotMemo, plain_item, render_snapshot,
@@ -64,6 +65,7 @@ class ContextKeeper:
         self._must: set[str] = set()  # the lines the live snapshot must always hold
         self._riding: set[str] = set()  # new lines whose message the history holds whole
         self._said_over_share = False  # the drawer was told the person's words condensed
+        self._said_words_over_window = 0  # the requirements' size the drawer was told of
         self._view: HistoryView | None = None  # the triggers' reading of the history
         self._view_of: tuple[tuple, PersonView] | None = None  # person_view's last answer
         self.snapshot_memo = SnapshotMemo()  # this session's snapshot renders' last answers
@@ -222,8 +224,29 @@ class ContextKeeper:
 
     def preflight(self) -> None:
         """Fail before any call when the fixed parts cannot fit (checked every turn: the
-        window, the reserve and the tier-1 anchors can all change during a session)."""
-        preflight(self.fixed_parts(), self.ctx.budget().window)
+        window, the reserve and the tier-1 anchors can all change during a session).
+
+        The person's requirements are the one part a person can grow mid-session (a pasted
+        list of hundreds of "must" sentences, an anchor edited to a page): when they alone
+        are what does not fit, and the rest leaves the block some room, the session goes
+        on with the requirements that fit (agents.words.person cuts them, marked) and the
+        drawer is told, rather than failing a session that was running well."""
+        parts, window = self.fixed_parts(), self.ctx.budget().window
+        words = next(p for p in parts if p.name == WORDS_FLOOR_PART)
+        rest = sum(p.tokens for p in parts) - words.tokens
+        if words.tokens + rest > window and rest + MIN_WORDS_BUDGET <= window:
+            if self._said_words_over_window != words.tokens:
+                self._said_words_over_window = words.tokens
+                self.deps.emit(error_event("words_over_window", (
+                    f"The person's requirements alone take {words.tokens:,} tokens as "
+                    f"hard-constraint sentences, and a request at this window ({window:,} "
+                    f"tokens) leaves them at most {window - rest:,} beside the system "
+                    "prompt, the tool schemas, the task snapshot and the output reserve: "
+                    "each request carries the newest messages' requirements that fit, in "
+                    "order, every message marking what it leaves out and where its full "
+                    "text is"), fatal=False))
+            return
+        preflight(parts, window)
 
     def trigger(self) -> str | None:
         """Which trigger fires now, if any: budget (c) before rolling window (a).

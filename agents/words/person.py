@@ -32,6 +32,12 @@ INTRO = ("The person's own messages that are no longer in the recent turns below
 CLOSE = "</person-words>"
 CONDENSED = ("[… {left} of {total} sentences of this message left out to fit the context; "
              "the full text is at {ref} — read it with read_ref(ref=\"{ref}\") …]")
+# When even the person's hard constraints do not fit any request at the window: kept in the
+# message's order while they fit, the rest left out, and said so in the block itself.
+CONSTRAINTS_CUT = ("[… {left} of {total} sentences of this message left out, {hard} of them "
+                   "the person's requirements: they do not fit any request at this window. "
+                   "The full text is at {ref} — read it with read_ref(ref=\"{ref}\") before "
+                   "relying on what is shown here …]")
 
 
 @dataclass
@@ -73,15 +79,20 @@ def holds_constraint(sentence: str, hard: tuple[str, ...]) -> bool:
 
 
 def condense(msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
-             count: Callable[[str], int] | None = None) -> str:
+             count: Callable[[str], int] | None = None, cut_constraints: bool = False) -> str:
     """The message reduced to its sentences that hold hard constraints, with a marker; with
     `room` (tokens for the body, counted by `count`) also its other own sentences that fit,
     the least repeated first (see `_distinct_first`), in the message's order. Sentences
     that differ in one figure are given once with their figures in braces (figure_groups),
-    as many of the figures as fit."""
+    as many of the figures as fit. `cut_constraints` (the request has no more room, and
+    the constraints alone are over `room`): only the constraints that fit, in order."""
     parts = [s.strip() for s in sentences(msg.text) if s.strip()]
     own = own_text(msg.text)  # a pasted e-mail's "you must" is no constraint of theirs
     chosen = {i for i, s in enumerate(parts) if s in own and holds_constraint(s, hard)}
+    if cut_constraints and count is not None:
+        cut = _constraints_within(parts, chosen, max(0, room), count, msg.ref)
+        if cut is not None:
+            return cut
     if len(chosen) == len(parts):
         return msg.text
     items = figure_groups.group(parts)
@@ -119,6 +130,27 @@ def condense(msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
         # Every sentence fits: the message whole, a sentence said again once.
         return (grouped_body(msg.text) or msg.text) if body is None else body
     return _render(parts, items, chosen, msg.ref) or msg.text
+
+
+def _constraints_within(parts: list[str], hard: set[int], room: int,
+                        count: Callable[[str], int], ref: str) -> str | None:
+    """The message's constraint sentences that fit `room`, in order, and a marker saying
+    how many sentences and constraints were left out; None when they all fit."""
+    marker = CONSTRAINTS_CUT.format(left=len(parts), total=len(parts), hard=len(hard),
+                                    ref=ref or "—")
+    if sum(count(parts[i]) + 1 for i in hard) + count(marker) <= room:
+        return None
+    left = room - count(marker)
+    kept: list[int] = []
+    for i in sorted(hard):
+        cost = count(parts[i]) + 1
+        if cost > left:
+            break  # in order: a later constraint is not shown without the earlier ones
+        kept.append(i)
+        left -= cost
+    marker = CONSTRAINTS_CUT.format(left=len(parts) - len(kept), total=len(parts),
+                                    hard=len(hard) - len(kept), ref=ref or "—")
+    return " ".join([*(parts[i] for i in kept), marker])
 
 
 def _render(parts: list[str], items: list[figure_groups.Item], chosen: set[int],
@@ -222,6 +254,7 @@ class PersonWords:
         self.wanted: tuple[list[condensing.Entry], list[condensing.Entry]] | None = None
         self.model_used: condensing.Condensed | None = None
         self.model_failed = ""  # why the last block's older messages have no answer to use
+        self.constraints_cut = False  # the last block left out some of their constraints
         # Older messages too many for one request are condensed in parts (condensing_parts):
         # each part's checked answer by its contents, so a new older message asks only for
         # the parts it changed.
@@ -272,18 +305,21 @@ class PersonWords:
         return self._minimum
 
     def _condense(self, msg: PersonMessage, hard: tuple[str, ...], room: int = 0,
-                  count: Callable[[str], int] | None = None) -> str:
-        cache_key = (msg.ref, msg.text, hard, max(0, room) if count is not None else 0)
+                  count: Callable[[str], int] | None = None,
+                  cut_constraints: bool = False) -> str:
+        cache_key = (msg.ref, msg.text, hard, max(0, room) if count is not None else 0,
+                     cut_constraints)
         if cache_key not in self._condensed:
             if len(self._condensed) > 256:
                 self._condensed.clear()
-            self._condensed[cache_key] = condense(msg, hard, room, count)
+            self._condensed[cache_key] = condense(msg, hard, room, count, cut_constraints)
         return self._condensed[cache_key]
 
     def _build(self, shown: list[PersonMessage], budget: int, hard: tuple[str, ...],
                count: Callable[[str], int], strict: bool = False) -> str:
         self.condensed, self.wanted, self.model_used, self.model_failed = [], None, None, ""
         self.grouped = []
+        self.constraints_cut = False  # the last build left out some of the constraints
         if not shown:
             return ""
         bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
@@ -347,6 +383,23 @@ class PersonWords:
             cost[i] = count(f"{_label(msg)} {bodies[i]}")
             if bodies[i] != msg.text:
                 self.condensed.append(msg)
+        if strict and fixed + sum(cost) > budget:
+            # Even the hard constraints are over the room the request leaves (a pasted list
+            # of hundreds of requirements in a small window): rather than no request at
+            # all, the oldest messages give theirs up first, each cut where it stops
+            # fitting and saying so; the words check reports every sentence left out.
+            for i, msg in enumerate(shown):
+                if fixed + sum(cost) <= budget:
+                    break
+                room = budget - fixed - (sum(cost) - cost[i]) - count(_label(msg)) - 1
+                body = self._condense(msg, hard, room, count, cut_constraints=True)
+                shorter = count(f"{_label(msg)} {body}")
+                if shorter >= cost[i]:
+                    continue  # its constraints are fewer than the note saying they are cut
+                bodies[i], cost[i] = body, shorter
+                if msg not in self.condensed:
+                    self.condensed.append(msg)
+                self.constraints_cut = True
         return _block(shown, bodies)
 
     def least_condensed_tokens(self, older: list[condensing.Entry],
