@@ -347,6 +347,14 @@ class Session(models.Model):
         return " ".join(filter(None, [agents.TOOLS_OFF_NOTICE,
                                       self.profile.tools_off_notice()]))
 
+    def undelivered_messages(self) -> list[str]:
+        """The follow-ups an ended session never read: accepted while it ran, then the run
+        ended (a cancel taken at the next turn, a final answer, a failure) before its next
+        turn took them. Shown on its page so none is kept out of sight."""
+        if self.is_active:  # still waiting for the next turn, not lost
+            return []
+        return list(self.pending_messages.filter(taken=False).values_list("text", flat=True))
+
     def cost_with_children(self) -> float:
         """This session's cost plus every sub-agent's below it (depth is small, so a query
         per level is fine)."""

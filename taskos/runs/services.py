@@ -139,6 +139,12 @@ def post_message(session: Session, text: str) -> PendingMessage:
     if too_long:
         raise SessionError(too_long)
     _require_active(session, "send a message")
+    # The loop stops at its next turn before it reads messages: one sent now would never
+    # be read. One accepted just before a cancel is shown on the page as not delivered.
+    session.refresh_from_db(fields=["cancel_requested"])
+    if session.cancel_requested:
+        raise SessionError("This session is being cancelled; the agent reads no more "
+                           "messages, so this one was not sent.")
     return PendingMessage.objects.create(session=session, text=text)
 
 
