@@ -339,6 +339,44 @@
       });
   });
 
+  // Follow-ups: each Send is queued behind the one in flight (hx-sync on the form; htmx
+  // dropped it before), and the box is emptied as a message goes, so the next can be typed
+  // at once: emptied when the answer came, it lost what was typed meanwhile. A queued
+  // request reads its fields only when it goes out, so each carries the text it had when
+  // Send was pressed (on its submit event); one refused or not sent comes back to the box.
+  function followupBox(form) { return form.querySelector("textarea[name=text]"); }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.matches || !form.matches("form.followup[hx-post]")) { return; }
+    if (!window.htmx) { return; }  // a plain post: the browser reads the box after this
+    var box = followupBox(form);
+    event.followupText = box.value;
+    box.value = "";
+  }, true);
+
+  function sentFollowup(detail) {
+    var config = detail.requestConfig || detail;
+    var trigger = config.triggeringEvent;
+    return trigger && typeof trigger.followupText === "string" ? trigger.followupText : null;
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var sent = sentFollowup(event.detail);
+    if (sent === null) { return; }
+    var box = followupBox(event.detail.elt);
+    event.detail.parameters.text = sent;
+    // The box is empty by now: its "required" is no reason to halt a text already taken.
+    event.detail.errors = event.detail.errors.filter(function (e) { return e.elt !== box; });
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var sent = sentFollowup(event.detail);
+    if (sent === null || event.detail.xhr.status === 200) { return; }
+    var box = followupBox(event.detail.elt);
+    box.value = box.value ? sent + "\n\n" + box.value : sent;
+  });
+
   // Pins (issue 13): a sentence selected in the transcript goes into the drawer's pin
   // form, ready to be made a hard constraint with one click.
   // Only the words of the entries count: a selection across entries also covers their
