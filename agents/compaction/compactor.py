@@ -33,6 +33,12 @@ _PREFIX_FORM = ("The messages to fold (their number and archive labels are at th
 MIN_SUMMARY_ROOM = 64  # below this a summary request carries too little history to be worth it
 RAISE_SLACK = 16  # tokens kept free when a cut summary is asked again with the window's room
 FIRST_OUTPUT_CAP = 4096  # output room a first summary call may get beyond its zone's
+# The request that repeats the agent's cached prefix is made only when it leaves this much
+# more than the summary's output room: asked for a summary of the zone's size, a model
+# writes past it by the answer's JSON framing, and a cut answer is asked again in chunks,
+# the first call paid for and never used (long-1000 at 4 096: 532 tokens of room, an
+# answer of 544).
+PREFIX_OUTPUT_HEADROOM = 1.25
 ARGS_KEEP_CHARS = 200  # tool-call arguments shown in a squeezed summary request
 # What each message of a summary request is, as the call's record names it (the
 # inspector's zone column): the agent's own head zones keep their names, except its
@@ -331,7 +337,8 @@ class Compactor:
         tail = {"role": "user", "content": "\n".join(lines)}
         tokens = (REPLY_PRIMING + ctx._tools_tokens + ctx.counter.message(tail)
                   + sum(m.tokens for m in head) + sum(m.tokens for m in folded))
-        if tokens > ctx.budget().summary_input_limit:
+        budget = ctx.budget()
+        if tokens > budget.window - int(budget.summary_output * PREFIX_OUTPUT_HEADROOM):
             return None
         self.request_parts = ([(PREVIOUS if zone == "summary" else zone, m.tokens)
                                for zone, m in ctx.stable_head()]
