@@ -40,7 +40,7 @@ from taskos.drawer.stream import (Update, children_state, render_children_update
                                   render_named_panels, render_status_update, render_update)
 from taskos.live.sending import group_name
 from taskos.runs.models import Session
-from taskos.web.params import DIGITS, MAX_PARAM
+from taskos.runs.whole_numbers import MAX_PARAM, whole_number
 
 log = logging.getLogger("taskos.live")
 
@@ -79,7 +79,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.watchdog = asyncio.create_task(self.watch())
         after = parse_qs(self.scope.get("query_string", b"").decode()).get("after")
-        if after and DIGITS.fullmatch(after[0]) and int(after[0]) <= MAX_PARAM:
+        if after and whole_number(after[0]) is not None:
             await self.sync(int(after[0]), full=True)
 
     async def disconnect(self, code: int) -> None:

@@ -1,18 +1,11 @@
-"""Whole-number query parameters (?call=, ?before=, ?from=…), read the same way by every view.
-
-str.isdigit() accepts "²" and "٣", which int() then refuses or reads as another number, and
-an unbounded number overflows the database's integer columns (SQLite: "datatype mismatch";
-PostgreSQL: "out of range"): only ASCII digits within a bound reach a query.
-"""
+"""Whole-number query parameters (?call=, ?before=, ?from=…), read the same way by every view
+(what counts as one: taskos.runs.whole_numbers, which the live socket reads by too)."""
 from __future__ import annotations
-
-import re
 
 from django.http import HttpRequest, HttpResponse
 
-# PostgreSQL's integer: the smallest column a parameter is compared with (turns, numbers).
-MAX_PARAM = 2**31 - 1
-DIGITS = re.compile(r"[0-9]+")
+from taskos.runs.whole_numbers import MAX_PARAM, whole_number
+
 SHOWN_CHARS = 40
 
 
@@ -27,8 +20,8 @@ def int_param(request: HttpRequest, name: str, default: int | None = None, *,
     raw = request.GET.get(name, "")
     if raw == "":
         return default
-    value = int(raw) if DIGITS.fullmatch(raw) else None
-    if value is None or not minimum <= value <= maximum:
+    value = whole_number(raw, maximum)
+    if value is None or value < minimum:
         shown = raw if len(raw) <= SHOWN_CHARS else raw[:SHOWN_CHARS] + "…"
         raise BadParam(f"Query parameter {name!r} must be a whole number from {minimum} to "
                        f"{maximum}, got {shown!r}.")
@@ -40,7 +33,7 @@ def int_list_param(request: HttpRequest, name: str, *, maximum: int = MAX_PARAM)
     one of them is not one."""
     raw = request.GET.get(name, "")
     parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not all(DIGITS.fullmatch(p) and int(p) <= maximum for p in parts):
+    if not all(whole_number(p, maximum) is not None for p in parts):
         shown = raw if len(raw) <= SHOWN_CHARS else raw[:SHOWN_CHARS] + "…"
         raise BadParam(f"Query parameter {name!r} must be whole numbers from 0 to {maximum} "
                        f"separated by commas, got {shown!r}.")

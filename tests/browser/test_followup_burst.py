@@ -3,17 +3,27 @@ sent stays in the box. htmx dropped a Send while the previous one was in flight,
 first answer's reset emptied the box of what had been typed since (20 sent, 13 stored)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from .stack import Stack
-from .test_drawer_live import cancel, start_session
+from .test_drawer_live import start_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 expect.set_options(timeout=90_000)
 
 SENT = 8
 BOX = "form.followup textarea[name=text]"
+
+
+def cancel(page: Page) -> None:
+    """Cancel the session, which the resumed worker may or may not have started yet."""
+    page.click("form.cancel button")
+    expect(page.locator("#flash")).to_contain_text(
+        re.compile("Cancel requested|Cancelled before it started"))
+    expect(page.locator("#session-status .status")).to_have_text("cancelled")
 
 
 def test_follow_ups_sent_in_quick_succession_are_all_stored(page: Page, stack: Stack) -> None:
