@@ -254,7 +254,6 @@ class PersonWords:
         self.wanted: tuple[list[condensing.Entry], list[condensing.Entry]] | None = None
         self.model_used: condensing.Condensed | None = None
         self.model_failed = ""  # why the last block's older messages have no answer to use
-        self.constraints_cut = False  # the last block left out some of their constraints
         # Older messages too many for one request are condensed in parts (condensing_parts):
         # each part's checked answer by its contents, so a new older message asks only for
         # the parts it changed.
@@ -319,7 +318,6 @@ class PersonWords:
                count: Callable[[str], int], strict: bool = False) -> str:
         self.condensed, self.wanted, self.model_used, self.model_failed = [], None, None, ""
         self.grouped = []
-        self.constraints_cut = False  # the last build left out some of the constraints
         if not shown:
             return ""
         bodies = [marked(m.text) for m in shown]  # pasted material verbatim, marked quoted
@@ -399,7 +397,6 @@ class PersonWords:
                 bodies[i], cost[i] = body, shorter
                 if msg not in self.condensed:
                     self.condensed.append(msg)
-                self.constraints_cut = True
         return _block(shown, bodies)
 
     def least_condensed_tokens(self, older: list[condensing.Entry],
